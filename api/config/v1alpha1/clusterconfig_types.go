@@ -1,0 +1,253 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterConfigName is the only name a ClusterConfig may have: the kind is a
+// cluster-wide singleton, and the schema rejects any other name so that two
+// configurations can never disagree.
+const ClusterConfigName = "cluster"
+
+// ClusterConfigSpec is the desired configuration of the local cluster's Liqo
+// components. Every field takes effect at run time, without a restart.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.clusterName) || self.clusterName == ” || self.clusterName.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="clusterName must be a DNS label: lower-case letters, digits and '-'",fieldPath=".clusterName",reason="FieldValueInvalid"
+type ClusterConfigSpec struct {
+	// ClusterName is the human-readable name this cluster announces to its
+	// peers. The controller manager's --cluster-name flag, when set, wins.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// DiscoveryConfig controls how this cluster finds peers and is found.
+	// +kubebuilder:default={}
+	// +optional
+	DiscoveryConfig DiscoveryConfig `json:"discoveryConfig,omitempty"`
+
+	// SharingConfig controls what this cluster offers and accepts.
+	// +kubebuilder:default={}
+	// +optional
+	SharingConfig SharingConfig `json:"sharingConfig,omitempty"`
+
+	// PeeringConfig controls who may peer with this cluster.
+	// +kubebuilder:default={}
+	// +optional
+	PeeringConfig PeeringConfig `json:"peeringConfig,omitempty"`
+
+	// NetworkConfig describes the address ranges of this cluster, used by the
+	// network fabric to detect overlaps with peers and remap them.
+	// +optional
+	NetworkConfig NetworkConfig `json:"networkConfig,omitempty"`
+}
+
+// DiscoveryConfig holds the discovery switches of the seed design.
+type DiscoveryConfig struct {
+	// EnableAdvertisement publishes this cluster on the LAN with mDNS. Turning
+	// it off withdraws the service with an mDNS goodbye packet.
+	// +kubebuilder:default=true
+	// +optional
+	EnableAdvertisement *bool `json:"enableAdvertisement,omitempty"`
+
+	// EnableDiscovery browses the LAN for other clusters.
+	// +kubebuilder:default=true
+	// +optional
+	EnableDiscovery *bool `json:"enableDiscovery,omitempty"`
+
+	// AutoJoin sets join on ForeignClusters found by discovery, so that they
+	// peer without a manual step (subject to the peering policy).
+	// +kubebuilder:default=false
+	// +optional
+	AutoJoin *bool `json:"autojoin,omitempty"`
+
+	// TTL is the time-to-live, in seconds, of the records this cluster
+	// announces.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=90
+	// +optional
+	TTL int32 `json:"ttl,omitempty"`
+
+	// MDNSInterface is the network interface mDNS binds to. Empty means every
+	// multicast-capable interface of the host.
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	MDNSInterface string `json:"mdnsInterface,omitempty"`
+
+	// ServiceName is the DNS-SD service type announced and browsed.
+	// +kubebuilder:validation:Pattern=`^_[a-z0-9-]+\._(tcp|udp)$`
+	// +kubebuilder:default="_liqo_auth._tcp"
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+
+	// Domain is the mDNS domain.
+	// +kubebuilder:default="local."
+	// +optional
+	Domain string `json:"domain,omitempty"`
+
+	// HealthCheckIntervalSeconds is how often discovered clusters are checked
+	// for liveness.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=30
+	// +optional
+	HealthCheckIntervalSeconds int32 `json:"healthCheckIntervalSeconds,omitempty"`
+
+	// MaxMissedHealthChecks is how many consecutive missed checks make a
+	// discovered, not joined, cluster go away.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=3
+	// +optional
+	MaxMissedHealthChecks int32 `json:"maxMissedHealthChecks,omitempty"`
+}
+
+// SharingConfig holds the resource-sharing policy.
+type SharingConfig struct {
+	// EnableBroadcaster makes this cluster advertise resources to the
+	// clusters that peer with it.
+	// +kubebuilder:default=true
+	// +optional
+	EnableBroadcaster *bool `json:"enableBroadcaster,omitempty"`
+
+	// SharePercentage is the share of this cluster's free resources offered
+	// to each peer.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=50
+	// +optional
+	SharePercentage int32 `json:"sharePercentage,omitempty"`
+
+	// AutoAccept accepts every Advertisement that stays within
+	// MaxAcceptedResources.
+	// +kubebuilder:default=true
+	// +optional
+	AutoAccept *bool `json:"autoAccept,omitempty"`
+
+	// MaxAcceptedResources caps the resources taken from one peer; an
+	// Advertisement offering more is refused. Empty means no cap.
+	// +optional
+	MaxAcceptedResources corev1.ResourceList `json:"maxAcceptedResources,omitempty"`
+}
+
+// PeeringConfig holds the policy that decides who may peer with this cluster.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.allowedClusterIDs) || !has(self.deniedClusterIDs) || !self.allowedClusterIDs.exists(id, id in self.deniedClusterIDs)",message="a cluster ID cannot be both allowed and denied",fieldPath=".deniedClusterIDs",reason="FieldValueInvalid"
+type PeeringConfig struct {
+	// RequireToken makes the auth service demand the peering token from
+	// every consumer that is not otherwise trusted.
+	// +kubebuilder:default=true
+	// +optional
+	RequireToken *bool `json:"requireToken,omitempty"`
+
+	// TrustLANPeers lets clusters discovered on the LAN peer without a token,
+	// trusting their CA on first use.
+	// +kubebuilder:default=false
+	// +optional
+	TrustLANPeers *bool `json:"trustLANPeers,omitempty"`
+
+	// AllowedClusterIDs, when not empty, is the only set of clusters that may
+	// peer with this one.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=set
+	// +optional
+	AllowedClusterIDs []string `json:"allowedClusterIDs,omitempty"`
+
+	// DeniedClusterIDs may never peer with this cluster.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=set
+	// +optional
+	DeniedClusterIDs []string `json:"deniedClusterIDs,omitempty"`
+
+	// MaxIncomingPeerings caps the number of clusters peering with this one;
+	// 0 means no cap.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxIncomingPeerings int32 `json:"maxIncomingPeerings,omitempty"`
+
+	// ReconcilePeriodSeconds is how often both sides of a peering check that
+	// everything it needs exists, and repair drift.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=30
+	// +optional
+	ReconcilePeriodSeconds int32 `json:"reconcilePeriodSeconds,omitempty"`
+}
+
+// NetworkConfig describes this cluster's address ranges.
+type NetworkConfig struct {
+	// PodCIDR is the range pod IPs are taken from.
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="podCIDR must be a CIDR such as 10.244.0.0/16"
+	// +kubebuilder:validation:MaxLength=43
+	// +optional
+	PodCIDR string `json:"podCIDR,omitempty"`
+
+	// ServiceCIDR is the range service cluster IPs are taken from.
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="serviceCIDR must be a CIDR such as 10.96.0.0/12"
+	// +kubebuilder:validation:MaxLength=43
+	// +optional
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
+
+	// ReservedSubnets are ranges the fabric must never use for remapping.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="every reserved subnet must be a CIDR"
+	// +optional
+	ReservedSubnets []string `json:"reservedSubnets,omitempty"`
+}
+
+// ClusterConfigStatus reports the identity the controller manager settled on
+// and whether the configuration is in force.
+type ClusterConfigStatus struct {
+	// ClusterID is this cluster's identity, stable across restarts.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// ClusterName is the name in force (from the flag or the spec).
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// Conditions say whether the configuration has been applied.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ClusterConfig is the cluster-wide configuration of Liqo. Exactly one
+// exists, named "cluster"; the controller manager creates it with defaults
+// when it is missing.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=lcc
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="ClusterConfig is a singleton: metadata.name must be 'cluster'",reason="FieldValueInvalid",fieldPath=".metadata.name"
+// +kubebuilder:printcolumn:name="Cluster ID",type=string,JSONPath=`.status.clusterID`
+// +kubebuilder:printcolumn:name="Cluster Name",type=string,JSONPath=`.status.clusterName`
+// +kubebuilder:printcolumn:name="Discovery",type=boolean,JSONPath=`.spec.discoveryConfig.enableDiscovery`
+// +kubebuilder:printcolumn:name="Autojoin",type=boolean,JSONPath=`.spec.discoveryConfig.autojoin`
+// +kubebuilder:printcolumn:name="Share %",type=integer,JSONPath=`.spec.sharingConfig.sharePercentage`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:default={}
+	// +optional
+	Spec ClusterConfigSpec `json:"spec,omitempty"`
+	// +optional
+	Status ClusterConfigStatus `json:"status,omitempty"`
+}
+
+// ClusterConfigList is a list of ClusterConfig.
+//
+// +kubebuilder:object:root=true
+type ClusterConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterConfig `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterConfig{}, &ClusterConfigList{})
+}

@@ -1,0 +1,51 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package v1alpha1
+
+// ClusterIdentity names a cluster: its stable ID and a human-readable name.
+type ClusterIdentity struct {
+	// ClusterID is the cluster's stable identity. It is a DNS label so that
+	// it can appear in object names and label values.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// ClusterName is the name the cluster announces; informational only.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+}
+
+// SecretReference points at a Secret by namespace and name.
+type SecretReference struct {
+	// Namespace of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+const (
+	// ClusterIDLabel carries the ClusterID of the remote cluster an object
+	// belongs to, so that everything of one peer can be selected at once.
+	ClusterIDLabel = "discovery.liqo.io/cluster-id"
+
+	// DiscoveryTypeLabel records how a ForeignCluster was found.
+	DiscoveryTypeLabel = "discovery.liqo.io/discovery-type"
+)
+
+// DiscoveryType is how a ForeignCluster was found.
+type DiscoveryType string
+
+// The ways a cluster can be found. When several found the same cluster the
+// most explicit one wins: Manual over IncomingPeering over WAN over LAN.
+const (
+	LanDiscovery             DiscoveryType = "LAN"
+	WanDiscovery             DiscoveryType = "WAN"
+	ManualDiscovery          DiscoveryType = "Manual"
+	IncomingPeeringDiscovery DiscoveryType = "IncomingPeering"
+)

@@ -1,0 +1,146 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PeeringEnabled is a tri-state switch: Auto lets the policy decide.
+// +kubebuilder:validation:Enum=Auto;Yes;No
+type PeeringEnabled string
+
+// The values of PeeringEnabled.
+const (
+	PeeringEnabledAuto PeeringEnabled = "Auto"
+	PeeringEnabledYes  PeeringEnabled = "Yes"
+	PeeringEnabledNo   PeeringEnabled = "No"
+)
+
+// ForeignClusterSpec is what this cluster knows and wants of a remote one.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.clusterIdentity.clusterID) && self.clusterIdentity.clusterID != ”) || (has(self.foreignAuthUrl) && self.foreignAuthUrl != ”)",message="spec.clusterIdentity.clusterID is required unless spec.foreignAuthUrl is set to complete it from",fieldPath=".clusterIdentity.clusterID",reason="FieldValueRequired"
+type ForeignClusterSpec struct {
+	// ClusterIdentity identifies the remote cluster. The ClusterID cannot
+	// change once set: a different ID is a different cluster.
+	// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterID) || oldSelf.clusterID == '' || (has(self.clusterID) && self.clusterID == oldSelf.clusterID)",message="clusterID is immutable once set",reason="FieldValueForbidden"
+	ClusterIdentity ClusterIdentity `json:"clusterIdentity"`
+
+	// Join requests an outgoing peering with the remote cluster.
+	// +optional
+	Join bool `json:"join,omitempty"`
+
+	// OutgoingPeeringEnabled allows (Yes), forbids (No) or leaves to policy
+	// (Auto) peering towards the remote cluster.
+	// +kubebuilder:default=Auto
+	// +optional
+	OutgoingPeeringEnabled PeeringEnabled `json:"outgoingPeeringEnabled,omitempty"`
+
+	// IncomingPeeringEnabled allows (Yes), forbids (No) or leaves to policy
+	// (Auto) peering requests from the remote cluster.
+	// +kubebuilder:default=Auto
+	// +optional
+	IncomingPeeringEnabled PeeringEnabled `json:"incomingPeeringEnabled,omitempty"`
+
+	// NetworkingEnabled controls whether a network tunnel is built to the
+	// remote cluster.
+	// +kubebuilder:default=Auto
+	// +optional
+	NetworkingEnabled PeeringEnabled `json:"networkingEnabled,omitempty"`
+
+	// ForeignAuthURL is the HTTPS URL of the remote cluster's auth service.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self == '' || (isURL(self) && url(self).getScheme() == 'https' && url(self).getHost() != '')",message="foreignAuthUrl must be an https:// URL with a host"
+	// +optional
+	ForeignAuthURL string `json:"foreignAuthUrl,omitempty"`
+
+	// InsecureSkipTLSVerify skips verification of the remote auth service's
+	// certificate on first contact; the CA it presents is then pinned.
+	// +kubebuilder:default=false
+	// +optional
+	InsecureSkipTLSVerify *bool `json:"insecureSkipTLSVerify,omitempty"`
+
+	// TTL is how long, in seconds, a discovered cluster stays known without
+	// being seen again; 0 means it never expires.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTL int32 `json:"ttl,omitempty"`
+}
+
+// Condition types of a ForeignCluster, one per phase of the peering.
+const (
+	ConditionDiscovered            = "Discovered"
+	ConditionAuthenticated         = "Authenticated"
+	ConditionPeeringRequested      = "PeeringRequested"
+	ConditionAdvertisementAccepted = "AdvertisementAccepted"
+	ConditionNetworkEstablished    = "NetworkEstablished"
+	ConditionVirtualNodeReady      = "VirtualNodeReady"
+)
+
+// ForeignClusterStatus is what this cluster has observed of a remote one.
+type ForeignClusterStatus struct {
+	// Conditions hold one entry per phase of the peering, each with a reason
+	// and a message an operator can act on.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// APIServerURL is the remote API server's address, as the auth service
+	// announced it.
+	// +optional
+	APIServerURL string `json:"apiServerURL,omitempty"`
+
+	// LastSeen is the last time discovery or a health check reached the
+	// remote cluster.
+	// +optional
+	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
+
+	// MissedHealthChecks counts consecutive failed health checks.
+	// +optional
+	MissedHealthChecks int32 `json:"missedHealthChecks,omitempty"`
+
+	// TrustedCAFingerprint is the SHA-256 fingerprint of the remote CA this
+	// cluster trusts.
+	// +optional
+	TrustedCAFingerprint string `json:"trustedCAFingerprint,omitempty"`
+
+	// IncomingPeering is true when the remote cluster peers with this one.
+	// +optional
+	IncomingPeering bool `json:"incomingPeering,omitempty"`
+}
+
+// ForeignCluster is a remote cluster this cluster knows of, however it was
+// found. There is one per ClusterID.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=fc
+// +kubebuilder:printcolumn:name="Cluster ID",type=string,JSONPath=`.spec.clusterIdentity.clusterID`
+// +kubebuilder:printcolumn:name="Cluster Name",type=string,JSONPath=`.spec.clusterIdentity.clusterName`
+// +kubebuilder:printcolumn:name="Discovery",type=string,JSONPath=`.metadata.labels.discovery\.liqo\.io/discovery-type`
+// +kubebuilder:printcolumn:name="Join",type=boolean,JSONPath=`.spec.join`
+// +kubebuilder:printcolumn:name="Peering",type=string,JSONPath=`.status.conditions[?(@.type=="PeeringRequested")].status`
+// +kubebuilder:printcolumn:name="Auth URL",type=string,JSONPath=`.spec.foreignAuthUrl`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ForeignCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec ForeignClusterSpec `json:"spec"`
+	// +optional
+	Status ForeignClusterStatus `json:"status,omitempty"`
+}
+
+// ForeignClusterList is a list of ForeignCluster.
+//
+// +kubebuilder:object:root=true
+type ForeignClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ForeignCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ForeignCluster{}, &ForeignClusterList{})
+}

@@ -1,0 +1,114 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+)
+
+// AdvertisementSpec is what a provider offers a consumer.
+//
+// +kubebuilder:validation:XValidation:rule="self.timeToLive > self.timestamp",message="timeToLive must be later than timestamp",fieldPath=".timeToLive",reason="FieldValueInvalid"
+type AdvertisementSpec struct {
+	// ClusterIdentity identifies the provider.
+	ClusterIdentity discoveryv1alpha1.ClusterIdentity `json:"clusterIdentity"`
+
+	// Resources offered: cpu, memory, pods and extended resources.
+	Resources corev1.ResourceList `json:"resources"`
+
+	// Labels of the provider's nodes worth exposing on the virtual node.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Properties are free-form facts about the provider.
+	// +optional
+	Properties map[string]string `json:"properties,omitempty"`
+
+	// Prices per unit of each resource, for brokers that compare providers.
+	// +optional
+	Prices corev1.ResourceList `json:"prices,omitempty"`
+
+	// Timestamp is when the provider computed this offer.
+	Timestamp metav1.Time `json:"timestamp"`
+
+	// TimeToLive is when this offer expires unless refreshed.
+	TimeToLive metav1.Time `json:"timeToLive"`
+
+	// KubeconfigSecretRef points at the Secret, in the consumer, holding the
+	// kubeconfig the virtual kubelet uses in the provider.
+	// +optional
+	KubeconfigSecretRef *discoveryv1alpha1.SecretReference `json:"kubeconfigSecretRef,omitempty"`
+}
+
+// AdvertisementPhase is the consumer's decision on an Advertisement.
+// +kubebuilder:validation:Enum=ACCEPTED;REFUSED
+type AdvertisementPhase string
+
+// The decisions a consumer can take.
+const (
+	AdvertisementAccepted AdvertisementPhase = "ACCEPTED"
+	AdvertisementRefused  AdvertisementPhase = "REFUSED"
+)
+
+// AdvertisementStatus is the consumer's decision and its consequences.
+type AdvertisementStatus struct {
+	// Phase is ACCEPTED or REFUSED.
+	// +optional
+	Phase AdvertisementPhase `json:"phase,omitempty"`
+
+	// Reason is a machine-readable word for the decision.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message explains the decision to an operator.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// VirtualNodeName is the node the consumer created for this offer.
+	// +optional
+	VirtualNodeName string `json:"virtualNodeName,omitempty"`
+
+	// Conditions report the virtual kubelet's state.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Advertisement is a provider's offer of resources to one consumer, written
+// by the provider into the consumer's tenant namespace.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=adv
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.clusterIdentity.clusterName`
+// +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.spec.resources.cpu`
+// +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.spec.resources.memory`
+// +kubebuilder:printcolumn:name="Pods",type=string,JSONPath=`.spec.resources.pods`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.spec.timeToLive`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Advertisement struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec AdvertisementSpec `json:"spec"`
+	// +optional
+	Status AdvertisementStatus `json:"status,omitempty"`
+}
+
+// AdvertisementList is a list of Advertisement.
+//
+// +kubebuilder:object:root=true
+type AdvertisementList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Advertisement `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Advertisement{}, &AdvertisementList{})
+}

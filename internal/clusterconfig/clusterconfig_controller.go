@@ -1,0 +1,109 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package clusterconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+)
+
+// ConditionReady is True when the configuration is in force.
+const ConditionReady = "Ready"
+
+// +kubebuilder:rbac:groups=config.liqo.io,resources=clusterconfigs,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=config.liqo.io,resources=clusterconfigs/status,verbs=get;update;patch
+
+// Reconciler keeps the ClusterConfig singleton present and its status
+// current, and publishes it to Store.
+type Reconciler struct {
+	// Client reads and writes ClusterConfig.
+	Client client.Client
+	// ClusterID is the identity settled by the clusterid package.
+	ClusterID string
+	// ClusterNameOverride, from the --cluster-name flag, wins over the spec.
+	ClusterNameOverride string
+	// Store receives the configuration in force.
+	Store *Store
+}
+
+// EffectiveClusterName is the name this cluster announces: the override,
+// else the spec's, else one derived from the ClusterID.
+func EffectiveClusterName(override string, cfg *configv1alpha1.ClusterConfig, clusterID string) string {
+	switch {
+	case override != "":
+		return override
+	case cfg != nil && cfg.Spec.ClusterName != "":
+		return cfg.Spec.ClusterName
+	case len(clusterID) >= 8:
+		return "cluster-" + clusterID[:8]
+	default:
+		return "cluster-" + clusterID
+	}
+}
+
+// EnsureDefault creates the ClusterConfig singleton, with the schema's
+// defaults, when it does not exist.
+func EnsureDefault(ctx context.Context, c client.Client) error {
+	cfg := &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName}}
+	if err := c.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the default ClusterConfig: %w", err)
+	}
+	return nil
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	var cfg configv1alpha1.ClusterConfig
+	if err := r.Client.Get(ctx, req.NamespacedName, &cfg); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		log.Info("ClusterConfig missing, recreating it with defaults")
+		return ctrl.Result{}, EnsureDefault(ctx, r.Client)
+	}
+	if !cfg.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	r.Store.set(&cfg)
+
+	patch := client.MergeFrom(cfg.DeepCopy())
+	cfg.Status.ClusterID = r.ClusterID
+	cfg.Status.ClusterName = EffectiveClusterName(r.ClusterNameOverride, &cfg, r.ClusterID)
+	meta.SetStatusCondition(&cfg.Status.Conditions, metav1.Condition{
+		Type:               ConditionReady,
+		Status:             metav1.ConditionTrue,
+		Reason:             "Applied",
+		Message:            "The configuration is in force",
+		ObservedGeneration: cfg.Generation,
+	})
+	if err := r.Client.Status().Patch(ctx, &cfg, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("updating ClusterConfig status: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager registers the reconciler; only the singleton's name is
+// reconciled, since the schema forbids any other.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Store == nil || r.ClusterID == "" {
+		return errors.New("clusterconfig.Reconciler needs Client, Store and ClusterID")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&configv1alpha1.ClusterConfig{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == configv1alpha1.ClusterConfigName
+		}))).
+		Named("clusterconfig").
+		Complete(r)
+}
