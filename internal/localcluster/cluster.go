@@ -92,6 +92,7 @@ type Cluster struct {
 	StartDuration time.Duration
 
 	opts      Options
+	stateMu   sync.Mutex // serialises writes of the state file
 	mu        sync.Mutex
 	processes []*Process
 	stopOnce  sync.Once
@@ -319,7 +320,18 @@ func (c *Cluster) writePKI(dir string) (*pkiPaths, error) {
 func (c *Cluster) bin(name string) string { return filepath.Join(c.opts.BinDir, name) }
 
 func (c *Cluster) launch(name string, args []string) (*Process, error) {
-	p, err := startProcess(name, c.bin(name), args, c.LogDir(), c.opts.Detach)
+	return c.Launch(name, c.bin(name), args)
+}
+
+// Launch starts another process as part of the cluster, under the same
+// rules as its components: own process group, log in LogDir, recorded in
+// the state file, stopped by Stop and StopDir. Its arguments must mention
+// the cluster directory (a kubeconfig inside it, say) for Reap to find it.
+func (c *Cluster) Launch(name, bin string, args []string) (*Process, error) {
+	if c.process(name) != nil {
+		return nil, fmt.Errorf("a process named %s is already running in cluster %q", name, c.Name)
+	}
+	p, err := startProcess(name, bin, args, c.LogDir(), c.opts.Detach)
 	if err != nil {
 		return nil, err
 	}
@@ -545,6 +557,8 @@ func waitHealthz(ctx context.Context, p *Process, port int) error {
 }
 
 func (c *Cluster) writeState() error {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
 	c.mu.Lock()
 	s := state{Name: c.Name, KubeconfigPath: c.KubeconfigPath, APIServerURL: c.APIServerURL}
 	for _, p := range c.processes {
@@ -576,6 +590,25 @@ func (c *Cluster) Stop() error {
 		}
 	})
 	return err
+}
+
+// StopProcess stops the named process (a component or one started with
+// Launch) and forgets it, so that it can be launched again.
+func (c *Cluster) StopProcess(name string) error {
+	p := c.process(name)
+	if p == nil {
+		return fmt.Errorf("no process named %s in cluster %q", name, c.Name)
+	}
+	p.Stop(10 * time.Second)
+	c.mu.Lock()
+	for i, q := range c.processes {
+		if q == p {
+			c.processes = append(c.processes[:i], c.processes[i+1:]...)
+			break
+		}
+	}
+	c.mu.Unlock()
+	return c.writeState()
 }
 
 func (c *Cluster) stopProcesses() {

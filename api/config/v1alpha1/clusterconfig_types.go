@@ -15,7 +15,7 @@ const ClusterConfigName = "cluster"
 // ClusterConfigSpec is the desired configuration of the local cluster's Liqo
 // components. Every field takes effect at run time, without a restart.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.clusterName) || self.clusterName == ” || self.clusterName.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="clusterName must be a DNS label: lower-case letters, digits and '-'",fieldPath=".clusterName",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="!has(self.clusterName) || size(self.clusterName) == 0 || self.clusterName.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="clusterName must be a DNS label: lower-case letters, digits and '-'",fieldPath=".clusterName",reason="FieldValueInvalid"
 type ClusterConfigSpec struct {
 	// ClusterName is the human-readable name this cluster announces to its
 	// peers. The controller manager's --cluster-name flag, when set, wins.
@@ -78,7 +78,7 @@ type DiscoveryConfig struct {
 	MDNSInterface string `json:"mdnsInterface,omitempty"`
 
 	// ServiceName is the DNS-SD service type announced and browsed.
-	// +kubebuilder:validation:Pattern=`^_[a-z0-9-]+\._(tcp|udp)$`
+	// +kubebuilder:validation:Pattern=`^_[a-z0-9_-]+\._(tcp|udp)$`
 	// +kubebuilder:default="_liqo_auth._tcp"
 	// +optional
 	ServiceName string `json:"serviceName,omitempty"`
@@ -221,7 +221,7 @@ type ClusterConfigStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=lcc
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="ClusterConfig is a singleton: metadata.name must be 'cluster'",reason="FieldValueInvalid",fieldPath=".metadata.name"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="ClusterConfig is a singleton: metadata.name must be 'cluster'"
 // +kubebuilder:printcolumn:name="Cluster ID",type=string,JSONPath=`.status.clusterID`
 // +kubebuilder:printcolumn:name="Cluster Name",type=string,JSONPath=`.status.clusterName`
 // +kubebuilder:printcolumn:name="Discovery",type=boolean,JSONPath=`.spec.discoveryConfig.enableDiscovery`

@@ -19,11 +19,11 @@ const (
 
 // ForeignClusterSpec is what this cluster knows and wants of a remote one.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.clusterIdentity.clusterID) && self.clusterIdentity.clusterID != ”) || (has(self.foreignAuthUrl) && self.foreignAuthUrl != ”)",message="spec.clusterIdentity.clusterID is required unless spec.foreignAuthUrl is set to complete it from",fieldPath=".clusterIdentity.clusterID",reason="FieldValueRequired"
+// +kubebuilder:validation:XValidation:rule="(has(self.clusterIdentity.clusterID) && size(self.clusterIdentity.clusterID) > 0) || (has(self.foreignAuthUrl) && size(self.foreignAuthUrl) > 0)",message="spec.clusterIdentity.clusterID is required unless spec.foreignAuthUrl is set to complete it from",fieldPath=".clusterIdentity.clusterID",reason="FieldValueRequired"
 type ForeignClusterSpec struct {
 	// ClusterIdentity identifies the remote cluster. The ClusterID cannot
 	// change once set: a different ID is a different cluster.
-	// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterID) || oldSelf.clusterID == '' || (has(self.clusterID) && self.clusterID == oldSelf.clusterID)",message="clusterID is immutable once set",reason="FieldValueForbidden"
+	// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterID) || size(oldSelf.clusterID) == 0 || (has(self.clusterID) && self.clusterID == oldSelf.clusterID)",message="clusterID is immutable once set",reason="FieldValueForbidden"
 	ClusterIdentity ClusterIdentity `json:"clusterIdentity"`
 
 	// Join requests an outgoing peering with the remote cluster.
@@ -50,7 +50,7 @@ type ForeignClusterSpec struct {
 
 	// ForeignAuthURL is the HTTPS URL of the remote cluster's auth service.
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self == '' || (isURL(self) && url(self).getScheme() == 'https' && url(self).getHost() != '')",message="foreignAuthUrl must be an https:// URL with a host"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || (isURL(self) && url(self).getScheme() == 'https' && size(url(self).getHost()) > 0)",message="foreignAuthUrl must be an https:// URL with a host"
 	// +optional
 	ForeignAuthURL string `json:"foreignAuthUrl,omitempty"`
 

@@ -40,8 +40,8 @@ const (
 
 // NamespaceOffloadingSpec says where a namespace offloads.
 //
-// +kubebuilder:validation:XValidation:rule="self.namespaceMappingStrategy != 'SelectedName' || (has(self.remoteNamespaceName) && self.remoteNamespaceName != ”)",message="remoteNamespaceName is required when namespaceMappingStrategy is SelectedName",fieldPath=".remoteNamespaceName",reason="FieldValueRequired"
-// +kubebuilder:validation:XValidation:rule="self.namespaceMappingStrategy == 'SelectedName' || !has(self.remoteNamespaceName) || self.remoteNamespaceName == ”",message="remoteNamespaceName may only be set when namespaceMappingStrategy is SelectedName",fieldPath=".remoteNamespaceName",reason="FieldValueForbidden"
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaceMappingStrategy) || self.namespaceMappingStrategy != 'SelectedName' || (has(self.remoteNamespaceName) && size(self.remoteNamespaceName) > 0)",message="remoteNamespaceName is required when namespaceMappingStrategy is SelectedName",fieldPath=".remoteNamespaceName",reason="FieldValueRequired"
+// +kubebuilder:validation:XValidation:rule="(has(self.namespaceMappingStrategy) && self.namespaceMappingStrategy == 'SelectedName') || !has(self.remoteNamespaceName) || size(self.remoteNamespaceName) == 0",message="remoteNamespaceName may only be set when namespaceMappingStrategy is SelectedName",fieldPath=".remoteNamespaceName",reason="FieldValueForbidden"
 type NamespaceOffloadingSpec struct {
 	// NamespaceMappingStrategy says how the remote namespace is named.
 	// +kubebuilder:default=DefaultName
@@ -111,7 +111,7 @@ type NamespaceOffloadingStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=nsoff
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'offloading'",message="metadata.name must be 'offloading': there is one NamespaceOffloading per namespace",fieldPath=".metadata.name",reason="FieldValueInvalid"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'offloading'",message="metadata.name must be 'offloading': there is one NamespaceOffloading per namespace"
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.podOffloadingStrategy`
 // +kubebuilder:printcolumn:name="Mapping",type=string,JSONPath=`.spec.namespaceMappingStrategy`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Fails when a process built by this project (a control-plane component,
+# kwok or a Liqo binary from bin/, or a test's own build) is still running:
+# the tests must stop everything they start, also when they fail.
+set -euo pipefail
+bin=$(cd "$(dirname "$0")/.." && pwd)/bin
+pattern="^($bin/|[^ ]*/liqo-e2e-[^ ]*/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|liqo-controller-manager)( |$)"
+left=$(pgrep -a -f "$pattern" || true)
+if [ -n "$left" ]; then
+  echo "Processes left behind by the tests:" >&2
+  echo "$left" >&2
+  exit 1
+fi
+echo "No processes left behind."

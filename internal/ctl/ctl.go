@@ -1,0 +1,25 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package ctl assembles liqoctl: one sub-package per verb, each with its own
+// NewCommand.
+package ctl
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/liqo-go/liqo/internal/ctl/playground"
+)
+
+// NewCommand returns the liqoctl root command.
+func NewCommand(ctx context.Context) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           "liqoctl",
+		Short:         "Manage Liqo: peer Kubernetes clusters and offload workloads between them",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.AddCommand(playground.NewCommand(ctx))
+	return cmd
+}

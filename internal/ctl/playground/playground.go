@@ -1,0 +1,192 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package playground implements `liqoctl playground`: up, status and down
+// for a set of local clusters running Liqo.
+package playground
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-go/liqo/api"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/playground"
+)
+
+// DefaultDir is where the playground lives unless --dir says otherwise.
+const DefaultDir = ".playground"
+
+// NewCommand returns `liqoctl playground`.
+func NewCommand(ctx context.Context) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "playground",
+		Short: "Run several local Kubernetes clusters with Liqo, on this machine",
+		Long: `The playground starts real Kubernetes control planes (etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler) as local processes, with kwok
+simulating their nodes, installs Liqo on each and runs its controller manager.
+Everything listens on 127.0.0.1. The binaries come from 'make tools'.`,
+	}
+	dir := DefaultDir
+	cmd.PersistentFlags().StringVar(&dir, "dir", dir, "Directory holding the playground's state, kubeconfigs and logs")
+	cmd.AddCommand(newUpCommand(ctx, &dir), newDownCommand(&dir), newStatusCommand(ctx, &dir))
+	return cmd
+}
+
+// UpOptions are the settings of `playground up`.
+type UpOptions struct {
+	Dir             string
+	Clusters        int
+	NodesPerCluster int
+	BinDir          string
+	Timeout         time.Duration
+}
+
+func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
+	o := &UpOptions{Clusters: 3, NodesPerCluster: 2, Timeout: 5 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the clusters and Liqo on each; they keep running after this command returns",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Dir = *dir
+			return o.Run(ctx, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().IntVar(&o.Clusters, "clusters", o.Clusters, "Number of clusters (1 to 10)")
+	cmd.Flags().IntVar(&o.NodesPerCluster, "nodes", o.NodesPerCluster, "Simulated worker nodes per cluster")
+	cmd.Flags().StringVar(&o.BinDir, "bin-dir", o.BinDir, "Directory of the control-plane binaries and liqo-controller-manager (default: next to liqoctl, or $LIQO_BIN_DIR)")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "Give up, and stop what was started, after this long")
+	return cmd
+}
+
+// Run starts the playground and prints how to use it.
+func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	start := time.Now()
+	p, err := playground.Up(ctx, playground.Options{
+		Dir:             o.Dir,
+		Clusters:        o.Clusters,
+		NodesPerCluster: o.NodesPerCluster,
+		BinDir:          o.BinDir,
+		Detach:          true,
+		Out:             out,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Playground ready in %s.\n\n", time.Since(start).Round(100*time.Millisecond))
+	if err := printStatus(ctx, out, p.Dir); err != nil {
+		return err
+	}
+	first := filepath.Join(p.Dir, playground.ClusterName(1)+".kubeconfig")
+	liqoctl := "liqoctl"
+	if exe, err := os.Executable(); err == nil {
+		liqoctl = exe
+	}
+	kubectl := "kubectl"
+	if bin, err := localcluster.FindBinDir(); err == nil {
+		if _, err := os.Stat(filepath.Join(bin, "kubectl")); err == nil {
+			kubectl = filepath.Join(bin, "kubectl")
+		}
+	}
+	fmt.Fprintf(out, `
+Use a cluster:
+  export KUBECONFIG=%s
+  %s get nodes
+  %s get clusterconfig cluster
+Logs of every component: %s/clusters/<name>/logs/
+Stop everything:
+  %s playground down --dir %s
+`, first, kubectl, kubectl, p.Dir, liqoctl, p.Dir)
+	return nil
+}
+
+func newDownCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop every process of the playground and remove its directory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, err := playground.Down(*dir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Stopped %d clusters; removed %s.\n", n, *dir)
+			return nil
+		},
+	}
+}
+
+func newStatusCommand(ctx context.Context, dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show each cluster's ClusterID and nodes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return printStatus(ctx, cmd.OutOrStdout(), *dir)
+		},
+	}
+}
+
+// printStatus asks every cluster of the playground for its ClusterID and
+// nodes, so that what it prints is what the API servers say.
+func printStatus(ctx context.Context, out io.Writer, dir string) error {
+	clusters, err := playground.Load(dir)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tCLUSTER ID\tAPI SERVER\tNODES")
+	for _, m := range clusters {
+		id, server, nodes, err := clusterStatus(ctx, m.Kubeconfig)
+		if err != nil {
+			fmt.Fprintf(tw, "%s\t<error>\t\t%v\n", m.Name, err)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, id, server, strings.Join(nodes, ", "))
+	}
+	return tw.Flush()
+}
+
+func clusterStatus(ctx context.Context, kubeconfig string) (id, server string, nodes []string, err error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return "", "", nil, err
+	}
+	cfg.Timeout = 5 * time.Second
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		return "", "", nil, err
+	}
+	var cc configv1alpha1.ClusterConfig
+	if err := c.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
+		return "", "", nil, fmt.Errorf("reading ClusterConfig: %w", err)
+	}
+	var list corev1.NodeList
+	if err := c.List(ctx, &list); err != nil {
+		return "", "", nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	for _, n := range list.Items {
+		state := "NotReady"
+		if localcluster.NodeReady(&n) {
+			state = "Ready"
+		}
+		nodes = append(nodes, fmt.Sprintf("%s (%s)", n.Name, state))
+	}
+	sort.Strings(nodes)
+	return cc.Status.ClusterID, cfg.Host, nodes, nil
+}

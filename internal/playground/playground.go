@@ -1,0 +1,347 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package playground runs several local clusters with Liqo installed: the
+// harness of internal/localcluster for the control planes, the install
+// package for CRDs and RBAC, and one liqo-controller-manager process per
+// cluster, authenticated as its ServiceAccount. `liqoctl playground`, the
+// end-to-end tests and the benchmarks all start clusters through it.
+//
+// A playground lives in one directory: a state file, one kubeconfig per
+// cluster (<name>.kubeconfig), and each cluster's own directory under
+// clusters/. Down stops everything recorded there, from any process.
+package playground
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-go/liqo/api"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster"
+)
+
+// ControllerManager is the name of the liqo-controller-manager process and
+// binary.
+const ControllerManager = "liqo-controller-manager"
+
+const stateFile = "playground.json"
+
+// Options says what playground to start.
+type Options struct {
+	// Dir is the playground directory; it must not hold a running
+	// playground.
+	Dir string
+	// Clusters is how many clusters to start; defaults to 3.
+	Clusters int
+	// NodesPerCluster is how many kwok worker nodes each cluster gets;
+	// defaults to 2.
+	NodesPerCluster int
+	// BinDir holds the control-plane binaries and liqo-controller-manager;
+	// see localcluster.FindBinDir for the default.
+	BinDir string
+	// ControllerManagerBin is the liqo-controller-manager binary; defaults
+	// to BinDir/liqo-controller-manager. Tests point it at a fresh build.
+	ControllerManagerBin string
+	// Customize, when set, adjusts each cluster's harness options.
+	Customize func(name string, o *localcluster.Options)
+	// Detach lets the playground outlive the caller (liqoctl); tests leave
+	// it false so that nothing survives them.
+	Detach bool
+	// Out receives progress lines; nil discards them.
+	Out io.Writer
+	// Log receives the harness's detailed messages.
+	Log logr.Logger
+}
+
+// Member is one cluster of the playground.
+type Member struct {
+	*localcluster.Cluster
+	// Kubeconfig is the admin kubeconfig copied to <Dir>/<name>.kubeconfig.
+	Kubeconfig string
+	// ClusterID is what the controller manager settled on.
+	ClusterID string
+	// MetricsPort and ProbePort are the controller manager's endpoints on
+	// 127.0.0.1.
+	MetricsPort, ProbePort int
+
+	controllerManagerBin string
+}
+
+// Playground is a running set of clusters.
+type Playground struct {
+	Dir     string
+	Members []*Member
+}
+
+type state struct {
+	Clusters []ClusterInfo `json:"clusters"`
+}
+
+// ClusterInfo is what the state file records of one cluster.
+type ClusterInfo struct {
+	Name       string `json:"name"`
+	Dir        string `json:"dir"`
+	Kubeconfig string `json:"kubeconfig"`
+}
+
+// ClusterName is the name of the i-th cluster (from 1).
+func ClusterName(i int) string { return "cluster-" + strconv.Itoa(i) }
+
+func (o *Options) complete() error {
+	if o.Dir == "" {
+		return errors.New("options: Dir is required")
+	}
+	abs, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return err
+	}
+	o.Dir = abs
+	if o.Clusters == 0 {
+		o.Clusters = 3
+	}
+	if o.Clusters < 1 || o.Clusters > 10 {
+		return fmt.Errorf("options: Clusters must be between 1 and 10, got %d", o.Clusters)
+	}
+	if o.NodesPerCluster == 0 {
+		o.NodesPerCluster = 2
+	}
+	if o.BinDir == "" {
+		if o.BinDir, err = localcluster.FindBinDir(); err != nil {
+			return err
+		}
+	}
+	if o.ControllerManagerBin == "" {
+		o.ControllerManagerBin = filepath.Join(o.BinDir, ControllerManager)
+	}
+	if _, err := os.Stat(o.ControllerManagerBin); err != nil {
+		return fmt.Errorf("%s not found (run `make build`): %w", o.ControllerManagerBin, err)
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
+	return nil
+}
+
+// Up starts the clusters in parallel, installs Liqo on each and starts its
+// controller manager. On error everything started is stopped.
+func Up(ctx context.Context, opts Options) (*Playground, error) {
+	if err := opts.complete(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, stateFile)); err == nil {
+		return nil, fmt.Errorf("a playground already exists in %s: run `liqoctl playground down` first", opts.Dir)
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "clusters"), 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
+	}
+	p := &Playground{Dir: opts.Dir, Members: make([]*Member, opts.Clusters)}
+	fmt.Fprintf(opts.Out, "Starting %d clusters in %s\n", opts.Clusters, opts.Dir)
+
+	var wg sync.WaitGroup
+	errs := make([]error, opts.Clusters)
+	for i := range opts.Clusters {
+		wg.Go(func() {
+			p.Members[i], errs[i] = startMember(ctx, opts, ClusterName(i+1))
+		})
+	}
+	wg.Wait()
+	if err := p.writeState(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		// Keep the logs, but not the state: nothing runs any more, and a
+		// new `up` must be able to start here.
+		_ = p.Stop()
+		_ = os.Remove(filepath.Join(opts.Dir, stateFile))
+		return nil, fmt.Errorf("%w\n(logs kept in %s)", err, filepath.Join(opts.Dir, "clusters"))
+	}
+	return p, nil
+}
+
+func startMember(ctx context.Context, opts Options, name string) (*Member, error) {
+	start := time.Now()
+	copts := localcluster.Options{
+		Name:   name,
+		Dir:    filepath.Join(opts.Dir, "clusters", name),
+		BinDir: opts.BinDir,
+		Nodes:  opts.NodesPerCluster,
+		Detach: opts.Detach,
+		Log:    opts.Log,
+	}
+	if opts.Customize != nil {
+		opts.Customize(name, &copts)
+	}
+	c, err := localcluster.Start(ctx, copts)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{Cluster: c, controllerManagerBin: opts.ControllerManagerBin}
+	fmt.Fprintf(opts.Out, "  %s: control plane and %d nodes ready in %s\n", name, opts.NodesPerCluster, c.StartDuration.Round(100*time.Millisecond))
+
+	kubeconfig, err := os.ReadFile(c.KubeconfigPath)
+	if err == nil {
+		m.Kubeconfig = filepath.Join(opts.Dir, name+".kubeconfig")
+		err = os.WriteFile(m.Kubeconfig, kubeconfig, 0o600)
+	}
+	if err == nil {
+		err = install.Install(ctx, c.RESTConfig, install.Options{})
+	}
+	if err == nil {
+		err = m.StartControllerManager(ctx)
+	}
+	if err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	fmt.Fprintf(opts.Out, "  %s: Liqo running, ClusterID %s (%s in all)\n", name, m.ClusterID, time.Since(start).Round(100*time.Millisecond))
+	return m, nil
+}
+
+// StartControllerManager starts the member's liqo-controller-manager,
+// authenticated as its ServiceAccount, and waits until it is ready and has
+// published the ClusterID in the ClusterConfig status.
+func (m *Member) StartControllerManager(ctx context.Context) error {
+	kc, err := install.ControllerManagerKubeconfig(ctx, m.RESTConfig, install.Options{}, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	kcPath := filepath.Join(m.Dir, "liqo-controller-manager.kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		return err
+	}
+	if m.MetricsPort, err = localcluster.FreePort(); err != nil {
+		return err
+	}
+	if m.ProbePort, err = localcluster.FreePort(); err != nil {
+		return err
+	}
+	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, []string{
+		"--kubeconfig=" + kcPath,
+		"--cluster-name=" + m.Name,
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.MetricsPort),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(m.ProbePort),
+	})
+	if err != nil {
+		return err
+	}
+	c, err := client.New(m.RESTConfig, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if proc.Exited() {
+			return false, fmt.Errorf("%s exited; last lines of %s:\n%s", ControllerManager, proc.LogPath, proc.Tail(20))
+		}
+		var cfg configv1alpha1.ClusterConfig
+		if err := c.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cfg); err != nil {
+			return false, nil //nolint:nilerr // not created yet
+		}
+		m.ClusterID = cfg.Status.ClusterID
+		return m.ClusterID != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s to publish the ClusterID: %w", ControllerManager, err)
+	}
+	return nil
+}
+
+// StopControllerManager stops the member's controller manager gracefully.
+func (m *Member) StopControllerManager() error {
+	return m.StopProcess(ControllerManager)
+}
+
+func (p *Playground) writeState() error {
+	var s state
+	for _, m := range p.Members {
+		if m != nil {
+			s.Clusters = append(s.Clusters, ClusterInfo{Name: m.Name, Dir: m.Dir, Kubeconfig: m.Kubeconfig})
+		}
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(p.Dir, stateFile), data, 0o600)
+}
+
+// Stop stops every cluster of a playground this process started. The
+// directory stays, for the logs.
+func (p *Playground) Stop() error {
+	var errs []error
+	for _, m := range p.Members {
+		if m != nil {
+			errs = append(errs, m.Stop())
+		}
+	}
+	if _, err := localcluster.Reap(p.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Down stops the playground in dir, whoever started it, and removes the
+// directory. It returns how many clusters it stopped.
+func Down(dir string) (int, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return 0, err
+	}
+	data, err := os.ReadFile(filepath.Join(abs, stateFile))
+	if os.IsNotExist(err) {
+		// Nothing recorded: still make sure nothing runs from here.
+		_, rerr := localcluster.Reap(abs)
+		return 0, rerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading playground state: %w", err)
+	}
+	var s state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return 0, fmt.Errorf("parsing %s: %w", filepath.Join(abs, stateFile), err)
+	}
+	var errs []error
+	for _, m := range s.Clusters {
+		if err := localcluster.StopDir(m.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", m.Name, err))
+		}
+	}
+	if _, err := localcluster.Reap(abs); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return len(s.Clusters), err
+	}
+	return len(s.Clusters), os.RemoveAll(abs)
+}
+
+// Load reads the playground recorded in dir, for commands that inspect it.
+func Load(dir string) ([]ClusterInfo, error) {
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("no playground in %s: run `liqoctl playground up`", dir)
+		}
+		return nil, err
+	}
+	var s state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return s.Clusters, nil
+}

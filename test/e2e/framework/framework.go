@@ -1,0 +1,182 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package framework holds what every end-to-end suite needs: a fresh build
+// of the Liqo binaries, a playground of real clusters started once per
+// package from TestMain, and the guarantee that nothing it started
+// survives the suite, whether the tests pass, fail or are interrupted.
+package framework
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-go/liqo/api"
+	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/playground"
+)
+
+// Suite is a running set of clusters shared by a package's tests.
+type Suite struct {
+	*playground.Playground
+	// Dir is the suite's scratch directory: binaries, clusters, logs.
+	Dir string
+	// ControllerManagerBin is the freshly built liqo-controller-manager.
+	ControllerManagerBin string
+}
+
+// Options says what a suite starts.
+type Options struct {
+	// Clusters is the number of clusters; defaults to 2.
+	Clusters int
+	// NodesPerCluster defaults to 1.
+	NodesPerCluster int
+	// Customize adjusts each cluster's harness options.
+	Customize func(name string, o *localcluster.Options)
+}
+
+// Main is the body of a suite's TestMain: it builds the binaries, starts
+// the clusters, runs the tests, stops everything and fails the run when a
+// process outlives the suite. Logs are kept and their place printed when a
+// test failed; otherwise the scratch directory is removed.
+func Main(m *testing.M, opts Options, suite **Suite) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipping end-to-end suite in -short mode")
+		return 0
+	}
+	dir, err := os.MkdirTemp("", "liqo-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s, err := start(dir, opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the suite: %v\n", err)
+		reapAndCheck(dir)
+		fmt.Fprintf(os.Stderr, "logs kept in %s\n", dir)
+		return 1
+	}
+	*suite = s
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the suite: %v\n", err)
+		code = 1
+	}
+	if !reapAndCheck(dir) {
+		code = 1
+	}
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "logs kept in %s\n", dir)
+	} else {
+		_ = os.RemoveAll(dir)
+	}
+	return code
+}
+
+func start(dir string, opts Options) (*Suite, error) {
+	if opts.Clusters == 0 {
+		opts.Clusters = 2
+	}
+	if opts.NodesPerCluster == 0 {
+		opts.NodesPerCluster = 1
+	}
+	bin, err := BuildControllerManager(dir)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p, err := playground.Up(ctx, playground.Options{
+		Dir:                  filepath.Join(dir, "playground"),
+		Clusters:             opts.Clusters,
+		NodesPerCluster:      opts.NodesPerCluster,
+		ControllerManagerBin: bin,
+		Customize:            opts.Customize,
+		Out:                  os.Stdout,
+		Log:                  stdoutLogger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Suite{Playground: p, Dir: dir, ControllerManagerBin: bin}, nil
+}
+
+// reapAndCheck kills anything still running from dir and reports whether
+// nothing was.
+func reapAndCheck(dir string) bool {
+	n, err := localcluster.Reap(dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "reaping: %v\n", err)
+		return false
+	}
+	if n > 0 {
+		fmt.Fprintf(os.Stderr, "%d processes outlived the suite and were killed\n", n)
+		return false
+	}
+	return true
+}
+
+// BuildControllerManager builds liqo-controller-manager from the working
+// tree into dir, so that a suite never tests a stale binary.
+func BuildControllerManager(dir string) (string, error) {
+	out := filepath.Join(dir, playground.ControllerManager)
+	cmd := exec.Command("go", "build", "-o", out, "github.com/liqo-go/liqo/cmd/liqo-controller-manager")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building %s: %w", playground.ControllerManager, err)
+	}
+	return out, nil
+}
+
+func stdoutLogger() logr.Logger {
+	return funcr.New(func(prefix, args string) { fmt.Println(prefix, args) }, funcr.Options{})
+}
+
+// Client returns an admin controller-runtime client for a member.
+func Client(t *testing.T, m *playground.Member) client.Client {
+	t.Helper()
+	c, err := client.New(m.RESTConfig, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatalf("creating a client for %s: %v", m.Name, err)
+	}
+	return c
+}
+
+// LogOnFailure prints where a member's logs are when the test fails.
+func LogOnFailure(t *testing.T, members ...*playground.Member) {
+	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range members {
+				t.Logf("logs of %s: %s", m.Name, m.LogDir())
+			}
+		}
+	})
+}
+
+// Eventually polls cond every interval until it returns nil or timeout
+// passes, then fails the test with the last error.
+func Eventually(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %v", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
