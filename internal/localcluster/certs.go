@@ -67,7 +67,7 @@ func newCA(commonName string) (*keyPair, error) {
 
 // issue signs a leaf certificate. Serving certificates get the given IPs
 // and DNS names; client certificates get the organisations as groups.
-func (ca *keyPair) issue(commonName string, orgs []string, ips []net.IP, dnsNames []string, usage x509.ExtKeyUsage) (*keyPair, error) {
+func (kp *keyPair) issue(commonName string, orgs []string, ips []net.IP, dnsNames []string, usage x509.ExtKeyUsage) (*keyPair, error) {
 	key, err := newKey()
 	if err != nil {
 		return nil, fmt.Errorf("generating key for %s: %w", commonName, err)
@@ -87,7 +87,7 @@ func (ca *keyPair) issue(commonName string, orgs []string, ips []net.IP, dnsName
 		IPAddresses:  ips,
 		DNSNames:     dnsNames,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, kp.cert, key.Public(), kp.key)
 	if err != nil {
 		return nil, fmt.Errorf("signing certificate for %s: %w", commonName, err)
 	}

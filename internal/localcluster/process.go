@@ -37,7 +37,7 @@ func startProcess(name, bin string, args []string, logDir string, detach bool) (
 	if err != nil {
 		return nil, fmt.Errorf("opening log of %s: %w", name, err)
 	}
-	defer logFile.Close() //nolint:errcheck // the child holds its own descriptor
+	defer logFile.Close() // the child holds its own descriptor
 
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logFile

@@ -249,5 +249,5 @@ type ClusterConfigList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ClusterConfig{}, &ClusterConfigList{})
+	register(&ClusterConfig{}, &ClusterConfigList{})
 }

@@ -142,5 +142,5 @@ type ForeignClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ForeignCluster{}, &ForeignClusterList{})
+	register(&ForeignCluster{}, &ForeignClusterList{})
 }

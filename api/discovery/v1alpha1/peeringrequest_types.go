@@ -73,5 +73,5 @@ type PeeringRequestList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&PeeringRequest{}, &PeeringRequestList{})
+	register(&PeeringRequest{}, &PeeringRequestList{})
 }

@@ -67,5 +67,5 @@ type SearchDomainList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&SearchDomain{}, &SearchDomainList{})
+	register(&SearchDomain{}, &SearchDomainList{})
 }

@@ -137,5 +137,5 @@ type NamespaceOffloadingList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&NamespaceOffloading{}, &NamespaceOffloadingList{})
+	register(&NamespaceOffloading{}, &NamespaceOffloadingList{})
 }

@@ -110,5 +110,5 @@ type AdvertisementList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Advertisement{}, &AdvertisementList{})
+	register(&Advertisement{}, &AdvertisementList{})
 }

@@ -1,0 +1,64 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package install
+
+import (
+	"testing"
+)
+
+// TestCRDsAreComplete checks the generated CRDs carry what the design asks
+// of every kind: a schema, a status subresource and printer columns.
+func TestCRDsAreComplete(t *testing.T) {
+	crds, err := CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{
+		"clusterconfigs.config.liqo.io":           true,
+		"foreignclusters.discovery.liqo.io":       true,
+		"searchdomains.discovery.liqo.io":         true,
+		"peeringrequests.discovery.liqo.io":       true,
+		"advertisements.sharing.liqo.io":          true,
+		"namespaceoffloadings.offloading.liqo.io": true,
+	}
+	for _, crd := range crds {
+		if !want[crd.Name] {
+			t.Errorf("unexpected CRD %s", crd.Name)
+			continue
+		}
+		delete(want, crd.Name)
+		if len(crd.Spec.Versions) != 1 {
+			t.Fatalf("%s: %d versions, want 1", crd.Name, len(crd.Spec.Versions))
+		}
+		v := crd.Spec.Versions[0]
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			t.Errorf("%s: no schema", crd.Name)
+		}
+		if v.Subresources == nil || v.Subresources.Status == nil {
+			t.Errorf("%s: no status subresource", crd.Name)
+		}
+		if len(v.AdditionalPrinterColumns) < 2 {
+			t.Errorf("%s: %d printer columns, want at least 2", crd.Name, len(v.AdditionalPrinterColumns))
+		}
+	}
+	for name := range want {
+		t.Errorf("CRD %s missing", name)
+	}
+}
+
+func TestClusterRoleCoversClusterConfig(t *testing.T) {
+	role, err := ClusterRole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rule := range role.Rules {
+		for _, g := range rule.APIGroups {
+			for _, r := range rule.Resources {
+				if g == "config.liqo.io" && r == "clusterconfigs/status" {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("the generated ClusterRole cannot update clusterconfigs/status: %+v", role.Rules)
+}
