@@ -71,8 +71,9 @@ test-short: ## Run the unit tests only (no clusters started).
 	go test -short -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: test
-test: tools build ## Build everything, then run unit tests, the end-to-end suites and the fuzz tests.
+test: tools build verify lint ## Everything CI checks: verify, lint, unit and end-to-end tests, one benchmark pass.
 	go test -race $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./...
+	go test -run '^$$' -bench . -benchtime 1x -timeout 10m ./bench/...
 	hack/check-no-leftovers.sh
 
 .PHONY: bench
