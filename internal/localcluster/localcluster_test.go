@@ -237,7 +237,9 @@ func TestProcessesReferencingMatchesWholeDirectory(t *testing.T) {
 		}
 	}
 	// A process of the sibling directory, whose path extends dir's.
-	cmd := exec.Command("sleep", "30", filepath.Join(sibling, "marker"))
+	// "; true" keeps the shell from exec'ing sleep, so the marker ($0)
+	// stays on the command line of the process we wait for.
+	cmd := exec.Command("sh", "-c", "sleep 30; true", filepath.Join(sibling, "marker"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
