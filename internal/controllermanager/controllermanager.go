@@ -13,9 +13,11 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -40,6 +42,14 @@ type Options struct {
 	HealthProbeBindAddress string
 	// LeaderElect enables leader election, for running several replicas.
 	LeaderElect bool
+	// AuthBindAddress is where the auth service listens.
+	AuthBindAddress string
+	// AuthURL is the auth service's URL as peers reach it; derived from
+	// AuthBindAddress when empty.
+	AuthURL string
+	// APIServerURL is this cluster's API server as peers reach it; the
+	// kubeconfig's server when empty.
+	APIServerURL string
 }
 
 // NewOptions returns the defaults.
@@ -48,6 +58,7 @@ func NewOptions() *Options {
 		Namespace:              install.DefaultNamespace,
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
+		AuthBindAddress:        ":8443",
 	}
 }
 
@@ -59,6 +70,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; 0 disables them")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas before running controllers")
+	fs.StringVar(&o.AuthBindAddress, "auth-bind-address", o.AuthBindAddress, "Address the auth service listens on")
+	fs.StringVar(&o.AuthURL, "auth-url", o.AuthURL, "URL peers reach the auth service at (default: https:// and the bind address, or the host name when it binds all addresses)")
+	fs.StringVar(&o.APIServerURL, "api-server-url", o.APIServerURL, "URL peers reach this cluster's API server at (default: the kubeconfig's server)")
 }
 
 // Validate reports the first invalid option.
@@ -108,7 +122,13 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// Liqo's own ConfigMaps and Secrets live in its namespace; caching
+		// them cluster-wide would cost memory and rights it does not need.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+			&corev1.Secret{}:    {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		}},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElect,
@@ -133,6 +153,10 @@ func Run(ctx context.Context, o *Options) error {
 		Store:               store,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ClusterConfig controller: %w", err)
+	}
+
+	if err := setupDiscovery(mgr, o, cfg, id, store); err != nil {
+		return err
 	}
 
 	log.Info("Starting the manager")

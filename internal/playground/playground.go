@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,6 +59,13 @@ type Options struct {
 	ControllerManagerBin string
 	// Customize, when set, adjusts each cluster's harness options.
 	Customize func(name string, o *localcluster.Options)
+	// MDNSPort is the UDP port the clusters' mDNS uses on the loopback
+	// interface; 0 picks a free one, so that playgrounds and test suites
+	// running at once do not discover each other.
+	MDNSPort int
+	// ClusterConfig, when set, adjusts the ClusterConfig each cluster
+	// starts with (after the playground's own settings).
+	ClusterConfig func(name string, spec *configv1alpha1.ClusterConfigSpec)
 	// Detach lets the playground outlive the caller (liqoctl); tests leave
 	// it false so that nothing survives them.
 	Detach bool
@@ -76,8 +85,11 @@ type Member struct {
 	// MetricsPort and ProbePort are the controller manager's endpoints on
 	// 127.0.0.1.
 	MetricsPort, ProbePort int
+	// AuthURL is where its auth service listens, on 127.0.0.1.
+	AuthURL string
 
 	controllerManagerBin string
+	authPort             int
 }
 
 // Playground is a running set of clusters.
@@ -131,6 +143,11 @@ func (o *Options) complete() error {
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
+	}
+	if o.MDNSPort == 0 {
+		if o.MDNSPort, err = freeUDPPort(); err != nil {
+			return err
+		}
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
@@ -203,6 +220,9 @@ func startMember(ctx context.Context, opts Options, name string) (*Member, error
 		err = install.Install(ctx, c.RESTConfig, install.Options{})
 	}
 	if err == nil {
+		err = createClusterConfig(ctx, c, opts)
+	}
+	if err == nil {
 		err = m.StartControllerManager(ctx)
 	}
 	if err != nil {
@@ -231,11 +251,19 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 	if m.ProbePort, err = localcluster.FreePort(); err != nil {
 		return err
 	}
+	if m.authPort == 0 { // kept across restarts: peers know the URL
+		if m.authPort, err = localcluster.FreePort(); err != nil {
+			return err
+		}
+	}
+	m.AuthURL = "https://127.0.0.1:" + strconv.Itoa(m.authPort)
 	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, []string{
 		"--kubeconfig=" + kcPath,
 		"--cluster-name=" + m.Name,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.MetricsPort),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(m.ProbePort),
+		"--auth-bind-address=127.0.0.1:" + strconv.Itoa(m.authPort),
+		"--auth-url=" + m.AuthURL,
 	})
 	if err != nil {
 		return err
@@ -259,6 +287,36 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 		return fmt.Errorf("waiting for %s to publish the ClusterID: %w", ControllerManager, err)
 	}
 	return nil
+}
+
+// createClusterConfig creates the ClusterConfig the cluster starts with:
+// mDNS on the loopback interface only (never a real one), on the
+// playground's own port.
+func createClusterConfig(ctx context.Context, c *localcluster.Cluster, opts Options) error {
+	cl, err := client.New(c.RESTConfig, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		return err
+	}
+	cfg := &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName}}
+	cfg.Spec.DiscoveryConfig.MDNSInterface = "lo"
+	cfg.Spec.DiscoveryConfig.MDNSPort = int32(opts.MDNSPort) //nolint:gosec // a UDP port
+	if opts.ClusterConfig != nil {
+		opts.ClusterConfig(c.Name, &cfg.Spec)
+	}
+	if err := cl.Create(ctx, cfg); err != nil {
+		return fmt.Errorf("creating the ClusterConfig: %w", err)
+	}
+	return nil
+}
+
+// freeUDPPort returns a UDP port nothing on loopback is bound to.
+func freeUDPPort() (int, error) {
+	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free UDP port: %w", err)
+	}
+	defer conn.Close()
+	return conn.LocalAddr().(*net.UDPAddr).Port, nil
 }
 
 // StopControllerManager stops the member's controller manager gracefully.

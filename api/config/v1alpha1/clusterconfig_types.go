@@ -71,11 +71,20 @@ type DiscoveryConfig struct {
 	// +optional
 	TTL int32 `json:"ttl,omitempty"`
 
-	// MDNSInterface is the network interface mDNS binds to. Empty means every
-	// multicast-capable interface of the host.
+	// MDNSInterface is the network interface mDNS binds to. mDNS stays off
+	// until it is set: on a host with several interfaces, only the operator
+	// knows which one is the LAN to share.
 	// +kubebuilder:validation:MaxLength=15
 	// +optional
 	MDNSInterface string `json:"mdnsInterface,omitempty"`
+
+	// MDNSPort is the UDP port of mDNS; 5353 on a real LAN. Test suites
+	// use their own port so that they do not see each other.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=5353
+	// +optional
+	MDNSPort int32 `json:"mdnsPort,omitempty"`
 
 	// ServiceName is the DNS-SD service type announced and browsed.
 	// +kubebuilder:validation:Pattern=`^_[a-z0-9_-]+\._(tcp|udp)$`
@@ -87,6 +96,12 @@ type DiscoveryConfig struct {
 	// +kubebuilder:default="local."
 	// +optional
 	Domain string `json:"domain,omitempty"`
+
+	// QueryIntervalSeconds is how often mDNS asks the LAN for clusters.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=10
+	// +optional
+	QueryIntervalSeconds int32 `json:"queryIntervalSeconds,omitempty"`
 
 	// HealthCheckIntervalSeconds is how often discovered clusters are checked
 	// for liveness.

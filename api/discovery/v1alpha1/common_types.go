@@ -36,6 +36,14 @@ const (
 
 	// DiscoveryTypeLabel records how a ForeignCluster was found.
 	DiscoveryTypeLabel = "discovery.liqo.io/discovery-type"
+
+	// TrustCAAnnotation trusts a remote CA that changed: set it to the new
+	// CA's fingerprint, as shown in the CATrusted condition's message.
+	TrustCAAnnotation = "discovery.liqo.io/trust-ca"
+
+	// UntrustedCAAnnotation set to "true" withdraws trust in the remote
+	// CA: nothing is done with the cluster until it is removed.
+	UntrustedCAAnnotation = "discovery.liqo.io/untrusted-ca"
 )
 
 // DiscoveryType is how a ForeignCluster was found.

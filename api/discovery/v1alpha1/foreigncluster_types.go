@@ -75,7 +75,28 @@ const (
 	ConditionAdvertisementAccepted = "AdvertisementAccepted"
 	ConditionNetworkEstablished    = "NetworkEstablished"
 	ConditionVirtualNodeReady      = "VirtualNodeReady"
+
+	// ConditionReachable is False when the cluster missed its health checks
+	// (and was not deleted for it, being joined or inserted by hand).
+	ConditionReachable = "Reachable"
+	// ConditionCATrusted is False when the remote CA changed or was marked
+	// untrusted; its message says how to trust the new one.
+	ConditionCATrusted = "CATrusted"
 )
+
+// DiscoverySource is one mechanism that sees the cluster.
+type DiscoverySource struct {
+	// Name identifies the mechanism: "mdns", or "searchdomain/<name>".
+	Name string `json:"name"`
+	// Type is the kind of discovery.
+	Type DiscoveryType `json:"type"`
+	// LastSeen is when the mechanism last saw the cluster.
+	LastSeen metav1.Time `json:"lastSeen"`
+	// MissedChecks counts consecutive health checks that found the
+	// cluster no longer announced by this mechanism.
+	// +optional
+	MissedChecks int32 `json:"missedChecks,omitempty"`
+}
 
 // ForeignClusterStatus is what this cluster has observed of a remote one.
 type ForeignClusterStatus struct {
@@ -104,6 +125,12 @@ type ForeignClusterStatus struct {
 	// cluster trusts.
 	// +optional
 	TrustedCAFingerprint string `json:"trustedCAFingerprint,omitempty"`
+
+	// Sources are the discovery mechanisms that currently see the cluster.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Sources []DiscoverySource `json:"sources,omitempty"`
 
 	// IncomingPeering is true when the remote cluster peers with this one.
 	// +optional

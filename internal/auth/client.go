@@ -1,0 +1,98 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// maxIdentityBytes bounds what a peer can make us read.
+const maxIdentityBytes = 64 << 10
+
+// ClientOptions say how to reach a remote auth service.
+type ClientOptions struct {
+	// InsecureSkipVerify accepts any serving certificate; the certificate
+	// presented is still returned, so that the caller can pin it.
+	InsecureSkipVerify bool
+	// RootCAs verifies the serving certificate when not insecure; nil means
+	// the system pool.
+	RootCAs *x509.CertPool
+	// Timeout bounds the whole request; defaults to 5 seconds.
+	Timeout time.Duration
+}
+
+// Response is what GetIdentity learned.
+type Response struct {
+	// Identity is the remote cluster's identity.
+	Identity *Identity
+	// ServingCertFingerprint is the SHA-256 of the auth service's own
+	// certificate, for trust on first use.
+	ServingCertFingerprint string
+}
+
+// GetIdentity asks the auth service at authURL for its cluster's identity.
+// Errors say whether the service was unreachable, untrusted, or answered
+// something that is not an identity.
+func GetIdentity(ctx context.Context, authURL string, o ClientOptions) (*Response, error) {
+	u, err := url.Parse(authURL)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("auth URL %q is not an https URL", authURL)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Second
+	}
+	client := &http.Client{
+		Timeout: o.Timeout,
+		Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{
+				InsecureSkipVerify: o.InsecureSkipVerify, //nolint:gosec // asked for by the ForeignCluster; the certificate is pinned after
+				RootCAs:            o.RootCAs,
+				MinVersion:         tls.VersionTLS12,
+			},
+			Proxy: nil, // peers are reached directly
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(authURL, "/")+IdentityPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reaching the auth service at %s: %w", authURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("auth service at %s answered %s: %s", authURL, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var id Identity
+	dec := json.NewDecoder(io.LimitReader(resp.Body, maxIdentityBytes))
+	if err := dec.Decode(&id); err != nil {
+		return nil, fmt.Errorf("auth service at %s answered something that is not an identity: %w", authURL, err)
+	}
+	if id.ClusterID == "" {
+		return nil, fmt.Errorf("auth service at %s answered an identity without a ClusterID", authURL)
+	}
+	if _, err := Fingerprint([]byte(id.CACert)); err != nil {
+		return nil, fmt.Errorf("auth service at %s answered an invalid CA certificate: %w", authURL, err)
+	}
+	out := &Response{Identity: &id}
+	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		sum := sha256.Sum256(resp.TLS.PeerCertificates[0].Raw)
+		out.ServingCertFingerprint = hex.EncodeToString(sum[:])
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package auth
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// IdentitySource returns the identity to serve; it is asked on every
+// request, so that a changed cluster name or CA shows at once.
+type IdentitySource func(ctx context.Context) (*Identity, error)
+
+// Server is the auth service. It implements manager.Runnable.
+type Server struct {
+	// Listener accepts the service's connections; Serve wraps it in TLS.
+	Listener net.Listener
+	// Certificate is the serving certificate.
+	Certificate tls.Certificate
+	// Identity provides what /ids returns.
+	Identity IdentitySource
+}
+
+// Handler returns the service's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+IdentityPath, s.serveIdentity)
+	return mux
+}
+
+func (s *Server) serveIdentity(w http.ResponseWriter, r *http.Request) {
+	id, err := s.Identity(r.Context())
+	if err != nil {
+		ctrl.LoggerFrom(r.Context()).Error(err, "Cannot serve the cluster identity")
+		http.Error(w, "identity not available yet", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(id) // the client sees a short body if this fails
+}
+
+// Start serves until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	if s.Listener == nil || s.Identity == nil {
+		return errors.New("auth.Server needs Listener and Identity")
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.Certificate}, MinVersion: tls.VersionTLS12},
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(s.Listener, "", "") }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("auth service: %w", err)
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdown) //nolint:contextcheck // ctx is already done
+	}
+}
+
+// NeedLeaderElection is false: every replica serves the identity.
+func (s *Server) NeedLeaderElection() bool { return false }

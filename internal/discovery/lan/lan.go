@@ -1,0 +1,255 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package lan runs LAN discovery in the controller manager: it publishes
+// this cluster over mDNS while enableAdvertisement is on (withdrawing it
+// with a goodbye when turned off), browses for other clusters while
+// enableDiscovery is on, and reports what it finds to the ForeignCluster
+// registry. It follows the ClusterConfig at run time: interface, port and
+// switches take effect within a second, without a restart.
+package lan
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/clusterconfig"
+	"github.com/liqo-go/liqo/internal/discovery/dnssd"
+	"github.com/liqo-go/liqo/internal/discovery/mdns"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
+)
+
+// Source is the name of the mDNS discovery source in ForeignCluster status.
+const Source = "mdns"
+
+// Discovery is the LAN discovery runnable.
+type Discovery struct {
+	// Store provides the ClusterConfig in force and its changes.
+	Store *clusterconfig.Store
+	// Registry records what is found.
+	Registry *foreigncluster.Registry
+	// Self returns this cluster's announcement (its name may change).
+	Self func() dnssd.Announcement
+	// AuthPort is the auth service's port, announced in the SRV record.
+	AuthPort uint16
+
+	log     logr.Logger
+	found   chan dnssd.Announcement
+	current settings
+	server  *mdns.Server
+	stop    context.CancelFunc // stops the server's goroutines
+	querier context.CancelFunc // stops the query loop
+	self    dnssd.Announcement
+}
+
+// settings is the part of the ClusterConfig LAN discovery follows.
+type settings struct {
+	iface         string
+	port          int
+	service       string
+	ttl           uint32
+	advertise     bool
+	discover      bool
+	queryInterval time.Duration
+}
+
+func settingsOf(cfg *configv1alpha1.ClusterConfig) settings {
+	d := cfg.Spec.DiscoveryConfig
+	return settings{
+		iface:         d.MDNSInterface,
+		port:          int(d.MDNSPort),
+		service:       d.ServiceName,
+		ttl:           uint32(max(d.TTL, 1)), //nolint:gosec // bounded by the schema
+		advertise:     d.EnableAdvertisement == nil || *d.EnableAdvertisement,
+		discover:      d.EnableDiscovery == nil || *d.EnableDiscovery,
+		queryInterval: time.Duration(max(d.QueryIntervalSeconds, 1)) * time.Second,
+	}
+}
+
+func (s settings) socket() [3]any { return [3]any{s.iface, s.port, s.service} }
+
+// Start runs until ctx ends, then withdraws this cluster from the LAN.
+func (d *Discovery) Start(ctx context.Context) error {
+	if d.Store == nil || d.Registry == nil || d.Self == nil {
+		return errors.New("lan.Discovery needs Store, Registry and Self")
+	}
+	d.log = ctrl.LoggerFrom(ctx).WithName("mdns")
+	d.found = make(chan dnssd.Announcement, 256)
+	changed := d.Store.Subscribe()
+	go d.record(ctx)
+	resync := time.NewTicker(time.Second) // the cluster name may change without a ClusterConfig event
+	defer resync.Stop()
+	for {
+		if cfg := d.Store.Get(); cfg != nil {
+			d.apply(ctx, settingsOf(cfg))
+		}
+		select {
+		case <-ctx.Done():
+			d.shutdown()
+			return nil
+		case <-changed:
+		case <-resync.C:
+		}
+	}
+}
+
+// NeedLeaderElection is false: every replica answers on the LAN the same.
+func (d *Discovery) NeedLeaderElection() bool { return false }
+
+func (d *Discovery) apply(ctx context.Context, s settings) {
+	if s.socket() != d.current.socket() || d.server == nil {
+		d.shutdown()
+		d.current = settings{}
+		if s.iface == "" {
+			return // mDNS stays off until an interface is named
+		}
+		if err := d.open(ctx, s); err != nil {
+			d.log.Error(err, "Cannot start mDNS; retrying", "interface", s.iface, "port", s.port)
+			return
+		}
+	}
+	self := d.Self()
+	switch {
+	case s.advertise && (!d.current.advertise || self != d.self || s.ttl != d.current.ttl):
+		d.self = self
+		inst := &dnssd.Instance{
+			Name: self.ClusterID, Service: s.service, Domain: "local.", Host: self.ClusterID,
+			Port: d.AuthPort, IPs: d.addresses(), Announcement: self,
+		}
+		server := d.server
+		go func() {
+			if err := server.Publish(ctx, inst); err != nil {
+				d.log.Error(err, "Announcing this cluster failed")
+			}
+		}()
+		d.log.Info("Advertising this cluster", "interface", s.iface, "port", s.port)
+	case !s.advertise && d.current.advertise:
+		if err := d.server.Withdraw(); err != nil {
+			d.log.Error(err, "Sending the mDNS goodbye failed")
+		}
+		d.log.Info("Stopped advertising this cluster")
+	}
+	if s.discover != d.current.discover || s.queryInterval != d.current.queryInterval {
+		d.server.SetBrowsing(s.discover)
+		if d.querier != nil {
+			d.querier()
+			d.querier = nil
+		}
+		if s.discover {
+			qctx, cancel := context.WithCancel(ctx)
+			d.querier = cancel
+			go d.query(qctx, d.server, s.queryInterval)
+			d.log.Info("Browsing for clusters", "every", s.queryInterval)
+		} else {
+			d.log.Info("Stopped browsing for clusters")
+		}
+	}
+	d.current = s
+}
+
+func (d *Discovery) open(ctx context.Context, s settings) error {
+	conn, err := mdns.Listen(s.iface, s.port)
+	if err != nil {
+		return err
+	}
+	d.server = mdns.NewServer(conn, mdns.Options{Service: s.service, TTL: s.ttl, Handler: handler{d}})
+	sctx, cancel := context.WithCancel(ctx)
+	d.stop = cancel
+	server := d.server
+	go func() {
+		if err := server.Serve(sctx); err != nil {
+			d.log.Error(err, "mDNS socket failed")
+		}
+	}()
+	return nil
+}
+
+func (d *Discovery) shutdown() {
+	if d.server == nil {
+		return
+	}
+	if d.current.advertise {
+		_ = d.server.Withdraw() // best effort: peers age us out anyway
+	}
+	if d.querier != nil {
+		d.querier()
+		d.querier = nil
+	}
+	d.stop()
+	d.server = nil
+}
+
+// query asks the LAN for clusters at once and then every interval: one
+// packet per interval, for as long as browsing is on.
+func (d *Discovery) query(ctx context.Context, server *mdns.Server, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := server.Query(); err != nil {
+			d.log.V(1).Info("mDNS query failed", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// record turns announcements into ForeignClusters, off the socket's read
+// loop so that a slow API server never makes mDNS drop packets.
+func (d *Discovery) record(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case a := <-d.found:
+			err := d.Registry.Seen(ctx, foreigncluster.Discovery{Announcement: a, Source: Source, Type: discoveryv1alpha1.LanDiscovery})
+			if err != nil && ctx.Err() == nil {
+				d.log.Error(err, "Recording a cluster found on the LAN failed", "clusterID", a.ClusterID)
+			}
+		}
+	}
+}
+
+func (d *Discovery) addresses() []net.IP {
+	if d.server == nil {
+		return nil
+	}
+	addrs, err := d.server.Interface().Addrs()
+	if err != nil {
+		return nil
+	}
+	var ips []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+			ips = append(ips, n.IP.To4())
+		}
+	}
+	return ips
+}
+
+type handler struct{ d *Discovery }
+
+func (h handler) Found(f dnssd.Found, _ net.Addr) {
+	if f.Announcement == nil {
+		return // a goodbye, or a PTR without its TXT: the checker ages it out
+	}
+	dnssd.FoundTotal.WithLabelValues(dnssd.SourceMDNS).Inc()
+	select {
+	case h.d.found <- *f.Announcement:
+	default:
+		dnssd.DroppedTotal.WithLabelValues(dnssd.SourceMDNS, "backlog").Inc()
+	}
+}
+
+func (h handler) Dropped(err *dnssd.DropError, from net.Addr) {
+	dnssd.DroppedTotal.WithLabelValues(dnssd.SourceMDNS, err.Reason).Inc()
+	h.d.log.V(1).Info("Dropped mDNS input", "from", from, "reason", err.Reason, "detail", err.Detail)
+}

@@ -1,0 +1,244 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package foreigncluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/auth"
+)
+
+// CASecretKey is the key of the remote CA certificate in its Secret.
+const CASecretKey = "ca.crt"
+
+// CASecretName is the Secret, in the Liqo namespace, that holds the CA
+// trusted for a remote cluster.
+func CASecretName(clusterID string) string { return "liqo-remote-ca-" + clusterID }
+
+// +kubebuilder:rbac:groups=discovery.liqo.io,resources=foreignclusters,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=discovery.liqo.io,resources=foreignclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+
+// Reconciler completes ForeignClusters from their auth service, keeps the
+// remote API server address current, pins the remote CA and guards against
+// a changed one, and remembers the join decision.
+type Reconciler struct {
+	// Client reads and writes ForeignClusters and Secrets.
+	Client client.Client
+	// Namespace is the Liqo namespace, where remote CAs are stored.
+	Namespace string
+	// LocalClusterID is this cluster's own ID.
+	LocalClusterID string
+	// Choices remembers join decisions.
+	Choices *Choices
+	// GetIdentity asks a remote auth service; injectable for tests.
+	GetIdentity func(ctx context.Context, url string, o auth.ClientOptions) (*auth.Response, error)
+	// Resync is how often a ForeignCluster's identity is fetched again, to
+	// notice an address or CA change; defaults to 30 seconds.
+	Resync time.Duration
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var fc discoveryv1alpha1.ForeignCluster
+	if err := r.Client.Get(ctx, req.NamespacedName, &fc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !fc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if id := fc.Spec.ClusterIdentity.ClusterID; id != "" && r.Choices != nil {
+		if err := r.Choices.Set(ctx, id, fc.Spec.Join); err != nil {
+			return ctrl.Result{}, fmt.Errorf("remembering the join decision: %w", err)
+		}
+	}
+	if fc.Spec.ForeignAuthURL == "" {
+		return ctrl.Result{}, nil
+	}
+
+	orig := fc.DeepCopy()
+	resp, fetchErr := r.GetIdentity(ctx, fc.Spec.ForeignAuthURL, auth.ClientOptions{
+		InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify,
+	})
+	if fetchErr != nil {
+		setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, "AuthServiceUnreachable", fetchErr.Error())
+		if err := r.patchStatus(ctx, orig, &fc); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, fetchErr // retried with backoff
+	}
+	id := resp.Identity
+
+	if err := r.complete(ctx, &fc, id); err != nil {
+		return ctrl.Result{}, err
+	}
+	if fc.Spec.ClusterIdentity.ClusterID != id.ClusterID {
+		setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, "IdentityMismatch",
+			fmt.Sprintf("The auth service at %s belongs to cluster %s, not %s: fix spec.foreignAuthUrl", fc.Spec.ForeignAuthURL, id.ClusterID, fc.Spec.ClusterIdentity.ClusterID))
+		return ctrl.Result{}, r.patchStatus(ctx, orig, &fc)
+	}
+	setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionTrue, "AuthServiceAnswered", "The auth service answered")
+	fc.Status.APIServerURL = id.APIServerURL
+	if err := r.checkCA(ctx, &fc, []byte(id.CACert)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.patchStatus(ctx, orig, &fc); err != nil {
+		return ctrl.Result{}, err
+	}
+	resync := r.Resync
+	if resync == 0 {
+		resync = 30 * time.Second
+	}
+	return ctrl.Result{RequeueAfter: resync}, nil
+}
+
+// complete fills in the identity of a ForeignCluster created with only an
+// auth URL, and merges away a discovered duplicate of the same cluster.
+func (r *Reconciler) complete(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, id *auth.Identity) error {
+	if fc.Spec.ClusterIdentity.ClusterID != "" && fc.Labels[discoveryv1alpha1.ClusterIDLabel] != "" {
+		return nil
+	}
+	if id.ClusterID == r.LocalClusterID {
+		return fmt.Errorf("ForeignCluster %s points at this cluster's own auth service", fc.Name)
+	}
+	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if fc.Spec.ClusterIdentity.ClusterID == "" {
+		fc.Spec.ClusterIdentity.ClusterID = id.ClusterID
+	}
+	if fc.Spec.ClusterIdentity.ClusterName == "" {
+		fc.Spec.ClusterIdentity.ClusterName = id.ClusterName
+	}
+	if fc.Labels == nil {
+		fc.Labels = map[string]string{}
+	}
+	fc.Labels[discoveryv1alpha1.ClusterIDLabel] = fc.Spec.ClusterIdentity.ClusterID
+	if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] == "" {
+		fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] = string(discoveryv1alpha1.ManualDiscovery)
+	}
+	// One ForeignCluster per ClusterID: a copy made by discovery gives way
+	// to the one the operator created, after handing over its sources.
+	var list discoveryv1alpha1.ForeignClusterList
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: fc.Spec.ClusterIdentity.ClusterID}); err != nil {
+		return err
+	}
+	status := fc.Status.DeepCopy()
+	if err := r.Client.Patch(ctx, fc, patch); err != nil {
+		return fmt.Errorf("completing ForeignCluster %s: %w", fc.Name, err)
+	}
+	fc.Status = *status
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == fc.UID {
+			continue
+		}
+		fc.Status.Sources = append(fc.Status.Sources, other.Status.Sources...)
+		if err := r.Client.Delete(ctx, other); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("merging ForeignCluster %s into %s: %w", other.Name, fc.Name, err)
+		}
+	}
+	return nil
+}
+
+// checkCA pins the remote CA on first contact and refuses to silently
+// accept a different one later.
+func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, caPEM []byte) error {
+	fp, err := auth.Fingerprint(caPEM)
+	if err != nil {
+		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "InvalidCA", err.Error())
+		return nil
+	}
+	if fc.Annotations[discoveryv1alpha1.UntrustedCAAnnotation] == "true" {
+		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "Untrusted",
+			fmt.Sprintf("An operator marked the CA untrusted; remove the annotation %s to trust it again", discoveryv1alpha1.UntrustedCAAnnotation))
+		return nil
+	}
+	key := client.ObjectKey{Namespace: r.Namespace, Name: CASecretName(fc.Spec.ClusterIdentity.ClusterID)}
+	var secret corev1.Secret
+	err = r.Client.Get(ctx, key, &secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		secret = corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: key.Namespace, Name: key.Name,
+				Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: fc.Spec.ClusterIdentity.ClusterID},
+			},
+			Data: map[string][]byte{CASecretKey: caPEM},
+		}
+		if err := r.Client.Create(ctx, &secret); err != nil {
+			return fmt.Errorf("storing the CA of %s: %w", fc.Spec.ClusterIdentity.ClusterID, err)
+		}
+		fc.Status.TrustedCAFingerprint = fp
+		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionTrue, "TrustedOnFirstUse", "The CA presented on first contact is trusted")
+		return nil
+	case err != nil:
+		return err
+	}
+	trusted, err := auth.Fingerprint(secret.Data[CASecretKey])
+	if err != nil {
+		trusted = "" // a damaged Secret is treated as a changed CA
+	}
+	if trusted == fp {
+		fc.Status.TrustedCAFingerprint = fp
+		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionTrue, "Trusted", "The remote CA is the one trusted")
+		return nil
+	}
+	if fc.Annotations[discoveryv1alpha1.TrustCAAnnotation] != fp {
+		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "CAChanged", fmt.Sprintf(
+			"The remote CA changed from %s to %s; if that is expected, trust the new one with: kubectl annotate foreigncluster %s %s=%s",
+			trusted, fp, fc.Name, discoveryv1alpha1.TrustCAAnnotation, fp))
+		return nil
+	}
+	secret.Data = map[string][]byte{CASecretKey: caPEM}
+	if err := r.Client.Update(ctx, &secret); err != nil {
+		return fmt.Errorf("storing the new CA of %s: %w", fc.Spec.ClusterIdentity.ClusterID, err)
+	}
+	fc.Status.TrustedCAFingerprint = fp
+	setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionTrue, "TrustedByOperator", "An operator trusted the new remote CA")
+	return nil
+}
+
+func setCondition(fc *discoveryv1alpha1.ForeignCluster, t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: fc.Generation})
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, orig, fc *discoveryv1alpha1.ForeignCluster) error {
+	// Other writers (the registry, the checker) patch the same lists: lose
+	// nobody's update, retry on conflict instead.
+	if err := r.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("updating ForeignCluster %s status: %w", fc.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Namespace == "" || r.LocalClusterID == "" {
+		return errors.New("foreigncluster.Reconciler needs Client, Namespace and LocalClusterID")
+	}
+	if r.GetIdentity == nil {
+		r.GetIdentity = auth.GetIdentity
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		// Status changes (sightings every few seconds) do not need a fetch
+		// from the auth service: the periodic resync covers them.
+		For(&discoveryv1alpha1.ForeignCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Named("foreigncluster").
+		Complete(r)
+}

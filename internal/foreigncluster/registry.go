@@ -1,0 +1,296 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package foreigncluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/discovery/dnssd"
+)
+
+// Discovery is one sighting of a cluster by a discovery mechanism.
+type Discovery struct {
+	// Announcement is what the cluster announced.
+	Announcement dnssd.Announcement
+	// Source names the mechanism: "mdns", or "searchdomain/<name>".
+	Source string
+	// Type is LAN or WAN.
+	Type discoveryv1alpha1.DiscoveryType
+	// AutoJoin overrides the ClusterConfig default for a new
+	// ForeignCluster; nil keeps the default.
+	AutoJoin *bool
+}
+
+// Registry turns sightings into ForeignClusters. It is safe for concurrent
+// use.
+type Registry struct {
+	// Client reads and writes ForeignClusters.
+	Client client.Client
+	// LocalClusterID is this cluster's ID: a cluster never records itself.
+	LocalClusterID string
+	// Choices holds the operators' remembered join decisions.
+	Choices *Choices
+	// AutoJoin returns the ClusterConfig's autojoin default.
+	AutoJoin func() bool
+	// Clock is injectable for tests; defaults to the real clock.
+	Clock clock.PassiveClock
+	// RefreshEvery bounds how often a sighting that changes nothing but the
+	// time is written, to spare the API server; nil means 2 seconds.
+	RefreshEvery func() time.Duration
+
+	mu      sync.Mutex
+	written map[string]time.Time // clusterID/source -> last write
+}
+
+func (r *Registry) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+// typeRank orders discovery types: the most explicit way a cluster was
+// found names it.
+var typeRank = map[discoveryv1alpha1.DiscoveryType]int{
+	discoveryv1alpha1.LanDiscovery:             1,
+	discoveryv1alpha1.WanDiscovery:             2,
+	discoveryv1alpha1.IncomingPeeringDiscovery: 3,
+	discoveryv1alpha1.ManualDiscovery:          4,
+}
+
+// Find returns the ForeignCluster of clusterID, or nil.
+func Find(ctx context.Context, c client.Reader, clusterID string) (*discoveryv1alpha1.ForeignCluster, error) {
+	var list discoveryv1alpha1.ForeignClusterList
+	if err := c.List(ctx, &list, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: clusterID}); err != nil {
+		return nil, fmt.Errorf("listing ForeignClusters of %s: %w", clusterID, err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	// Several can exist only briefly (a manual insertion being merged);
+	// the oldest is the one that stays.
+	oldest := &list.Items[0]
+	for i := range list.Items {
+		if list.Items[i].CreationTimestamp.Before(&oldest.CreationTimestamp) {
+			oldest = &list.Items[i]
+		}
+	}
+	return oldest, nil
+}
+
+// Seen records a sighting: it creates the ForeignCluster, or updates the
+// existing one in place (a changed address never tears anything down).
+func (r *Registry) Seen(ctx context.Context, d Discovery) error {
+	a := d.Announcement
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	if a.ClusterID == r.LocalClusterID {
+		return nil
+	}
+	now := r.now()
+	if r.recent(a.ClusterID, d.Source, now) {
+		return nil
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fc, err := Find(ctx, r.Client, a.ClusterID)
+		if err != nil {
+			return err
+		}
+		if fc == nil {
+			fc, err = r.create(ctx, d)
+			if err != nil {
+				return err
+			}
+		} else if err := r.updateSpec(ctx, fc, d); err != nil {
+			return err
+		}
+		return r.markSeen(ctx, fc, d, now)
+	})
+	if err != nil {
+		return fmt.Errorf("recording %s found by %s: %w", a.ClusterID, d.Source, err)
+	}
+	r.mu.Lock()
+	if r.written == nil {
+		r.written = map[string]time.Time{}
+	}
+	r.written[a.ClusterID+"/"+d.Source] = now
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Registry) recent(clusterID, source string, now time.Time) bool {
+	every := 2 * time.Second
+	if r.RefreshEvery != nil {
+		every = r.RefreshEvery()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, ok := r.written[clusterID+"/"+source]
+	return ok && now.Sub(last) < every
+}
+
+// forget drops the write cache of a cluster, so that the next sighting is
+// written at once (after the ForeignCluster was deleted, say).
+func (r *Registry) forget(clusterID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.written {
+		if len(k) > len(clusterID) && k[:len(clusterID)+1] == clusterID+"/" {
+			delete(r.written, k)
+		}
+	}
+}
+
+func (r *Registry) create(ctx context.Context, d Discovery) (*discoveryv1alpha1.ForeignCluster, error) {
+	a := d.Announcement
+	join := r.AutoJoin != nil && r.AutoJoin()
+	if d.AutoJoin != nil {
+		join = *d.AutoJoin
+	}
+	if r.Choices != nil {
+		if remembered, ok, err := r.Choices.Get(ctx, a.ClusterID); err != nil {
+			return nil, err
+		} else if ok {
+			join = remembered
+		}
+	}
+	fc := &discoveryv1alpha1.ForeignCluster{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: a.ClusterID,
+			Labels: map[string]string{
+				discoveryv1alpha1.ClusterIDLabel:     a.ClusterID,
+				discoveryv1alpha1.DiscoveryTypeLabel: string(d.Type),
+			},
+		},
+		Spec: discoveryv1alpha1.ForeignClusterSpec{
+			ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: a.ClusterID, ClusterName: a.ClusterName},
+			Join:            join,
+			ForeignAuthURL:  a.AuthURL,
+			// The auth service's certificate is self-signed; what it hands
+			// out (the cluster CA) is pinned on first use.
+			InsecureSkipTLSVerify: ptr.To(true),
+		},
+	}
+	if err := r.Client.Create(ctx, fc); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, apierrors.NewConflict(discoveryv1alpha1.GroupVersion.WithResource("foreignclusters").GroupResource(), fc.Name, err)
+		}
+		return nil, err
+	}
+	return fc, nil
+}
+
+func (r *Registry) updateSpec(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, d Discovery) error {
+	a := d.Announcement
+	orig := fc.DeepCopy()
+	// A cluster inserted by hand keeps the URL the operator gave it.
+	if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] != string(discoveryv1alpha1.ManualDiscovery) && fc.Spec.ForeignAuthURL != a.AuthURL {
+		fc.Spec.ForeignAuthURL = a.AuthURL
+	}
+	if a.ClusterName != "" && fc.Spec.ClusterIdentity.ClusterName != a.ClusterName {
+		fc.Spec.ClusterIdentity.ClusterName = a.ClusterName
+	}
+	if typeRank[d.Type] > typeRank[discoveryv1alpha1.DiscoveryType(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])] {
+		if fc.Labels == nil {
+			fc.Labels = map[string]string{}
+		}
+		fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] = string(d.Type)
+	}
+	if equalForeignCluster(orig, fc) {
+		return nil
+	}
+	return r.Client.Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+func equalForeignCluster(a, b *discoveryv1alpha1.ForeignCluster) bool {
+	return a.Spec.ForeignAuthURL == b.Spec.ForeignAuthURL &&
+		a.Spec.ClusterIdentity == b.Spec.ClusterIdentity &&
+		a.Labels[discoveryv1alpha1.DiscoveryTypeLabel] == b.Labels[discoveryv1alpha1.DiscoveryTypeLabel]
+}
+
+func (r *Registry) markSeen(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, d Discovery, now time.Time) error {
+	orig := fc.DeepCopy()
+	seen := metav1.NewTime(now)
+	found := false
+	for i := range fc.Status.Sources {
+		if fc.Status.Sources[i].Name == d.Source {
+			fc.Status.Sources[i].LastSeen, fc.Status.Sources[i].MissedChecks, fc.Status.Sources[i].Type = seen, 0, d.Type
+			found = true
+		}
+	}
+	if !found {
+		fc.Status.Sources = append(fc.Status.Sources, discoveryv1alpha1.DiscoverySource{Name: d.Source, Type: d.Type, LastSeen: seen})
+	}
+	fc.Status.LastSeen = &seen
+	meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{
+		Type: discoveryv1alpha1.ConditionDiscovered, Status: metav1.ConditionTrue, Reason: "Announced",
+		Message: fmt.Sprintf("Announced through %s", d.Source), ObservedGeneration: fc.Generation,
+	})
+	return r.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// Withdrawn records that a source no longer lists a cluster (a DNS record
+// removed): the source is dropped at once, and a discovered cluster nobody
+// lists any more and that is not joined is deleted.
+func (r *Registry) Withdrawn(ctx context.Context, clusterID, source string) error {
+	r.forget(clusterID)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fc, err := Find(ctx, r.Client, clusterID)
+		if err != nil || fc == nil {
+			return err
+		}
+		orig := fc.DeepCopy()
+		kept := fc.Status.Sources[:0]
+		for _, s := range fc.Status.Sources {
+			if s.Name != source {
+				kept = append(kept, s)
+			}
+		}
+		if len(kept) == len(orig.Status.Sources) {
+			return nil
+		}
+		fc.Status.Sources = kept
+		if err := r.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		return deleteIfForgotten(ctx, r.Client, fc)
+	})
+}
+
+// deleteIfForgotten deletes a ForeignCluster that only discovery knew of,
+// that no source sees any more, and that the operator did not join.
+func deleteIfForgotten(ctx context.Context, c client.Client, fc *discoveryv1alpha1.ForeignCluster) error {
+	if len(fc.Status.Sources) > 0 || fc.Spec.Join || !discoveredOnly(fc) {
+		return nil
+	}
+	err := c.Delete(ctx, fc, client.Preconditions{UID: &fc.UID, ResourceVersion: &fc.ResourceVersion})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if apierrors.IsConflict(err) {
+		return err // retried with a fresh copy
+	}
+	if err != nil {
+		return fmt.Errorf("deleting ForeignCluster %s: %w", fc.Name, err)
+	}
+	return nil
+}
+
+// discoveredOnly reports whether only LAN or WAN discovery knows of fc.
+func discoveredOnly(fc *discoveryv1alpha1.ForeignCluster) bool {
+	t := discoveryv1alpha1.DiscoveryType(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])
+	return (t == discoveryv1alpha1.LanDiscovery || t == discoveryv1alpha1.WanDiscovery) && !fc.Status.IncomingPeering
+}
