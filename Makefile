@@ -74,7 +74,15 @@ test-short: ## Run the unit tests only (no clusters started).
 test: tools build verify lint ## Everything CI checks: verify, lint, unit and end-to-end tests, one benchmark pass.
 	go test -race $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./...
 	go test -run '^$$' -bench . -benchtime 1x -timeout 10m ./bench/...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=15s
 	hack/check-no-leftovers.sh
+
+FUZZTIME ?= 1m
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz test for FUZZTIME each (default 1m).
+	go test -run '^$$' -fuzz '^FuzzParseTXT$$' -fuzztime $(FUZZTIME) ./internal/discovery/dnssd/
+	go test -run '^$$' -fuzz '^FuzzCollect$$' -fuzztime $(FUZZTIME) ./internal/discovery/dnssd/
 
 .PHONY: bench
 bench: tools build ## Run the benchmarks (cluster start time and memory).

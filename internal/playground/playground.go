@@ -87,9 +87,11 @@ type Member struct {
 	MetricsPort, ProbePort int
 	// AuthURL is where its auth service listens, on 127.0.0.1.
 	AuthURL string
+	// AuthPort is the auth service's port; StartControllerManager picks a
+	// free one when it is 0, and keeps it across restarts otherwise.
+	AuthPort int
 
 	controllerManagerBin string
-	authPort             int
 }
 
 // Playground is a running set of clusters.
@@ -251,18 +253,18 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 	if m.ProbePort, err = localcluster.FreePort(); err != nil {
 		return err
 	}
-	if m.authPort == 0 { // kept across restarts: peers know the URL
-		if m.authPort, err = localcluster.FreePort(); err != nil {
+	if m.AuthPort == 0 {
+		if m.AuthPort, err = localcluster.FreePort(); err != nil {
 			return err
 		}
 	}
-	m.AuthURL = "https://127.0.0.1:" + strconv.Itoa(m.authPort)
+	m.AuthURL = "https://127.0.0.1:" + strconv.Itoa(m.AuthPort)
 	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, []string{
 		"--kubeconfig=" + kcPath,
 		"--cluster-name=" + m.Name,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.MetricsPort),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(m.ProbePort),
-		"--auth-bind-address=127.0.0.1:" + strconv.Itoa(m.authPort),
+		"--auth-bind-address=127.0.0.1:" + strconv.Itoa(m.AuthPort),
 		"--auth-url=" + m.AuthURL,
 	})
 	if err != nil {

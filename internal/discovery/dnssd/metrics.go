@@ -28,6 +28,19 @@ var (
 	}, []string{"source"})
 )
 
+var (
+	// MDNSAdvertising is 1 while this cluster is announced on the LAN.
+	MDNSAdvertising = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "liqo_discovery_mdns_advertising",
+		Help: "1 while this cluster is announced with mDNS, 0 otherwise.",
+	})
+	// MDNSBrowsing is 1 while this cluster browses the LAN for others.
+	MDNSBrowsing = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "liqo_discovery_mdns_browsing",
+		Help: "1 while this cluster browses for other clusters with mDNS, 0 otherwise.",
+	})
+)
+
 func init() {
-	metrics.Registry.MustRegister(DroppedTotal, FoundTotal)
+	metrics.Registry.MustRegister(DroppedTotal, FoundTotal, MDNSAdvertising, MDNSBrowsing)
 }

@@ -151,6 +151,15 @@ func (d *Discovery) apply(ctx context.Context, s settings) {
 		}
 	}
 	d.current = s
+	dnssd.MDNSAdvertising.Set(boolGauge(s.advertise))
+	dnssd.MDNSBrowsing.Set(boolGauge(s.discover))
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (d *Discovery) open(ctx context.Context, s settings) error {
@@ -183,6 +192,8 @@ func (d *Discovery) shutdown() {
 	}
 	d.stop()
 	d.server = nil
+	dnssd.MDNSAdvertising.Set(0)
+	dnssd.MDNSBrowsing.Set(0)
 }
 
 // query asks the LAN for clusters at once and then every interval: one

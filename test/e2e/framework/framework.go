@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +19,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-go/liqo/api"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 )
@@ -32,6 +37,10 @@ type Suite struct {
 	Dir string
 	// ControllerManagerBin is the freshly built liqo-controller-manager.
 	ControllerManagerBin string
+	// ReadyAt is when every cluster and controller manager was ready.
+	ReadyAt time.Time
+	// MDNSPort is the suite's own mDNS port on the loopback interface.
+	MDNSPort int
 }
 
 // Options says what a suite starts.
@@ -42,6 +51,8 @@ type Options struct {
 	NodesPerCluster int
 	// Customize adjusts each cluster's harness options.
 	Customize func(name string, o *localcluster.Options)
+	// ClusterConfig adjusts the ClusterConfig each cluster starts with.
+	ClusterConfig func(name string, spec *configv1alpha1.ClusterConfigSpec)
 }
 
 // Main is the body of a suite's TestMain: it builds the binaries, starts
@@ -102,13 +113,14 @@ func start(dir string, opts Options) (*Suite, error) {
 		NodesPerCluster:      opts.NodesPerCluster,
 		ControllerManagerBin: bin,
 		Customize:            opts.Customize,
+		ClusterConfig:        opts.ClusterConfig,
 		Out:                  os.Stdout,
 		Log:                  stdoutLogger(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Suite{Playground: p, Dir: dir, ControllerManagerBin: bin}, nil
+	return &Suite{Playground: p, Dir: dir, ControllerManagerBin: bin, ReadyAt: time.Now()}, nil
 }
 
 // reapAndCheck kills anything still running from dir and reports whether
@@ -179,4 +191,37 @@ func Eventually(t *testing.T, timeout time.Duration, cond func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Metric returns the sum of a Prometheus counter or gauge, over the series
+// whose labels include all of labels, from a member's controller manager.
+func Metric(t *testing.T, m *playground.Member, name string, labels map[string]string) float64 {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", m.MetricsPort)) //nolint:noctx // a test helper on loopback
+	if err != nil {
+		t.Fatalf("scraping the metrics of %s: %v", m.Name, err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing the metrics of %s: %v", m.Name, err)
+	}
+	var sum float64
+	for _, metric := range families[name].GetMetric() {
+		if hasLabels(metric.GetLabel(), labels) {
+			sum += metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+func hasLabels(have []*dto.LabelPair, want map[string]string) bool {
+	found := 0
+	for _, l := range have {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			found++
+		}
+	}
+	return found == len(want)
 }

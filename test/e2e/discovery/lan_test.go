@@ -1,0 +1,124 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package discovery_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// TestEachClusterSeesTheOthers: every cluster has a ForeignCluster for each
+// of the other two, with the right identity and auth URL, created within
+// 2 s of the last controller manager being ready.
+func TestEachClusterSeesTheOthers(t *testing.T) {
+	deadline := suite.ReadyAt.Add(2 * time.Second)
+	for _, m := range suite.Members {
+		framework.LogOnFailure(t, m)
+		for _, other := range suite.Members {
+			if other == m {
+				continue
+			}
+			var fc *discoveryv1alpha1.ForeignCluster
+			framework.Eventually(t, max(time.Until(deadline), 0)+time.Second, func() (err error) {
+				fc, err = foreignClusterOf(t, m, other)
+				return err
+			})
+			// Creation times have one-second precision.
+			if created := fc.CreationTimestamp.Time; created.After(deadline.Add(time.Second)) {
+				t.Errorf("%s found %s at %s, more than 2 s after the suite was ready (%s)", m.Name, other.Name, created, suite.ReadyAt)
+			}
+			if fc.Spec.ClusterIdentity.ClusterName != other.Name || fc.Spec.ForeignAuthURL != other.AuthURL {
+				t.Errorf("%s's ForeignCluster for %s: name %q, auth URL %q; want %q, %q", m.Name, other.Name,
+					fc.Spec.ClusterIdentity.ClusterName, fc.Spec.ForeignAuthURL, other.Name, other.AuthURL)
+			}
+			if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] != string(discoveryv1alpha1.LanDiscovery) {
+				t.Errorf("%s's ForeignCluster for %s has discovery type %q, want LAN", m.Name, other.Name, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])
+			}
+		}
+		var list discoveryv1alpha1.ForeignClusterList
+		if err := framework.Client(t, m).List(t.Context(), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != len(suite.Members)-1 {
+			t.Errorf("%s has %d ForeignClusters, want %d (one per other cluster, none for itself)", m.Name, len(list.Items), len(suite.Members)-1)
+		}
+	}
+}
+
+// TestAdvertisementSwitch: a cluster that stops advertising is deleted by
+// the others after three missed checks, and comes back when it advertises
+// again.
+func TestAdvertisementSwitch(t *testing.T) {
+	quiet, a, b := member(2), member(0), member(1)
+	framework.LogOnFailure(t, quiet, a, b)
+	for _, m := range []*playground.Member{a, b} {
+		framework.Eventually(t, 10*time.Second, func() error { _, err := foreignClusterOf(t, m, quiet); return err })
+	}
+
+	setDiscovery(t, quiet, func(d *configv1alpha1.DiscoveryConfig) { d.EnableAdvertisement = enable(false) })
+	stopped := time.Now()
+	for _, m := range []*playground.Member{a, b} {
+		framework.Eventually(t, 15*time.Second, func() error {
+			if _, err := foreignClusterOf(t, m, quiet); err == nil {
+				return fmt.Errorf("%s still has %s", m.Name, quiet.Name)
+			}
+			return nil
+		})
+	}
+	// Three checks must have been missed: not gone before three intervals.
+	if took := time.Since(stopped); took < 3*interval {
+		t.Errorf("%s was forgotten after %s, before three missed checks", quiet.Name, took)
+	}
+
+	setDiscovery(t, quiet, func(d *configv1alpha1.DiscoveryConfig) { d.EnableAdvertisement = enable(true) })
+	for _, m := range []*playground.Member{a, b} {
+		framework.Eventually(t, 5*time.Second, func() error { _, err := foreignClusterOf(t, m, quiet); return err })
+	}
+}
+
+// TestDiscoverySwitch: with enableDiscovery off, no new ForeignCluster
+// appears; on again, they come back.
+func TestDiscoverySwitch(t *testing.T) {
+	m := member(0)
+	framework.LogOnFailure(t, m)
+	c := framework.Client(t, m)
+	setDiscovery(t, m, func(d *configv1alpha1.DiscoveryConfig) { d.EnableDiscovery = enable(false) })
+	framework.Eventually(t, 5*time.Second, func() error {
+		if v := framework.Metric(t, m, "liqo_discovery_mdns_browsing", nil); v != 0 {
+			return fmt.Errorf("still browsing (liqo_discovery_mdns_browsing=%v)", v)
+		}
+		return nil
+	})
+	if err := c.DeleteAllOf(t.Context(), &discoveryv1alpha1.ForeignCluster{}); err != nil {
+		t.Fatal(err)
+	}
+	// For five query intervals, nothing may come back.
+	until := time.Now().Add(5 * interval)
+	for time.Now().Before(until) {
+		var list discoveryv1alpha1.ForeignClusterList
+		if err := c.List(t.Context(), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 0 {
+			t.Fatalf("with discovery off, %s recorded %s", m.Name, list.Items[0].Spec.ClusterIdentity.ClusterName)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	setDiscovery(t, m, func(d *configv1alpha1.DiscoveryConfig) { d.EnableDiscovery = enable(true) })
+	framework.Eventually(t, 5*time.Second, func() error {
+		if v := framework.Metric(t, m, "liqo_discovery_mdns_browsing", nil); v != 1 {
+			return fmt.Errorf("not browsing (liqo_discovery_mdns_browsing=%v)", v)
+		}
+		return nil
+	})
+	for _, other := range suite.Members[1:] {
+		framework.Eventually(t, 5*time.Second, func() error { _, err := foreignClusterOf(t, m, other); return err })
+	}
+}

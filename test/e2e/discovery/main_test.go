@@ -1,0 +1,89 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package discovery_test checks discovery against three real clusters whose
+// controller managers speak mDNS on the loopback interface, on a port of
+// the suite's own.
+package discovery_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+var suite *framework.Suite
+
+// The test intervals: one query and one health check per second, so that
+// three missed checks take seconds, not minutes.
+const interval = time.Second
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.Main(m, framework.Options{
+		Clusters: 3,
+		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
+			spec.DiscoveryConfig.QueryIntervalSeconds = 1
+			spec.DiscoveryConfig.HealthCheckIntervalSeconds = 1
+			spec.DiscoveryConfig.MaxMissedHealthChecks = 3
+		},
+	}, &suite))
+}
+
+func member(i int) *playground.Member { return suite.Members[i] }
+
+// foreignClusterOf returns m's ForeignCluster for other, or an error saying
+// why there is none.
+func foreignClusterOf(t *testing.T, m, other *playground.Member) (*discoveryv1alpha1.ForeignCluster, error) {
+	t.Helper()
+	fc, err := foreigncluster.Find(t.Context(), framework.Client(t, m), other.ClusterID)
+	if err != nil {
+		return nil, err
+	}
+	if fc == nil {
+		return nil, fmt.Errorf("%s has no ForeignCluster for %s", m.Name, other.Name)
+	}
+	return fc, nil
+}
+
+// setDiscovery patches a member's discovery switches.
+// setDiscovery patches a member's discovery switches, and puts them back
+// as they were when the test ends.
+func setDiscovery(t *testing.T, m *playground.Member, mutate func(*configv1alpha1.DiscoveryConfig)) {
+	t.Helper()
+	c := framework.Client(t, m)
+	var cfg configv1alpha1.ClusterConfig
+	if err := c.Get(t.Context(), client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	before := cfg.Spec.DiscoveryConfig
+	patch := client.MergeFrom(cfg.DeepCopy())
+	mutate(&cfg.Spec.DiscoveryConfig)
+	if err := c.Patch(t.Context(), &cfg, patch); err != nil {
+		t.Fatalf("patching the ClusterConfig of %s: %v", m.Name, err)
+	}
+	t.Cleanup(func() {
+		// t.Context() is already cancelled in cleanups.
+		var now configv1alpha1.ClusterConfig
+		if err := c.Get(context.Background(), client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &now); err != nil {
+			t.Errorf("restoring the ClusterConfig of %s: %v", m.Name, err)
+			return
+		}
+		patch := client.MergeFrom(now.DeepCopy())
+		now.Spec.DiscoveryConfig = before
+		if err := c.Patch(context.Background(), &now, patch); err != nil {
+			t.Errorf("restoring the ClusterConfig of %s: %v", m.Name, err)
+		}
+	})
+}
+
+func enable(b bool) *bool { return ptr.To(b) }
