@@ -98,6 +98,8 @@ type Member struct {
 type Playground struct {
 	Dir     string
 	Members []*Member
+	// MDNSPort is the UDP port the clusters speak mDNS on, on loopback.
+	MDNSPort int
 }
 
 type state struct {
@@ -169,7 +171,7 @@ func Up(ctx context.Context, opts Options) (*Playground, error) {
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "clusters"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
 	}
-	p := &Playground{Dir: opts.Dir, Members: make([]*Member, opts.Clusters)}
+	p := &Playground{Dir: opts.Dir, Members: make([]*Member, opts.Clusters), MDNSPort: opts.MDNSPort}
 	fmt.Fprintf(opts.Out, "Starting %d clusters in %s\n", opts.Clusters, opts.Dir)
 
 	var wg sync.WaitGroup

@@ -141,14 +141,28 @@ func (c *Conn) Read(buf []byte) (*dns.Msg, net.Addr, error) {
 		if n >= len(buf) || n > MaxPacket {
 			return nil, src, &dnssd.DropError{Reason: dnssd.ReasonOversized, Detail: fmt.Sprintf("packet of %d bytes or more", n)}
 		}
-		msg := new(dns.Msg)
-		if err := msg.Unpack(buf[:n]); err != nil {
-			reason := dnssd.ReasonMalformed
-			if strings.Contains(err.Error(), "overflow") || strings.Contains(err.Error(), "too small") {
-				reason = dnssd.ReasonTruncated
-			}
-			return nil, src, &dnssd.DropError{Reason: reason, Detail: err.Error()}
-		}
-		return msg, src, nil
+		msg, err := Decode(buf[:n])
+		return msg, src, err
 	}
+}
+
+// Decode unpacks a packet, or says why it was dropped: truncated when it
+// ends before what its header announces, malformed otherwise.
+func Decode(packet []byte) (*dns.Msg, error) {
+	msg := new(dns.Msg)
+	if err := msg.Unpack(packet); err != nil {
+		reason := dnssd.ReasonMalformed
+		if errors.Is(err, dns.ErrBuf) || strings.Contains(err.Error(), "overflow") || strings.Contains(err.Error(), "too small") {
+			reason = dnssd.ReasonTruncated
+		}
+		return nil, &dnssd.DropError{Reason: reason, Detail: err.Error()}
+	}
+	return msg, nil
+}
+
+// SendRaw multicasts bytes as they are: for tools and tests that need to
+// send what Send would refuse to build.
+func (c *Conn) SendRaw(packet []byte) error {
+	_, err := c.pc.WriteTo(packet, nil, c.dst)
+	return err
 }

@@ -87,3 +87,12 @@ func setDiscovery(t *testing.T, m *playground.Member, mutate func(*configv1alpha
 }
 
 func enable(b bool) *bool { return ptr.To(b) }
+
+func controllerManagerRunning(m *playground.Member) bool {
+	for _, p := range m.Processes() {
+		if p.Name == playground.ControllerManager {
+			return !p.Exited()
+		}
+	}
+	return false
+}

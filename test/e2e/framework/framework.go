@@ -39,8 +39,6 @@ type Suite struct {
 	ControllerManagerBin string
 	// ReadyAt is when every cluster and controller manager was ready.
 	ReadyAt time.Time
-	// MDNSPort is the suite's own mDNS port on the loopback interface.
-	MDNSPort int
 }
 
 // Options says what a suite starts.
