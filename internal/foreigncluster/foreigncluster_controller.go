@@ -196,6 +196,7 @@ func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignC
 		return nil
 	}
 	if fc.Annotations[discoveryv1alpha1.TrustCAAnnotation] != fp {
+		fc.Status.TrustedCAFingerprint = trusted // still the stored one
 		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "CAChanged", fmt.Sprintf(
 			"The remote CA changed from %s to %s; if that is expected, trust the new one with: kubectl annotate foreigncluster %s %s=%s",
 			trusted, fp, fc.Name, discoveryv1alpha1.TrustCAAnnotation, fp))

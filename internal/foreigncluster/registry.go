@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -104,7 +105,9 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 	if r.recent(a.ClusterID, d.Source, now) {
 		return nil
 	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// The client reads from a cache that may briefly lag behind a write
+	// (a ForeignCluster just deleted or created): retry those, too.
+	err := retry.OnError(cacheLagBackoff, retriable, func() error {
 		fc, err := Find(ctx, r.Client, a.ClusterID)
 		if err != nil {
 			return err
@@ -130,6 +133,12 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 	r.mu.Unlock()
 	return nil
 }
+
+// cacheLagBackoff spans about a second, long enough for an informer to catch
+// up with a write.
+var cacheLagBackoff = wait.Backoff{Steps: 6, Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.1}
+
+func retriable(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
 
 func (r *Registry) recent(clusterID, source string, now time.Time) bool {
 	every := 2 * time.Second

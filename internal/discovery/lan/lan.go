@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -39,13 +40,20 @@ type Discovery struct {
 	// AuthPort is the auth service's port, announced in the SRV record.
 	AuthPort uint16
 
-	log     logr.Logger
-	found   chan dnssd.Announcement
-	current settings
-	server  *mdns.Server
-	stop    context.CancelFunc // stops the server's goroutines
-	querier context.CancelFunc // stops the query loop
-	self    dnssd.Announcement
+	log   logr.Logger
+	found chan dnssd.Announcement
+
+	// browsing is the context of the current browsing session, cancelled
+	// when browsing stops: a sighting still being recorded then gives up,
+	// rather than recreate a ForeignCluster after discovery was turned off.
+	browsingMu   sync.Mutex
+	browsing     context.Context
+	stopBrowsing context.CancelFunc
+	current      settings
+	server       *mdns.Server
+	stop         context.CancelFunc // stops the server's goroutines
+	querier      context.CancelFunc // stops the query loop
+	self         dnssd.Announcement
 }
 
 // settings is the part of the ClusterConfig LAN discovery follows.
@@ -151,6 +159,7 @@ func (d *Discovery) apply(ctx context.Context, s settings) {
 		}
 	}
 	d.current = s
+	d.setBrowsing(ctx, s.discover)
 	dnssd.MDNSAdvertising.Set(boolGauge(s.advertise))
 	dnssd.MDNSBrowsing.Set(boolGauge(s.discover))
 }
@@ -192,6 +201,7 @@ func (d *Discovery) shutdown() {
 	}
 	d.stop()
 	d.server = nil
+	d.setBrowsing(nil, false)
 	dnssd.MDNSAdvertising.Set(0)
 	dnssd.MDNSBrowsing.Set(0)
 }
@@ -221,12 +231,38 @@ func (d *Discovery) record(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case a := <-d.found:
-			err := d.Registry.Seen(ctx, foreigncluster.Discovery{Announcement: a, Source: Source, Type: discoveryv1alpha1.LanDiscovery})
-			if err != nil && ctx.Err() == nil {
+			bctx := d.browsingContext()
+			if bctx == nil {
+				continue // found before browsing was turned off: too late now
+			}
+			err := d.Registry.Seen(bctx, foreigncluster.Discovery{Announcement: a, Source: Source, Type: discoveryv1alpha1.LanDiscovery})
+			if err != nil && bctx.Err() == nil {
 				d.log.Error(err, "Recording a cluster found on the LAN failed", "clusterID", a.ClusterID)
 			}
 		}
 	}
+}
+
+func (d *Discovery) setBrowsing(ctx context.Context, on bool) {
+	d.browsingMu.Lock()
+	defer d.browsingMu.Unlock()
+	if on == (d.browsing != nil) {
+		return
+	}
+	if on {
+		d.browsing, d.stopBrowsing = context.WithCancel(ctx)
+		return
+	}
+	d.stopBrowsing()
+	d.browsing, d.stopBrowsing = nil, nil
+}
+
+// browsingContext returns the current browsing session's context, or nil
+// when not browsing.
+func (d *Discovery) browsingContext() context.Context {
+	d.browsingMu.Lock()
+	defer d.browsingMu.Unlock()
+	return d.browsing
 }
 
 func (d *Discovery) addresses() []net.IP {

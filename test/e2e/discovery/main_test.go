@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
@@ -23,6 +24,10 @@ import (
 )
 
 var suite *framework.Suite
+
+// discoveredAfter holds, for each "member/other" pair, how long after the
+// suite was ready the member first had a ForeignCluster for the other.
+var discoveredAfter = map[string]time.Duration{}
 
 // The test intervals: one query and one health check per second, so that
 // three missed checks take seconds, not minutes.
@@ -36,7 +41,38 @@ func TestMain(m *testing.M) {
 			spec.DiscoveryConfig.HealthCheckIntervalSeconds = 1
 			spec.DiscoveryConfig.MaxMissedHealthChecks = 3
 		},
+		OnReady: measureFirstDiscovery,
 	}, &suite))
+}
+
+// measureFirstDiscovery polls every cluster until it has found the others,
+// recording when each pair was first seen; it gives up after 30 s.
+func measureFirstDiscovery(s *framework.Suite) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(discoveredAfter) < len(s.Members)*(len(s.Members)-1) {
+		for _, m := range s.Members {
+			c, err := client.New(m.RESTConfig, client.Options{Scheme: api.NewScheme()})
+			if err != nil {
+				return err
+			}
+			for _, other := range s.Members {
+				key := m.Name + "/" + other.Name
+				if _, done := discoveredAfter[key]; done || other == m {
+					continue
+				}
+				if fc, err := foreigncluster.Find(ctx, c, other.ClusterID); err == nil && fc != nil {
+					discoveredAfter[key] = time.Since(s.ReadyAt)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("clusters did not all find each other: found %v", discoveredAfter)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 func member(i int) *playground.Member { return suite.Members[i] }

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
@@ -51,6 +52,9 @@ type Options struct {
 	Customize func(name string, o *localcluster.Options)
 	// ClusterConfig adjusts the ClusterConfig each cluster starts with.
 	ClusterConfig func(name string, spec *configv1alpha1.ClusterConfigSpec)
+	// OnReady, when set, runs once the suite is up and before any test:
+	// the place to measure what must be measured from the start.
+	OnReady func(s *Suite) error
 }
 
 // Main is the body of a suite's TestMain: it builds the binaries, starts
@@ -63,6 +67,8 @@ func Main(m *testing.M, opts Options, suite **Suite) int {
 		fmt.Println("skipping end-to-end suite in -short mode")
 		return 0
 	}
+	// controller-runtime's clients log through this; without it they warn.
+	ctrllog.SetLogger(stdoutLogger())
 	dir, err := os.MkdirTemp("", "liqo-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -76,7 +82,16 @@ func Main(m *testing.M, opts Options, suite **Suite) int {
 		return 1
 	}
 	*suite = s
-	code := m.Run()
+	code := 0
+	if opts.OnReady != nil {
+		if err := opts.OnReady(s); err != nil {
+			fmt.Fprintf(os.Stderr, "suite not ready: %v\n", err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		code = m.Run()
+	}
 	if err := s.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping the suite: %v\n", err)
 		code = 1
