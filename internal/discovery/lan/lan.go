@@ -201,7 +201,7 @@ func (d *Discovery) shutdown() {
 	}
 	d.stop()
 	d.server = nil
-	d.setBrowsing(nil, false)
+	d.setBrowsing(context.Background(), false)
 	dnssd.MDNSAdvertising.Set(0)
 	dnssd.MDNSBrowsing.Set(0)
 }

@@ -257,7 +257,7 @@ func TestRememberedChoice(t *testing.T) {
 	choices := &foreigncluster.Choices{Client: c, Namespace: install.DefaultNamespace}
 	framework.Eventually(t, 10*time.Second, func() error {
 		if join, ok, err := choices.Get(t.Context(), peer.ClusterID); err != nil || !ok || !join {
-			return fmt.Errorf("decision not remembered yet (join=%v ok=%v err=%v)", join, ok, err)
+			return fmt.Errorf("decision not remembered yet (join=%v ok=%v): %w", join, ok, err)
 		}
 		return nil
 	})
