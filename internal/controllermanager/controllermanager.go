@@ -50,6 +50,9 @@ type Options struct {
 	// APIServerURL is this cluster's API server as peers reach it; the
 	// kubeconfig's server when empty.
 	APIServerURL string
+	// DNSServer is the DNS server SearchDomains are resolved with
+	// (host:port); the first nameserver of /etc/resolv.conf when empty.
+	DNSServer string
 }
 
 // NewOptions returns the defaults.
@@ -72,6 +75,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas before running controllers")
 	fs.StringVar(&o.AuthBindAddress, "auth-bind-address", o.AuthBindAddress, "Address the auth service listens on")
 	fs.StringVar(&o.AuthURL, "auth-url", o.AuthURL, "URL peers reach the auth service at (default: https:// and the bind address, or the host name when it binds all addresses)")
+	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
 	fs.StringVar(&o.APIServerURL, "api-server-url", o.APIServerURL, "URL peers reach this cluster's API server at (default: the kubeconfig's server)")
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/liqo-go/liqo/internal/discovery/dnssd"
 	"github.com/liqo-go/liqo/internal/discovery/lan"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/searchdomain"
 )
 
 // rootCAConfigMap is published in every namespace by the cluster's
@@ -97,6 +98,20 @@ func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID st
 	}
 	if err := mgr.Add(&foreigncluster.Checker{Client: c, Policy: policy}); err != nil {
 		return err
+	}
+	if err := (&searchdomain.Reconciler{
+		Client: c, Registry: registry, Resolver: &dnssd.Resolver{Server: o.DNSServer},
+		Service: func() string {
+			if cc := store.Get(); cc != nil && cc.Spec.DiscoveryConfig.ServiceName != "" {
+				return cc.Spec.DiscoveryConfig.ServiceName
+			}
+			return dnssd.DefaultService
+		},
+		// Resolved twice per health-check interval, so that a listed
+		// cluster never looks missed.
+		Interval: func() time.Duration { return max(policy().Interval/2, time.Second) },
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the SearchDomain controller: %w", err)
 	}
 	return mgr.Add(&lan.Discovery{
 		Store: store, Registry: registry, AuthPort: port,

@@ -32,6 +32,8 @@ type Discovery struct {
 	// AutoJoin overrides the ClusterConfig default for a new
 	// ForeignCluster; nil keeps the default.
 	AutoJoin *bool
+	// At is when the cluster was seen; zero means now.
+	At time.Time
 }
 
 // Registry turns sightings into ForeignClusters. It is safe for concurrent
@@ -102,6 +104,9 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 		return nil
 	}
 	now := r.now()
+	if !d.At.IsZero() {
+		now = d.At
+	}
 	if r.recent(a.ClusterID, d.Source, now) {
 		return nil
 	}

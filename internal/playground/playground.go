@@ -63,6 +63,8 @@ type Options struct {
 	// interface; 0 picks a free one, so that playgrounds and test suites
 	// running at once do not discover each other.
 	MDNSPort int
+	// ControllerManagerArgs are extra flags for every controller manager.
+	ControllerManagerArgs []string
 	// ClusterConfig, when set, adjusts the ClusterConfig each cluster
 	// starts with (after the playground's own settings).
 	ClusterConfig func(name string, spec *configv1alpha1.ClusterConfigSpec)
@@ -92,6 +94,7 @@ type Member struct {
 	AuthPort int
 
 	controllerManagerBin string
+	extraArgs            []string
 }
 
 // Playground is a running set of clusters.
@@ -212,7 +215,7 @@ func startMember(ctx context.Context, opts Options, name string) (*Member, error
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{Cluster: c, controllerManagerBin: opts.ControllerManagerBin}
+	m := &Member{Cluster: c, controllerManagerBin: opts.ControllerManagerBin, extraArgs: opts.ControllerManagerArgs}
 	fmt.Fprintf(opts.Out, "  %s: control plane and %d nodes ready in %s\n", name, opts.NodesPerCluster, c.StartDuration.Round(100*time.Millisecond))
 
 	kubeconfig, err := os.ReadFile(c.KubeconfigPath)
@@ -261,14 +264,14 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 		}
 	}
 	m.AuthURL = "https://127.0.0.1:" + strconv.Itoa(m.AuthPort)
-	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, []string{
+	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, append([]string{
 		"--kubeconfig=" + kcPath,
 		"--cluster-name=" + m.Name,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.MetricsPort),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(m.ProbePort),
 		"--auth-bind-address=127.0.0.1:" + strconv.Itoa(m.AuthPort),
 		"--auth-url=" + m.AuthURL,
-	})
+	}, m.extraArgs...))
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,13 @@ type Discovery struct {
 	// AuthPort is the auth service's port, announced in the SRV record.
 	AuthPort uint16
 
-	log   logr.Logger
-	found chan dnssd.Announcement
+	log logr.Logger
+
+	// pending holds the latest sighting of each cluster not yet recorded:
+	// a slow API server makes sightings coalesce, never queue up stale.
+	pendingMu sync.Mutex
+	pending   map[string]sighting
+	wake      chan struct{}
 
 	// browsing is the context of the current browsing session, cancelled
 	// when browsing stops: a sighting still being recorded then gives up,
@@ -88,7 +93,8 @@ func (d *Discovery) Start(ctx context.Context) error {
 		return errors.New("lan.Discovery needs Store, Registry and Self")
 	}
 	d.log = ctrl.LoggerFrom(ctx).WithName("mdns")
-	d.found = make(chan dnssd.Announcement, 256)
+	d.pending = map[string]sighting{}
+	d.wake = make(chan struct{}, 1)
 	changed := d.Store.Subscribe()
 	go d.record(ctx)
 	resync := time.NewTicker(time.Second) // the cluster name may change without a ClusterConfig event
@@ -223,6 +229,11 @@ func (d *Discovery) query(ctx context.Context, server *mdns.Server, every time.D
 	}
 }
 
+type sighting struct {
+	announcement dnssd.Announcement
+	at           time.Time
+}
+
 // record turns announcements into ForeignClusters, off the socket's read
 // loop so that a slow API server never makes mDNS drop packets.
 func (d *Discovery) record(ctx context.Context) {
@@ -230,14 +241,22 @@ func (d *Discovery) record(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case a := <-d.found:
+		case <-d.wake:
+		}
+		d.pendingMu.Lock()
+		batch := d.pending
+		d.pending = make(map[string]sighting, len(batch))
+		d.pendingMu.Unlock()
+		for _, s := range batch {
 			bctx := d.browsingContext()
 			if bctx == nil {
-				continue // found before browsing was turned off: too late now
+				break // found before browsing was turned off: too late now
 			}
-			err := d.Registry.Seen(bctx, foreigncluster.Discovery{Announcement: a, Source: Source, Type: discoveryv1alpha1.LanDiscovery})
+			err := d.Registry.Seen(bctx, foreigncluster.Discovery{
+				Announcement: s.announcement, Source: Source, Type: discoveryv1alpha1.LanDiscovery, At: s.at,
+			})
 			if err != nil && bctx.Err() == nil {
-				d.log.Error(err, "Recording a cluster found on the LAN failed", "clusterID", a.ClusterID)
+				d.log.Error(err, "Recording a cluster found on the LAN failed", "clusterID", s.announcement.ClusterID)
 			}
 		}
 	}
@@ -289,10 +308,12 @@ func (h handler) Found(f dnssd.Found, _ net.Addr) {
 		return // a goodbye, or a PTR without its TXT: the checker ages it out
 	}
 	dnssd.FoundTotal.WithLabelValues(dnssd.SourceMDNS).Inc()
+	h.d.pendingMu.Lock()
+	h.d.pending[f.Announcement.ClusterID] = sighting{announcement: *f.Announcement, at: time.Now()}
+	h.d.pendingMu.Unlock()
 	select {
-	case h.d.found <- *f.Announcement:
-	default:
-		dnssd.DroppedTotal.WithLabelValues(dnssd.SourceMDNS, "backlog").Inc()
+	case h.d.wake <- struct{}{}:
+	default: // a wake-up is already pending
 	}
 }
 

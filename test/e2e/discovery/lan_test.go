@@ -63,7 +63,7 @@ func TestAdvertisementSwitch(t *testing.T) {
 	setDiscovery(t, quiet, func(d *configv1alpha1.DiscoveryConfig) { d.EnableAdvertisement = enable(false) })
 	stopped := time.Now()
 	for _, m := range []*playground.Member{a, b} {
-		framework.Eventually(t, 15*time.Second, func() error {
+		framework.Eventually(t, 20*time.Second, func() error {
 			if _, err := foreignClusterOf(t, m, quiet); err == nil {
 				return fmt.Errorf("%s still has %s", m.Name, quiet.Name)
 			}

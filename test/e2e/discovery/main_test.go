@@ -18,6 +18,7 @@ import (
 	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/discovery/dnssd/dnstest"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -33,16 +34,32 @@ var discoveredAfter = map[string]time.Duration{}
 // three missed checks take seconds, not minutes.
 const interval = time.Second
 
+// zone is the DNS zone the suite's DNS server serves for WAN discovery.
+const zone = "liqo.test."
+
+var dnsServer *dnstest.Server
+
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, framework.Options{
-		Clusters: 3,
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if dnsServer, err = dnstest.Start(zone); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer dnsServer.Close()
+	return framework.Main(m, framework.Options{
+		ControllerManagerArgs: []string{"--dns-server=" + dnsServer.Addr},
+		Clusters:              3,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			spec.DiscoveryConfig.QueryIntervalSeconds = 1
 			spec.DiscoveryConfig.HealthCheckIntervalSeconds = 1
 			spec.DiscoveryConfig.MaxMissedHealthChecks = 3
 		},
 		OnReady: measureFirstDiscovery,
-	}, &suite))
+	}, &suite)
 }
 
 // measureFirstDiscovery polls every cluster until it has found the others,

@@ -1,0 +1,196 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package discovery_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/discovery/dnssd"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/searchdomain"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// dnsInstance is the DNS-SD registration of a cluster in domain.
+func dnsInstance(t *testing.T, id, name, authURL, domain string) *dnssd.Instance {
+	t.Helper()
+	_, port, err := net.SplitHostPort(authURL[len("https://"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	return &dnssd.Instance{
+		Name: id, Service: dnssd.DefaultService, Domain: domain, Host: id, Port: uint16(p), //nolint:gosec // a port
+		IPs:          []net.IP{net.ParseIP("127.0.0.1")},
+		Announcement: dnssd.Announcement{ClusterID: id, ClusterName: name, AuthURL: authURL, Namespace: install.DefaultNamespace},
+	}
+}
+
+func memberInstance(t *testing.T, m *playground.Member, domain string) *dnssd.Instance {
+	return dnsInstance(t, m.ClusterID, m.Name, m.AuthURL, domain)
+}
+
+func createSearchDomain(t *testing.T, c client.Client, name, domain string, autojoin *bool) *discoveryv1alpha1.SearchDomain {
+	t.Helper()
+	sd := &discoveryv1alpha1.SearchDomain{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       discoveryv1alpha1.SearchDomainSpec{Domain: domain, AutoJoin: autojoin},
+	}
+	if err := c.Create(t.Context(), sd); err != nil {
+		t.Fatalf("creating SearchDomain %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), sd) })
+	return sd
+}
+
+// TestSearchDomain: a SearchDomain yields the clusters registered in its
+// DNS domain; removing a record deletes the ForeignCluster; the autojoin of
+// the SearchDomain overrides the ClusterConfig's; a domain that does not
+// resolve sets a condition with the DNS error and changes nothing else.
+func TestSearchDomain(t *testing.T) {
+	m, b, c3 := member(0), member(1), member(2)
+	framework.LogOnFailure(t, m)
+	c := framework.Client(t, m)
+
+	// WAN only on this cluster: no mDNS browsing, nothing known.
+	setDiscovery(t, m, func(d *configv1alpha1.DiscoveryConfig) { d.EnableDiscovery = enable(false) })
+	framework.Eventually(t, 5*time.Second, func() error {
+		if v := framework.Metric(t, m, "liqo_discovery_mdns_browsing", nil); v != 0 {
+			return fmt.Errorf("still browsing")
+		}
+		return nil
+	})
+	if err := c.DeleteAllOf(t.Context(), &discoveryv1alpha1.ForeignCluster{}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, mm := range []*playground.Member{b, c3} {
+		dnsServer.Register(memberInstance(t, mm, zone), 30)
+		t.Cleanup(func() { dnsServer.Deregister(memberInstance(t, mm, zone)) })
+	}
+	sd := createSearchDomain(t, c, "test-zone", zone, nil)
+
+	want := []string{b.ClusterID, c3.ClusterID}
+	slices.Sort(want)
+	framework.Eventually(t, 10*time.Second, func() error {
+		for _, mm := range []*playground.Member{b, c3} {
+			fc, err := foreignClusterOf(t, m, mm)
+			if err != nil {
+				return err
+			}
+			if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] != string(discoveryv1alpha1.WanDiscovery) || fc.Spec.ForeignAuthURL != mm.AuthURL {
+				return fmt.Errorf("ForeignCluster for %s: type %s, URL %s", mm.Name, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel], fc.Spec.ForeignAuthURL)
+			}
+			if fc.Spec.Join {
+				return fmt.Errorf("%s joined, but autojoin is off", mm.Name)
+			}
+		}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sd), sd); err != nil {
+			return err
+		}
+		if !slices.Equal(sd.Status.ForeignClusters, want) {
+			return fmt.Errorf("SearchDomain lists %v, want %v", sd.Status.ForeignClusters, want)
+		}
+		return nil
+	})
+
+	dnsServer.Deregister(memberInstance(t, c3, zone))
+	framework.Eventually(t, 10*time.Second, func() error {
+		if _, err := foreignClusterOf(t, m, c3); err == nil {
+			return fmt.Errorf("%s still known after its record was removed", c3.Name)
+		}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sd), sd); err != nil {
+			return err
+		}
+		if !slices.Equal(sd.Status.ForeignClusters, []string{b.ClusterID}) {
+			return fmt.Errorf("SearchDomain lists %v, want only %s", sd.Status.ForeignClusters, b.ClusterID)
+		}
+		return nil
+	})
+
+	// A cluster never seen before, in a domain that autojoins.
+	auto := dnsInstance(t, "wan-only-cluster", "wan-only", b.AuthURL, "auto."+zone)
+	dnsServer.Register(auto, 30)
+	t.Cleanup(func() {
+		dnsServer.Deregister(auto)
+		// Joined, so withdrawing the domain keeps it: remove it by hand.
+		_ = c.Delete(context.Background(), &discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: auto.Name}})
+	})
+	createSearchDomain(t, c, "auto-zone", "auto."+zone, ptr.To(true))
+	framework.Eventually(t, 10*time.Second, func() error {
+		fc, err := foreigncluster.Find(t.Context(), c, "wan-only-cluster")
+		if err != nil || fc == nil {
+			return fmt.Errorf("no ForeignCluster for the autojoin domain's cluster (%v)", err)
+		}
+		if !fc.Spec.Join {
+			return fmt.Errorf("the SearchDomain's autojoin did not apply")
+		}
+		return nil
+	})
+
+	// Found by both mDNS and DNS-SD: still one ForeignCluster, with both
+	// sources, named by the more explicit WAN discovery.
+	setDiscovery(t, m, func(d *configv1alpha1.DiscoveryConfig) { d.EnableDiscovery = enable(true) })
+	framework.Eventually(t, 10*time.Second, func() error {
+		var list discoveryv1alpha1.ForeignClusterList
+		if err := c.List(t.Context(), &list, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: b.ClusterID}); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%d ForeignClusters for %s, want 1", len(list.Items), b.Name)
+		}
+		var names []string
+		for _, s := range list.Items[0].Status.Sources {
+			names = append(names, s.Name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"mdns", searchdomain.Source(sd.Name)}) {
+			return fmt.Errorf("sources %v, want mdns and %s", names, searchdomain.Source(sd.Name))
+		}
+		if got := list.Items[0].Labels[discoveryv1alpha1.DiscoveryTypeLabel]; got != string(discoveryv1alpha1.WanDiscovery) {
+			return fmt.Errorf("discovery type %s, want WAN", got)
+		}
+		return nil
+	})
+
+	// A domain that does not resolve.
+	var before discoveryv1alpha1.ForeignClusterList
+	if err := c.List(t.Context(), &before); err != nil {
+		t.Fatal(err)
+	}
+	missing := createSearchDomain(t, c, "missing", "nothere.example.", nil)
+	framework.Eventually(t, 10*time.Second, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(missing), missing); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(missing.Status.Conditions, searchdomain.ConditionResolved)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "DNSError" || cond.Message == "" {
+			return fmt.Errorf("Resolved condition %+v, want False/DNSError with the error", cond)
+		}
+		return nil
+	})
+	var after discoveryv1alpha1.ForeignClusterList
+	if err := c.List(t.Context(), &after); err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Items) != len(before.Items) || len(missing.Status.ForeignClusters) != 0 {
+		t.Fatalf("a failed resolution changed things: %d ForeignClusters before, %d after; listed %v",
+			len(before.Items), len(after.Items), missing.Status.ForeignClusters)
+	}
+	t.Logf("unresolvable domain: %s", meta.FindStatusCondition(missing.Status.Conditions, searchdomain.ConditionResolved).Message)
+}
