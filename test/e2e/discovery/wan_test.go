@@ -134,8 +134,11 @@ func TestSearchDomain(t *testing.T) {
 	createSearchDomain(t, c, "auto-zone", "auto."+zone, ptr.To(true))
 	framework.Eventually(t, 10*time.Second, func() error {
 		fc, err := foreigncluster.Find(t.Context(), c, "wan-only-cluster")
-		if err != nil || fc == nil {
-			return fmt.Errorf("no ForeignCluster for the autojoin domain's cluster (%v)", err)
+		if err != nil {
+			return err
+		}
+		if fc == nil {
+			return fmt.Errorf("no ForeignCluster for the autojoin domain's cluster")
 		}
 		if !fc.Spec.Join {
 			return fmt.Errorf("the SearchDomain's autojoin did not apply")
