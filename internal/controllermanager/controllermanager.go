@@ -50,6 +50,9 @@ type Options struct {
 	// APIServerURL is this cluster's API server as peers reach it; the
 	// kubeconfig's server when empty.
 	APIServerURL string
+	// MDNSNetworkNamespace is the network namespace the mDNS socket is
+	// opened in; empty means the controller manager's own.
+	MDNSNetworkNamespace string
 	// DNSServer is the DNS server SearchDomains are resolved with
 	// (host:port); the first nameserver of /etc/resolv.conf when empty.
 	DNSServer string
@@ -75,6 +78,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas before running controllers")
 	fs.StringVar(&o.AuthBindAddress, "auth-bind-address", o.AuthBindAddress, "Address the auth service listens on")
 	fs.StringVar(&o.AuthURL, "auth-url", o.AuthURL, "URL peers reach the auth service at (default: https:// and the bind address, or the host name when it binds all addresses)")
+	fs.StringVar(&o.MDNSNetworkNamespace, "mdns-network-namespace", o.MDNSNetworkNamespace, "Network namespace (path, or name under /var/run/netns) to open the mDNS socket in; the process's own when empty")
 	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
 	fs.StringVar(&o.APIServerURL, "api-server-url", o.APIServerURL, "URL peers reach this cluster's API server at (default: the kubeconfig's server)")
 }

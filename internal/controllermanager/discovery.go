@@ -114,7 +114,7 @@ func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID st
 		return fmt.Errorf("setting up the SearchDomain controller: %w", err)
 	}
 	return mgr.Add(&lan.Discovery{
-		Store: store, Registry: registry, AuthPort: port,
+		Store: store, Registry: registry, AuthPort: port, NetworkNamespace: o.MDNSNetworkNamespace,
 		Self: func() dnssd.Announcement {
 			return dnssd.Announcement{ClusterID: clusterID, ClusterName: clusterName(), AuthURL: authURL, Namespace: o.Namespace}
 		},

@@ -65,6 +65,9 @@ type Options struct {
 	MDNSPort int
 	// ControllerManagerArgs are extra flags for every controller manager.
 	ControllerManagerArgs []string
+	// ControllerManagerArgsFor, when set, adds flags for one cluster's
+	// controller manager.
+	ControllerManagerArgsFor func(name string) []string
 	// ClusterConfig, when set, adjusts the ClusterConfig each cluster
 	// starts with (after the playground's own settings).
 	ClusterConfig func(name string, spec *configv1alpha1.ClusterConfigSpec)
@@ -216,6 +219,9 @@ func startMember(ctx context.Context, opts Options, name string) (*Member, error
 		return nil, err
 	}
 	m := &Member{Cluster: c, controllerManagerBin: opts.ControllerManagerBin, extraArgs: opts.ControllerManagerArgs}
+	if opts.ControllerManagerArgsFor != nil {
+		m.extraArgs = append(append([]string{}, m.extraArgs...), opts.ControllerManagerArgsFor(name)...)
+	}
 	fmt.Fprintf(opts.Out, "  %s: control plane and %d nodes ready in %s\n", name, opts.NodesPerCluster, c.StartDuration.Round(100*time.Millisecond))
 
 	kubeconfig, err := os.ReadFile(c.KubeconfigPath)

@@ -39,6 +39,9 @@ type Discovery struct {
 	Self func() dnssd.Announcement
 	// AuthPort is the auth service's port, announced in the SRV record.
 	AuthPort uint16
+	// NetworkNamespace, when set, is where the mDNS socket lives (a path
+	// or an `ip netns` name); the interface is looked up there.
+	NetworkNamespace string
 
 	log logr.Logger
 
@@ -178,7 +181,7 @@ func boolGauge(b bool) float64 {
 }
 
 func (d *Discovery) open(ctx context.Context, s settings) error {
-	conn, err := mdns.Listen(s.iface, s.port)
+	conn, err := mdns.ListenInNamespace(d.NetworkNamespace, s.iface, s.port)
 	if err != nil {
 		return err
 	}
@@ -288,17 +291,7 @@ func (d *Discovery) addresses() []net.IP {
 	if d.server == nil {
 		return nil
 	}
-	addrs, err := d.server.Interface().Addrs()
-	if err != nil {
-		return nil
-	}
-	var ips []net.IP
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-			ips = append(ips, n.IP.To4())
-		}
-	}
-	return ips
+	return d.server.Addresses()
 }
 
 type handler struct{ d *Discovery }

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -31,7 +34,55 @@ type Conn struct {
 	pc    *ipv4.PacketConn
 	raw   net.PacketConn
 	iface *net.Interface
+	ips   []net.IP
 	dst   *net.UDPAddr
+}
+
+// ListenInNamespace is Listen inside the network namespace at netns (a
+// path, or a name under /var/run/netns as `ip netns` makes them); the
+// socket stays in that namespace, the process does not move. An empty
+// netns is Listen. It is how a cluster's mDNS joins a LAN made of network
+// namespaces while the rest of the process stays on the host's loopback.
+func ListenInNamespace(netns, ifaceName string, port int) (*Conn, error) {
+	if netns == "" {
+		return Listen(ifaceName, port)
+	}
+	if !filepath.IsAbs(netns) {
+		netns = filepath.Join("/var/run/netns", netns)
+	}
+	type result struct {
+		conn *Conn
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The thread enters the namespace only to create the socket. If it
+		// cannot come back, it stays locked and dies with this goroutine.
+		runtime.LockOSThread()
+		back, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			done <- result{err: fmt.Errorf("opening the current network namespace: %w", err)}
+			return
+		}
+		defer back.Close()
+		target, err := os.Open(netns)
+		if err != nil {
+			done <- result{err: fmt.Errorf("opening network namespace %s: %w", netns, err)}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- result{err: fmt.Errorf("entering network namespace %s: %w", netns, err)}
+			return
+		}
+		conn, err := Listen(ifaceName, port)
+		if unix.Setns(int(back.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- result{conn, err}
+	}()
+	r := <-done
+	return r.conn, r.err
 }
 
 // Listen opens an mDNS socket on the named interface and port. The
@@ -44,10 +95,11 @@ func Listen(ifaceName string, port int) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mDNS interface %q: %w", ifaceName, err)
 	}
-	src, err := ipv4Of(iface)
+	ips, err := ipv4Of(iface)
 	if err != nil {
 		return nil, err
 	}
+	src := ips[0]
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
@@ -91,21 +143,28 @@ func Listen(ifaceName string, port int) (*Conn, error) {
 	if err := pc.SetControlMessage(ipv4.FlagInterface, true); err != nil {
 		return fail("asking for the arrival interface", err)
 	}
-	return &Conn{pc: pc, raw: raw, iface: iface, dst: &net.UDPAddr{IP: group, Port: port}}, nil
+	return &Conn{pc: pc, raw: raw, iface: iface, ips: ips, dst: &net.UDPAddr{IP: group, Port: port}}, nil
 }
 
-func ipv4Of(iface *net.Interface) (net.IP, error) {
+func ipv4Of(iface *net.Interface) ([]net.IP, error) {
 	addrs, err := iface.Addrs()
 	if err != nil {
 		return nil, fmt.Errorf("addresses of %s: %w", iface.Name, err)
 	}
+	var ips []net.IP
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-			return n.IP.To4(), nil
+			ips = append(ips, n.IP.To4())
 		}
 	}
-	return nil, fmt.Errorf("interface %s has no IPv4 address", iface.Name)
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("interface %s has no IPv4 address", iface.Name)
+	}
+	return ips, nil
 }
+
+// Addresses are the interface's IPv4 addresses, as of Listen.
+func (c *Conn) Addresses() []net.IP { return c.ips }
 
 // Interface is the interface the socket is bound to.
 func (c *Conn) Interface() *net.Interface { return c.iface }

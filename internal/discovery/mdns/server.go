@@ -211,5 +211,5 @@ func (s *Server) Query() error {
 	return s.conn.Send(msg)
 }
 
-// Interface is the interface the server is bound to.
-func (s *Server) Interface() *net.Interface { return s.conn.Interface() }
+// Addresses are the IPv4 addresses of the server's interface.
+func (s *Server) Addresses() []net.IP { return s.conn.Addresses() }

@@ -54,6 +54,8 @@ type Options struct {
 	ClusterConfig func(name string, spec *configv1alpha1.ClusterConfigSpec)
 	// ControllerManagerArgs are extra flags for every controller manager.
 	ControllerManagerArgs []string
+	// ControllerManagerArgsFor adds flags for one cluster's.
+	ControllerManagerArgsFor func(name string) []string
 	// OnReady, when set, runs once the suite is up and before any test:
 	// the place to measure what must be measured from the start.
 	OnReady func(s *Suite) error
@@ -123,15 +125,16 @@ func start(dir string, opts Options) (*Suite, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p, err := playground.Up(ctx, playground.Options{
-		Dir:                   filepath.Join(dir, "playground"),
-		Clusters:              opts.Clusters,
-		NodesPerCluster:       opts.NodesPerCluster,
-		ControllerManagerBin:  bin,
-		Customize:             opts.Customize,
-		ClusterConfig:         opts.ClusterConfig,
-		ControllerManagerArgs: opts.ControllerManagerArgs,
-		Out:                   os.Stdout,
-		Log:                   stdoutLogger(),
+		Dir:                      filepath.Join(dir, "playground"),
+		Clusters:                 opts.Clusters,
+		NodesPerCluster:          opts.NodesPerCluster,
+		ControllerManagerBin:     bin,
+		Customize:                opts.Customize,
+		ClusterConfig:            opts.ClusterConfig,
+		ControllerManagerArgs:    opts.ControllerManagerArgs,
+		ControllerManagerArgsFor: opts.ControllerManagerArgsFor,
+		Out:                      os.Stdout,
+		Log:                      stdoutLogger(),
 	})
 	if err != nil {
 		return nil, err
