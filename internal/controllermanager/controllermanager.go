@@ -53,6 +53,9 @@ type Options struct {
 	// MDNSNetworkNamespace is the network namespace the mDNS socket is
 	// opened in; empty means the controller manager's own.
 	MDNSNetworkNamespace string
+	// KubeAPIQPS and KubeAPIBurst bound the requests to the API server.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// DNSServer is the DNS server SearchDomains are resolved with
 	// (host:port); the first nameserver of /etc/resolv.conf when empty.
 	DNSServer string
@@ -65,6 +68,8 @@ func NewOptions() *Options {
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
 		AuthBindAddress:        ":8443",
+		KubeAPIQPS:             200,
+		KubeAPIBurst:           400,
 	}
 }
 
@@ -79,6 +84,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AuthBindAddress, "auth-bind-address", o.AuthBindAddress, "Address the auth service listens on")
 	fs.StringVar(&o.AuthURL, "auth-url", o.AuthURL, "URL peers reach the auth service at (default: https:// and the bind address, or the host name when it binds all addresses)")
 	fs.StringVar(&o.MDNSNetworkNamespace, "mdns-network-namespace", o.MDNSNetworkNamespace, "Network namespace (path, or name under /var/run/netns) to open the mDNS socket in; the process's own when empty")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server")
 	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
 	fs.StringVar(&o.APIServerURL, "api-server-url", o.APIServerURL, "URL peers reach this cluster's API server at (default: the kubeconfig's server)")
 }
@@ -112,6 +119,8 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	// The defaults (20/30) throttle a burst of discoveries or pods.
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	scheme := api.NewScheme()
 
 	// The identity is settled before anything else runs, with a client that

@@ -82,7 +82,7 @@ func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID st
 		return p
 	}
 	registry := &foreigncluster.Registry{
-		Client: c, LocalClusterID: clusterID, Choices: choices,
+		Client: c, APIReader: mgr.GetAPIReader(), LocalClusterID: clusterID, Choices: choices,
 		AutoJoin: func() bool {
 			cc := store.Get()
 			return cc != nil && cc.Spec.DiscoveryConfig.AutoJoin != nil && *cc.Spec.DiscoveryConfig.AutoJoin
@@ -109,7 +109,7 @@ func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID st
 		},
 		// Resolved twice per health-check interval, so that a listed
 		// cluster never looks missed.
-		Interval: func() time.Duration { return max(policy().Interval/2, time.Second) },
+		Interval: func() time.Duration { return max(policy().Interval/2, 250*time.Millisecond) },
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SearchDomain controller: %w", err)
 	}

@@ -141,7 +141,7 @@ func (c *Checker) checkSources(ctx context.Context, fc *discoveryv1alpha1.Foreig
 	fc.Status.Sources = kept
 	// A ForeignCluster just created by discovery has no source yet: its
 	// first sighting is being written. Its creation counts as one.
-	young := now.Sub(fc.CreationTimestamp.Time) <= p.Interval+time.Second
+	young := now.Sub(fc.CreationTimestamp.Time) <= time.Duration(p.MaxMissed)*p.Interval+time.Second
 	if len(kept) == 0 && discoveredOnly(fc) && !young {
 		if !fc.Spec.Join {
 			return deleteIfForgotten(ctx, c.Client, fc)

@@ -78,7 +78,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.patchStatus(ctx, orig, &fc); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, fetchErr // retried with backoff
+		// Not an error of ours: ask again later, without hammering the
+		// peer or the status (the checker watches liveness meanwhile).
+		ctrl.LoggerFrom(ctx).V(1).Info("Auth service unreachable", "url", fc.Spec.ForeignAuthURL, "error", fetchErr.Error())
+		return ctrl.Result{RequeueAfter: r.unreachableRetry()}, nil
 	}
 	id := resp.Identity
 
@@ -103,6 +106,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		resync = 30 * time.Second
 	}
 	return ctrl.Result{RequeueAfter: resync}, nil
+}
+
+// unreachableRetry is how soon an unreachable auth service is asked again.
+func (r *Reconciler) unreachableRetry() time.Duration {
+	if r.Resync > 0 && r.Resync < 5*time.Second {
+		return r.Resync
+	}
+	return 5 * time.Second
 }
 
 // complete fills in the identity of a ForeignCluster created with only an

@@ -41,6 +41,9 @@ type Discovery struct {
 type Registry struct {
 	// Client reads and writes ForeignClusters.
 	Client client.Client
+	// APIReader reads from the API server itself, after a conflict showed
+	// that the client's cache is behind; nil means Client.
+	APIReader client.Reader
 	// LocalClusterID is this cluster's ID: a cluster never records itself.
 	LocalClusterID string
 	// Choices holds the operators' remembered join decisions.
@@ -110,10 +113,16 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 	if r.recent(a.ClusterID, d.Source, now) {
 		return nil
 	}
-	// The client reads from a cache that may briefly lag behind a write
-	// (a ForeignCluster just deleted or created): retry those, too.
-	err := retry.OnError(cacheLagBackoff, retriable, func() error {
-		fc, err := Find(ctx, r.Client, a.ClusterID)
+	// The client reads from a cache that may briefly lag behind a write:
+	// a conflict is retried with a fresher copy. A ForeignCluster deleted
+	// meanwhile is not recreated from this (possibly stale) sighting; the
+	// next one recreates it if the cluster still announces itself.
+	var reader client.Reader = r.Client
+	err := retry.OnError(cacheLagBackoff, apierrors.IsConflict, func() error {
+		fc, err := Find(ctx, reader, a.ClusterID)
+		if r.APIReader != nil {
+			reader = r.APIReader // any retry reads what the server has
+		}
 		if err != nil {
 			return err
 		}
@@ -127,6 +136,9 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 		}
 		return r.markSeen(ctx, fc, d, now)
 	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("recording %s found by %s: %w", a.ClusterID, d.Source, err)
 	}
@@ -139,11 +151,8 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 	return nil
 }
 
-// cacheLagBackoff spans about a second, long enough for an informer to catch
-// up with a write.
-var cacheLagBackoff = wait.Backoff{Steps: 6, Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.1}
-
-func retriable(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
+// cacheLagBackoff retries conflicts with other writers of the same status.
+var cacheLagBackoff = wait.Backoff{Steps: 6, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5}
 
 func (r *Registry) recent(clusterID, source string, now time.Time) bool {
 	every := 2 * time.Second

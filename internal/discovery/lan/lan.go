@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -250,20 +251,32 @@ func (d *Discovery) record(ctx context.Context) {
 		batch := d.pending
 		d.pending = make(map[string]sighting, len(batch))
 		d.pendingMu.Unlock()
-		for _, s := range batch {
-			bctx := d.browsingContext()
-			if bctx == nil {
-				break // found before browsing was turned off: too late now
-			}
-			err := d.Registry.Seen(bctx, foreigncluster.Discovery{
-				Announcement: s.announcement, Source: Source, Type: discoveryv1alpha1.LanDiscovery, At: s.at,
-			})
-			if err != nil && bctx.Err() == nil {
-				d.log.Error(err, "Recording a cluster found on the LAN failed", "clusterID", s.announcement.ClusterID)
-			}
+		bctx := d.browsingContext()
+		if bctx == nil {
+			continue // found before browsing was turned off: too late now
 		}
+		// Record in parallel, a few at a time: one slow write must not
+		// hold back every other cluster's sighting.
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, recordWorkers)
+		for _, s := range batch {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				err := d.Registry.Seen(bctx, foreigncluster.Discovery{
+					Announcement: s.announcement, Source: Source, Type: discoveryv1alpha1.LanDiscovery, At: s.at,
+				})
+				if err != nil && bctx.Err() == nil {
+					d.log.Error(err, "Recording a cluster found on the LAN failed", "clusterID", s.announcement.ClusterID)
+				}
+			})
+		}
+		wg.Wait()
 	}
 }
+
+// recordWorkers bounds the sightings recorded at once.
+const recordWorkers = 8
 
 func (d *Discovery) setBrowsing(ctx context.Context, on bool) {
 	d.browsingMu.Lock()
@@ -297,8 +310,16 @@ func (d *Discovery) addresses() []net.IP {
 type handler struct{ d *Discovery }
 
 func (h handler) Found(f dnssd.Found, _ net.Addr) {
+	if f.Goodbye {
+		// A sighting still pending is older than the goodbye: drop it.
+		id, _, _ := strings.Cut(f.Instance, ".")
+		h.d.pendingMu.Lock()
+		delete(h.d.pending, id)
+		h.d.pendingMu.Unlock()
+		return // the checker ages the cluster out
+	}
 	if f.Announcement == nil {
-		return // a goodbye, or a PTR without its TXT: the checker ages it out
+		return // a PTR without its TXT: the next answer brings it
 	}
 	dnssd.FoundTotal.WithLabelValues(dnssd.SourceMDNS).Inc()
 	h.d.pendingMu.Lock()
