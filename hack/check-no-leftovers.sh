@@ -4,11 +4,16 @@
 # the tests must stop everything they start, also when they fail.
 set -euo pipefail
 bin=$(cd "$(dirname "$0")/.." && pwd)/bin
-pattern="^($bin/|[^ ]*/liqo-e2e-[^ ]*/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|liqo-controller-manager)( |$)"
+pattern="^($bin/|[^ ]*/liqo-(e2e|bench)-[^ ]*/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|liqo-controller-manager)( |$)"
 left=$(pgrep -a -f "$pattern" || true)
 if [ -n "$left" ]; then
   echo "Processes left behind by the tests:" >&2
   echo "$left" >&2
   exit 1
 fi
-echo "No processes left behind."
+if command -v ip >/dev/null 2>&1 && ip netns list 2>/dev/null | grep -q '^liqo-lab-'; then
+  echo "Network namespaces left behind by the tests:" >&2
+  ip netns list | grep '^liqo-lab-' >&2
+  exit 1
+fi
+echo "No processes or network namespaces left behind."
