@@ -22,6 +22,7 @@ import (
 
 	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 )
@@ -88,6 +89,7 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	waitForDiscovery(ctx, out, p.Dir, o.Clusters)
 	fmt.Fprintf(out, "Playground ready in %s.\n\n", time.Since(start).Round(100*time.Millisecond))
 	if err := printStatus(ctx, out, p.Dir); err != nil {
 		return err
@@ -108,10 +110,11 @@ Use a cluster:
   export KUBECONFIG=%s
   %s get nodes
   %s get clusterconfig cluster
+  %s get foreignclusters
 Logs of every component: %s/clusters/<name>/logs/
 Stop everything:
   %s playground down --dir %s
-`, first, kubectl, kubectl, p.Dir, liqoctl, p.Dir)
+`, first, kubectl, kubectl, kubectl, p.Dir, liqoctl, p.Dir)
 	return nil
 }
 
@@ -142,6 +145,35 @@ func newStatusCommand(ctx context.Context, dir *string) *cobra.Command {
 	}
 }
 
+// waitForDiscovery gives the clusters up to ten seconds to find each other
+// over mDNS, so that the table printed next shows it, and says how it went.
+func waitForDiscovery(ctx context.Context, out io.Writer, dir string, n int) {
+	if n < 2 {
+		return
+	}
+	clusters, err := playground.Load(dir)
+	if err != nil {
+		return
+	}
+	start := time.Now()
+	for time.Since(start) < 10*time.Second {
+		all := true
+		for _, m := range clusters {
+			st, err := clusterStatus(ctx, m.Kubeconfig)
+			if err != nil || len(st.peers) < n-1 {
+				all = false
+				break
+			}
+		}
+		if all {
+			fmt.Fprintf(out, "  discovery: every cluster found the other %d over mDNS in %s\n", n-1, time.Since(start).Round(10*time.Millisecond))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Fprintln(out, "  discovery: not every cluster found the others within 10s; see `liqoctl playground status` and the logs")
+}
+
 // printStatus asks every cluster of the playground for its ClusterID and
 // nodes, so that what it prints is what the API servers say.
 func printStatus(ctx context.Context, out io.Writer, dir string) error {
@@ -150,43 +182,57 @@ func printStatus(ctx context.Context, out io.Writer, dir string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tCLUSTER ID\tAPI SERVER\tNODES")
+	fmt.Fprintln(tw, "CLUSTER\tCLUSTER ID\tAPI SERVER\tNODES\tDISCOVERED")
 	for _, m := range clusters {
-		id, server, nodes, err := clusterStatus(ctx, m.Kubeconfig)
+		st, err := clusterStatus(ctx, m.Kubeconfig)
 		if err != nil {
-			fmt.Fprintf(tw, "%s\t<error>\t\t%v\n", m.Name, err)
+			fmt.Fprintf(tw, "%s\t<error>\t\t%v\t\n", m.Name, err)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, id, server, strings.Join(nodes, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, st.id, st.server, strings.Join(st.nodes, ", "), strings.Join(st.peers, ", "))
 	}
 	return tw.Flush()
 }
 
-func clusterStatus(ctx context.Context, kubeconfig string) (id, server string, nodes []string, err error) {
+type status struct {
+	id, server   string
+	nodes, peers []string
+}
+
+func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return "", "", nil, err
+		return nil, err
 	}
 	cfg.Timeout = 5 * time.Second
 	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
 	if err != nil {
-		return "", "", nil, err
+		return nil, err
 	}
 	var cc configv1alpha1.ClusterConfig
 	if err := c.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
-		return "", "", nil, fmt.Errorf("reading ClusterConfig: %w", err)
+		return nil, fmt.Errorf("reading ClusterConfig: %w", err)
 	}
 	var list corev1.NodeList
 	if err := c.List(ctx, &list); err != nil {
-		return "", "", nil, fmt.Errorf("listing nodes: %w", err)
+		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
+	st := &status{id: cc.Status.ClusterID, server: cfg.Host}
 	for _, n := range list.Items {
 		state := "NotReady"
 		if localcluster.NodeReady(&n) {
 			state = "Ready"
 		}
-		nodes = append(nodes, fmt.Sprintf("%s (%s)", n.Name, state))
+		st.nodes = append(st.nodes, fmt.Sprintf("%s (%s)", n.Name, state))
 	}
-	sort.Strings(nodes)
-	return cc.Status.ClusterID, cfg.Host, nodes, nil
+	var fcs discoveryv1alpha1.ForeignClusterList
+	if err := c.List(ctx, &fcs); err != nil {
+		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
+	}
+	for _, fc := range fcs.Items {
+		st.peers = append(st.peers, fmt.Sprintf("%s (%s)", fc.Spec.ClusterIdentity.ClusterName, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel]))
+	}
+	sort.Strings(st.nodes)
+	sort.Strings(st.peers)
+	return st, nil
 }
