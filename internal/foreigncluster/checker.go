@@ -146,7 +146,7 @@ func (c *Checker) checkSources(ctx context.Context, fc *discoveryv1alpha1.Foreig
 		if !fc.Spec.Join {
 			return deleteIfForgotten(ctx, c.Client, fc)
 		}
-		setCondition(fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, "NoLongerAnnounced",
+		setCondition(fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, reasonNoLongerAnnounced,
 			fmt.Sprintf("Not announced for %d health checks; kept because it is joined", p.MaxMissed))
 	}
 	if equalSources(orig.Status.Sources, fc.Status.Sources) && equalConditions(orig, fc) {
@@ -179,6 +179,9 @@ func equalConditions(a, b *discoveryv1alpha1.ForeignCluster) bool {
 	}
 	return true
 }
+
+// reasonNoLongerAnnounced marks a joined cluster that discovery lost.
+const reasonNoLongerAnnounced = "NoLongerAnnounced"
 
 // NeedLeaderElection is true: one replica checks.
 func (c *Checker) NeedLeaderElection() bool { return true }

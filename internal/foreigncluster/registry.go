@@ -262,6 +262,12 @@ func (r *Registry) markSeen(ctx context.Context, fc *discoveryv1alpha1.ForeignCl
 		Type: discoveryv1alpha1.ConditionDiscovered, Status: metav1.ConditionTrue, Reason: "Announced",
 		Message: fmt.Sprintf("Announced through %s", d.Source), ObservedGeneration: fc.Generation,
 	})
+	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionReachable); c != nil && c.Reason == reasonNoLongerAnnounced {
+		meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{
+			Type: discoveryv1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: "Announced",
+			Message: fmt.Sprintf("Announced again through %s", d.Source), ObservedGeneration: fc.Generation,
+		})
+	}
 	return r.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
