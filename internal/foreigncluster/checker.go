@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,22 +150,10 @@ func (c *Checker) checkSources(ctx context.Context, fc *discoveryv1alpha1.Foreig
 		setCondition(fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, reasonNoLongerAnnounced,
 			fmt.Sprintf("Not announced for %d health checks; kept because it is joined", p.MaxMissed))
 	}
-	if equalSources(orig.Status.Sources, fc.Status.Sources) && equalConditions(orig, fc) {
+	if slices.Equal(orig.Status.Sources, fc.Status.Sources) && equalConditions(orig, fc) {
 		return nil
 	}
 	return client.IgnoreNotFound(c.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
-}
-
-func equalSources(a, b []discoveryv1alpha1.DiscoverySource) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func equalConditions(a, b *discoveryv1alpha1.ForeignCluster) bool {

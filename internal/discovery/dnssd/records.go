@@ -5,6 +5,7 @@ package dnssd
 import (
 	"errors"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -138,7 +139,7 @@ func Collect(rrs []dns.RR, serviceFQDN string) ([]Found, []*DropError) {
 				continue
 			}
 			p := get(name)
-			if p.txt != nil && !equalStrings(p.txt.Txt, r.Txt) {
+			if p.txt != nil && !slices.Equal(p.txt.Txt, r.Txt) {
 				p.dup = true
 			}
 			p.txt = r
@@ -175,16 +176,4 @@ func Collect(rrs []dns.RR, serviceFQDN string) ([]Found, []*DropError) {
 		}
 	}
 	return found, drops
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
