@@ -166,9 +166,6 @@ func ipv4Of(iface *net.Interface) ([]net.IP, error) {
 // Addresses are the interface's IPv4 addresses, as of Listen.
 func (c *Conn) Addresses() []net.IP { return c.ips }
 
-// Interface is the interface the socket is bound to.
-func (c *Conn) Interface() *net.Interface { return c.iface }
-
 // Close closes the socket; a blocked Read returns.
 func (c *Conn) Close() error { return c.raw.Close() }
 
