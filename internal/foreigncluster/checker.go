@@ -105,10 +105,15 @@ func (c *Checker) check(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 	if fc.Spec.ForeignAuthURL == "" {
 		return nil
 	}
-	_, err := c.GetIdentity(ctx, fc.Spec.ForeignAuthURL, auth.ClientOptions{
+	resp, err := c.GetIdentity(ctx, fc.Spec.ForeignAuthURL, auth.ClientOptions{
 		InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify,
 		Timeout:            min(p.Interval, 5*time.Second),
 	})
+	if err == nil && fc.Spec.ClusterIdentity.ClusterID != "" && resp.Identity.ClusterID != fc.Spec.ClusterIdentity.ClusterID {
+		// Someone answers, but not the cluster expected: the reconciler
+		// reports the mismatch; this is no sign of life.
+		err = fmt.Errorf("the auth service answers for cluster %s", resp.Identity.ClusterID)
+	}
 	orig := fc.DeepCopy()
 	if err == nil {
 		seen := metav1.NewTime(now)

@@ -85,27 +85,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	id := resp.Identity
 
-	if err := r.complete(ctx, &fc, id); err != nil {
+	merged, err := r.complete(ctx, &fc, id)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// complete() may have written the object: compare the status against
+	// what is stored now, and add the sources of the copies merged away.
+	orig = fc.DeepCopy()
+	fc.Status.Sources = append(fc.Status.Sources, merged...)
 	if fc.Spec.ClusterIdentity.ClusterID != id.ClusterID {
-		setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, "IdentityMismatch",
+		setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, reasonIdentityMismatch,
 			fmt.Sprintf("The auth service at %s belongs to cluster %s, not %s: fix spec.foreignAuthUrl", fc.Spec.ForeignAuthURL, id.ClusterID, fc.Spec.ClusterIdentity.ClusterID))
-		return ctrl.Result{}, r.patchStatus(ctx, orig, &fc)
+		return ctrl.Result{RequeueAfter: r.resync()}, r.patchStatus(ctx, orig, &fc)
 	}
 	setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionTrue, "AuthServiceAnswered", "The auth service answered")
-	fc.Status.APIServerURL = id.APIServerURL
 	if err := r.checkCA(ctx, &fc, []byte(id.CACert)); err != nil {
 		return ctrl.Result{}, err
+	}
+	// Only a cluster that proved it holds the trusted CA may move its API
+	// server: anyone on a LAN can announce a known ClusterID.
+	if meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionCATrusted) {
+		fc.Status.APIServerURL = id.APIServerURL
 	}
 	if err := r.patchStatus(ctx, orig, &fc); err != nil {
 		return ctrl.Result{}, err
 	}
-	resync := r.Resync
-	if resync == 0 {
-		resync = 30 * time.Second
+	return ctrl.Result{RequeueAfter: r.resync()}, nil
+}
+
+// reasonIdentityMismatch marks an auth service that answers for another
+// cluster.
+const reasonIdentityMismatch = "IdentityMismatch"
+
+func (r *Reconciler) resync() time.Duration {
+	if r.Resync == 0 {
+		return 30 * time.Second
 	}
-	return ctrl.Result{RequeueAfter: resync}, nil
+	return r.Resync
 }
 
 // unreachableRetry is how soon an unreachable auth service is asked again.
@@ -118,12 +134,12 @@ func (r *Reconciler) unreachableRetry() time.Duration {
 
 // complete fills in the identity of a ForeignCluster created with only an
 // auth URL, and merges away a discovered duplicate of the same cluster.
-func (r *Reconciler) complete(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, id *auth.Identity) error {
+func (r *Reconciler) complete(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, id *auth.Identity) ([]discoveryv1alpha1.DiscoverySource, error) {
 	if fc.Spec.ClusterIdentity.ClusterID != "" && fc.Labels[discoveryv1alpha1.ClusterIDLabel] != "" {
-		return nil
+		return nil, nil
 	}
 	if id.ClusterID == r.LocalClusterID {
-		return fmt.Errorf("ForeignCluster %s points at this cluster's own auth service", fc.Name)
+		return nil, fmt.Errorf("ForeignCluster %s points at this cluster's own auth service", fc.Name)
 	}
 	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if fc.Spec.ClusterIdentity.ClusterID == "" {
@@ -143,24 +159,23 @@ func (r *Reconciler) complete(ctx context.Context, fc *discoveryv1alpha1.Foreign
 	// to the one the operator created, after handing over its sources.
 	var list discoveryv1alpha1.ForeignClusterList
 	if err := r.Client.List(ctx, &list, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: fc.Spec.ClusterIdentity.ClusterID}); err != nil {
-		return err
+		return nil, err
 	}
-	status := fc.Status.DeepCopy()
 	if err := r.Client.Patch(ctx, fc, patch); err != nil {
-		return fmt.Errorf("completing ForeignCluster %s: %w", fc.Name, err)
+		return nil, fmt.Errorf("completing ForeignCluster %s: %w", fc.Name, err)
 	}
-	fc.Status = *status
+	var merged []discoveryv1alpha1.DiscoverySource
 	for i := range list.Items {
 		other := &list.Items[i]
 		if other.UID == fc.UID {
 			continue
 		}
-		fc.Status.Sources = append(fc.Status.Sources, other.Status.Sources...)
+		merged = append(merged, other.Status.Sources...)
 		if err := r.Client.Delete(ctx, other); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("merging ForeignCluster %s into %s: %w", other.Name, fc.Name, err)
+			return nil, fmt.Errorf("merging ForeignCluster %s into %s: %w", other.Name, fc.Name, err)
 		}
 	}
-	return nil
+	return merged, nil
 }
 
 // checkCA pins the remote CA on first contact and refuses to silently

@@ -219,8 +219,11 @@ func (r *Registry) create(ctx context.Context, d Discovery) (*discoveryv1alpha1.
 func (r *Registry) updateSpec(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, d Discovery) error {
 	a := d.Announcement
 	orig := fc.DeepCopy()
-	// A cluster inserted by hand keeps the URL the operator gave it.
-	if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] != string(discoveryv1alpha1.ManualDiscovery) && fc.Spec.ForeignAuthURL != a.AuthURL {
+	// The URL follows the most explicit way the cluster was found: a LAN
+	// sighting cannot move a cluster found through DNS, and a cluster
+	// inserted by hand keeps the URL the operator gave it.
+	recorded := discoveryv1alpha1.DiscoveryType(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])
+	if recorded != discoveryv1alpha1.ManualDiscovery && typeRank[d.Type] >= typeRank[recorded] && fc.Spec.ForeignAuthURL != a.AuthURL {
 		fc.Spec.ForeignAuthURL = a.AuthURL
 	}
 	if a.ClusterName != "" && fc.Spec.ClusterIdentity.ClusterName != a.ClusterName {

@@ -104,8 +104,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			Announcement: *f.Announcement, Source: source, Type: discoveryv1alpha1.WanDiscovery, AutoJoin: sd.Spec.AutoJoin,
 		})
 		if err != nil {
+			// Still listed: a failed write is no reason to withdraw it.
 			errs = append(errs, err)
-			continue
 		}
 		if f.Announcement.ClusterID != r.Registry.LocalClusterID {
 			ids = append(ids, f.Announcement.ClusterID)

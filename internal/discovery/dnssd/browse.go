@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -122,5 +123,5 @@ func (r *Resolver) server() (string, error) {
 	if err != nil || len(conf.Servers) == 0 {
 		return "", fmt.Errorf("no DNS server configured and none in /etc/resolv.conf: %w", errors.Join(err, os.ErrNotExist))
 	}
-	return conf.Servers[0] + ":" + conf.Port, nil
+	return net.JoinHostPort(conf.Servers[0], conf.Port), nil
 }

@@ -14,6 +14,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -44,7 +45,8 @@ type Discovery struct {
 	// or an `ip netns` name); the interface is looked up there.
 	NetworkNamespace string
 
-	log logr.Logger
+	log    logr.Logger
+	failed atomic.Bool // the socket failed: reopen it at the next apply
 
 	// pending holds the latest sighting of each cluster not yet recorded:
 	// a slow API server makes sightings coalesce, never queue up stale.
@@ -121,6 +123,9 @@ func (d *Discovery) Start(ctx context.Context) error {
 func (d *Discovery) NeedLeaderElection() bool { return false }
 
 func (d *Discovery) apply(ctx context.Context, s settings) {
+	if d.failed.Swap(false) {
+		d.shutdown()
+	}
 	if s.socket() != d.current.socket() || d.server == nil {
 		d.shutdown()
 		d.current = settings{}
@@ -187,12 +192,15 @@ func (d *Discovery) open(ctx context.Context, s settings) error {
 		return err
 	}
 	d.server = mdns.NewServer(conn, mdns.Options{Service: s.service, TTL: s.ttl, Handler: handler{d}})
-	sctx, cancel := context.WithCancel(ctx)
+	// Not cancelled with ctx: shutdown() sends the goodbye first, then
+	// stops the server itself.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = cancel
 	server := d.server
 	go func() {
 		if err := server.Serve(sctx); err != nil {
-			d.log.Error(err, "mDNS socket failed")
+			d.log.Error(err, "mDNS socket failed; reopening it")
+			d.failed.Store(true)
 		}
 	}()
 	return nil

@@ -161,6 +161,12 @@ func (s *Server) Publish(ctx context.Context, inst *dnssd.Instance) error {
 	s.instance = inst
 	s.mu.Unlock()
 	for i := range 2 {
+		s.mu.Lock()
+		current := s.instance == inst
+		s.mu.Unlock()
+		if !current {
+			return nil // withdrawn or replaced meanwhile: no late announcement
+		}
 		if err := s.announce(inst, s.ttl); err != nil {
 			return err
 		}
