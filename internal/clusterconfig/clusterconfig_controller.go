@@ -33,6 +33,9 @@ type Reconciler struct {
 	ClusterID string
 	// ClusterNameOverride, from the --cluster-name flag, wins over the spec.
 	ClusterNameOverride string
+	// AuthURL is the auth service's URL as peers reach it, published in
+	// the status for `liqoctl generate-add-command`.
+	AuthURL string
 	// Store receives the configuration in force.
 	Store *Store
 }
@@ -81,6 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	patch := client.MergeFrom(cfg.DeepCopy())
 	cfg.Status.ClusterID = r.ClusterID
 	cfg.Status.ClusterName = EffectiveClusterName(r.ClusterNameOverride, &cfg, r.ClusterID)
+	cfg.Status.AuthURL = r.AuthURL
 	meta.SetStatusCondition(&cfg.Status.Conditions, metav1.Condition{
 		Type:               ConditionReady,
 		Status:             metav1.ConditionTrue,

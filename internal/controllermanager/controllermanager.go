@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-go/liqo/api"
+	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/clusterid"
 	"github.com/liqo-go/liqo/internal/install"
@@ -162,18 +163,23 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 
+	if _, err := auth.EnsureToken(ctx, direct, o.Namespace); err != nil {
+		return err
+	}
+
 	store := &clusterconfig.Store{}
+	authURL, err := setupDiscovery(mgr, o, cfg, id, store)
+	if err != nil {
+		return err
+	}
 	if err := (&clusterconfig.Reconciler{
 		Client:              mgr.GetClient(),
 		ClusterID:           id,
 		ClusterNameOverride: o.ClusterName,
+		AuthURL:             authURL,
 		Store:               store,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ClusterConfig controller: %w", err)
-	}
-
-	if err := setupDiscovery(mgr, o, cfg, id, store); err != nil {
-		return err
 	}
 
 	log.Info("Starting the manager")

@@ -222,6 +222,10 @@ type ClusterConfigStatus struct {
 	// +optional
 	ClusterName string `json:"clusterName,omitempty"`
 
+	// AuthURL is the URL peers reach this cluster's auth service at.
+	// +optional
+	AuthURL string `json:"authURL,omitempty"`
+
 	// Conditions say whether the configuration has been applied.
 	// +listType=map
 	// +listMapKey=type
