@@ -30,13 +30,8 @@ type Server struct {
 
 // Start serves zone (e.g. "liqo.test.") until Close.
 func Start(zone string) (*Server, error) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	pc, l, err := listenBoth()
 	if err != nil {
-		return nil, err
-	}
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		_ = pc.Close()
 		return nil, err
 	}
 	s := &Server{Addr: pc.LocalAddr().String(), zone: strings.ToLower(dns.Fqdn(zone)), records: map[string][]dns.RR{}}
@@ -49,6 +44,25 @@ func Start(zone string) (*Server, error) {
 		<-started
 	}
 	return s, nil
+}
+
+// listenBoth finds a loopback port free for both UDP and TCP: the kernel
+// picks the UDP one, and the TCP one may be taken, so it tries a few.
+func listenBoth() (net.PacketConn, net.Listener, error) {
+	var last error
+	for range 20 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l, nil
+		}
+		_ = pc.Close()
+		last = err
+	}
+	return nil, nil, fmt.Errorf("no loopback port free for both UDP and TCP: %w", last)
 }
 
 // Close stops the server.
