@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
 	"github.com/liqo-go/liqo/internal/ctl/playground"
 )
@@ -21,6 +22,6 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.AddCommand(playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx))
+	cmd.AddCommand(playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx), add.NewCommand(ctx))
 	return cmd
 }

@@ -1,0 +1,141 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package add implements `liqoctl add`: it records a remote cluster by hand
+// (a ForeignCluster of discovery type Manual, with its peering token in a
+// Secret) and asks to join it.
+package add
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-go/liqo/api"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/install"
+)
+
+// TokenSecretName is the Secret, in the Liqo namespace, holding the peering
+// token of a remote cluster.
+func TokenSecretName(clusterID string) string { return "liqo-remote-token-" + clusterID }
+
+// Options are the command's settings.
+type Options struct {
+	// Kubeconfig is this cluster's kubeconfig; empty means the usual rules.
+	Kubeconfig string
+	// Namespace is the Liqo namespace.
+	Namespace string
+	// AuthURL, ClusterID and Token come from the remote cluster's
+	// `liqoctl generate-add-command`.
+	AuthURL, ClusterID, Token string
+	// Timeout bounds the check of the remote auth service.
+	Timeout time.Duration
+}
+
+// NewCommand returns `liqoctl add`.
+func NewCommand(ctx context.Context) *cobra.Command {
+	o := &Options{Namespace: install.DefaultNamespace, Timeout: 10 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "add --auth-url URL --id ID --token TOKEN",
+		Short: "Add a remote cluster by hand and ask to peer with it",
+		Long: `Add a remote cluster by hand, with the line its 'liqoctl generate-add-command'
+printed. The remote auth service is asked first, so that a wrong URL or ID is
+reported here rather than later.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(ctx, cmd.OutOrStdout()) },
+	}
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of this cluster")
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "The Liqo namespace")
+	cmd.Flags().StringVar(&o.AuthURL, "auth-url", "", "The remote cluster's auth service URL")
+	cmd.Flags().StringVar(&o.ClusterID, "id", "", "The remote cluster's ClusterID")
+	cmd.Flags().StringVar(&o.Token, "token", "", "The remote cluster's peering token")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the remote auth service")
+	return cmd
+}
+
+// Run adds the cluster.
+func (o *Options) Run(ctx context.Context, out io.Writer) error {
+	if o.AuthURL == "" || o.ClusterID == "" || o.Token == "" {
+		return errors.New("--auth-url, --id and --token are all required: copy them from the remote cluster's `liqoctl generate-add-command`")
+	}
+	resp, err := auth.GetIdentity(ctx, o.AuthURL, auth.ClientOptions{InsecureSkipVerify: true, Timeout: o.Timeout})
+	if err != nil {
+		return fmt.Errorf("the remote cluster cannot be reached: %w", err)
+	}
+	if resp.Identity.ClusterID != o.ClusterID {
+		return fmt.Errorf("the auth service at %s belongs to cluster %s, not %s: check --auth-url and --id", o.AuthURL, resp.Identity.ClusterID, o.ClusterID)
+	}
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		return err
+	}
+
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: o.Namespace, Name: TokenSecretName(o.ClusterID),
+			Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: o.ClusterID},
+		},
+		Data: map[string][]byte{auth.TokenKey: []byte(o.Token)},
+	}
+	if err := c.Create(ctx, secret); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("storing the peering token: %w", err)
+		}
+		if err := c.Update(ctx, secret); err != nil {
+			return fmt.Errorf("updating the peering token: %w", err)
+		}
+	}
+
+	fc, err := foreigncluster.Find(ctx, c, o.ClusterID)
+	if err != nil {
+		return err
+	}
+	if fc == nil {
+		fc = &discoveryv1alpha1.ForeignCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: o.ClusterID, Labels: map[string]string{
+				discoveryv1alpha1.ClusterIDLabel:     o.ClusterID,
+				discoveryv1alpha1.DiscoveryTypeLabel: string(discoveryv1alpha1.ManualDiscovery),
+			}},
+			Spec: discoveryv1alpha1.ForeignClusterSpec{
+				ClusterIdentity:       discoveryv1alpha1.ClusterIdentity{ClusterID: o.ClusterID, ClusterName: resp.Identity.ClusterName},
+				ForeignAuthURL:        o.AuthURL,
+				InsecureSkipTLSVerify: ptr.To(true),
+				Join:                  true,
+			},
+		}
+		if err := c.Create(ctx, fc); err != nil {
+			return fmt.Errorf("creating the ForeignCluster: %w", err)
+		}
+	} else {
+		// Known already (discovered): the operator's word makes it manual.
+		patch := client.MergeFrom(fc.DeepCopy())
+		fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] = string(discoveryv1alpha1.ManualDiscovery)
+		fc.Spec.ForeignAuthURL = o.AuthURL
+		fc.Spec.Join = true
+		if err := c.Patch(ctx, fc, patch); err != nil {
+			return fmt.Errorf("updating ForeignCluster %s: %w", fc.Name, err)
+		}
+	}
+	_, err = fmt.Fprintf(out, "Added cluster %s (%s) and asked to join it; follow it with: kubectl get foreigncluster %s\n",
+		resp.Identity.ClusterName, o.ClusterID, fc.Name)
+	return err
+}
