@@ -171,7 +171,7 @@ func BenchmarkDiscovery(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					servers[j] = mdns.NewServer(conn, mdns.Options{Service: dnssd.DefaultService, Handler: nopHandler{}})
+					servers[j] = mdns.NewServer(conn, mdns.Options{Service: dnssd.DefaultService, Handler: mdns.NopHandler{}})
 					go func() { _ = servers[j].Serve(ctx) }()
 					ids[j] = fmt.Sprintf("mdns-%d-%d-%d", n, i, j)
 				}
@@ -223,8 +223,3 @@ func BenchmarkDiscovery(b *testing.B) {
 		})
 	}
 }
-
-type nopHandler struct{}
-
-func (nopHandler) Found(dnssd.Found, net.Addr)        {}
-func (nopHandler) Dropped(*dnssd.DropError, net.Addr) {}

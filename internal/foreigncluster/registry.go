@@ -5,6 +5,7 @@ package foreigncluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,7 +172,7 @@ func (r *Registry) forget(clusterID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.written {
-		if len(k) > len(clusterID) && k[:len(clusterID)+1] == clusterID+"/" {
+		if strings.HasPrefix(k, clusterID+"/") {
 			delete(r.written, k)
 		}
 	}

@@ -16,13 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
 )
@@ -78,13 +77,7 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("the auth service at %s belongs to cluster %s, not %s: check --auth-url and --id", o.AuthURL, resp.Identity.ClusterID, o.ClusterID)
 	}
 
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	c, _, err := kubeclient.New(o.Kubeconfig, 30*time.Second)
 	if err != nil {
 		return err
 	}

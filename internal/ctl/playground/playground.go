@@ -17,12 +17,11 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 )
@@ -200,12 +199,7 @@ type status struct {
 }
 
 func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Timeout = 5 * time.Second
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	c, cfg, err := kubeclient.New(kubeconfig, 5*time.Second)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,15 @@ type Handler interface {
 	Dropped(err *dnssd.DropError, from net.Addr)
 }
 
+// NopHandler ignores everything: for a server that only announces.
+type NopHandler struct{}
+
+// Found implements Handler.
+func (NopHandler) Found(dnssd.Found, net.Addr) {}
+
+// Dropped implements Handler.
+func (NopHandler) Dropped(*dnssd.DropError, net.Addr) {}
+
 // Server answers for one instance (when published) and browses for a
 // service (when browsing), over one Conn.
 type Server struct {

@@ -5,7 +5,6 @@ package discovery_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd"
 	"github.com/liqo-go/liqo/internal/discovery/mdns"
-	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -128,7 +126,7 @@ func TestAutojoinDefault(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	s := mdns.NewServer(conn, mdns.Options{Service: dnssd.DefaultService, Handler: nopHandler{}})
+	s := mdns.NewServer(conn, mdns.Options{Service: dnssd.DefaultService, Handler: mdns.NopHandler{}})
 	go func() { _ = s.Serve(ctx) }()
 	const id = "fresh-autojoin"
 	inst := &dnssd.Instance{Name: id, Service: dnssd.DefaultService, Domain: "local.", Host: id, Port: 1,
@@ -142,21 +140,6 @@ func TestAutojoinDefault(t *testing.T) {
 		if err := s.Publish(ctx, inst); err != nil {
 			return err
 		}
-		fc, err := foreigncluster.Find(t.Context(), c, id)
-		if err != nil {
-			return err
-		}
-		if fc == nil {
-			return fmt.Errorf("not discovered yet")
-		}
-		if !fc.Spec.Join {
-			return fmt.Errorf("discovered with join=false although autojoin is on")
-		}
-		return nil
+		return joinedForeignCluster(t, c, id) // autojoin is on
 	})
 }
-
-type nopHandler struct{}
-
-func (nopHandler) Found(dnssd.Found, net.Addr)        {}
-func (nopHandler) Dropped(*dnssd.DropError, net.Addr) {}

@@ -163,3 +163,20 @@ func controllerManagerRunning(m *playground.Member) bool {
 	}
 	return false
 }
+
+// joinedForeignCluster says whether c has a ForeignCluster for id with
+// join set, and why not otherwise.
+func joinedForeignCluster(t *testing.T, c client.Client, id string) error {
+	t.Helper()
+	fc, err := foreigncluster.Find(t.Context(), c, id)
+	if err != nil {
+		return err
+	}
+	if fc == nil {
+		return fmt.Errorf("no ForeignCluster for %s yet", id)
+	}
+	if !fc.Spec.Join {
+		return fmt.Errorf("the ForeignCluster for %s has join=false", id)
+	}
+	return nil
+}

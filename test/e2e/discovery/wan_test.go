@@ -19,7 +19,6 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd"
-	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/searchdomain"
@@ -133,17 +132,7 @@ func TestSearchDomain(t *testing.T) {
 	})
 	createSearchDomain(t, c, "auto-zone", "auto."+zone, ptr.To(true))
 	framework.Eventually(t, 10*time.Second, func() error {
-		fc, err := foreigncluster.Find(t.Context(), c, "wan-only-cluster")
-		if err != nil {
-			return err
-		}
-		if fc == nil {
-			return fmt.Errorf("no ForeignCluster for the autojoin domain's cluster")
-		}
-		if !fc.Spec.Join {
-			return fmt.Errorf("the SearchDomain's autojoin did not apply")
-		}
-		return nil
+		return joinedForeignCluster(t, c, "wan-only-cluster") // the SearchDomain autojoins
 	})
 
 	// Found by both mDNS and DNS-SD: still one ForeignCluster, with both
