@@ -5,7 +5,6 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -52,18 +51,7 @@ func GetIdentity(ctx context.Context, authURL string, o ClientOptions) (*Respons
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Second
 	}
-	client := &http.Client{
-		Timeout: o.Timeout,
-		Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{
-				InsecureSkipVerify: o.InsecureSkipVerify, //nolint:gosec // asked for by the ForeignCluster; the certificate is pinned after
-				RootCAs:            o.RootCAs,
-				MinVersion:         tls.VersionTLS12,
-			},
-			Proxy: nil, // peers are reached directly
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	client := o.httpClient()
 	defer client.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(authURL, "/")+IdentityPath, nil)
 	if err != nil {

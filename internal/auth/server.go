@@ -12,7 +12,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // IdentitySource returns the identity to serve; it is asked on every
@@ -27,12 +29,33 @@ type Server struct {
 	Certificate tls.Certificate
 	// Identity provides what /ids returns.
 	Identity IdentitySource
+	// Issuer issues peering identities; nil refuses every exchange.
+	Issuer Issuer
+	// Token returns this cluster's peering token.
+	Token func(ctx context.Context) (string, error)
+
+	nonces nonceCache
 }
+
+var refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "liqo_auth_refused_total",
+	Help: "Peering identity requests the auth service refused, by reason.",
+}, []string{"reason"})
+
+var issued = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "liqo_auth_identities_issued_total",
+	Help: "Peering identities the auth service issued.",
+})
+
+func init() { metrics.Registry.MustRegister(refusals, issued) }
+
+func (s *Server) countRefusal(reason string) { refusals.WithLabelValues(reason).Inc() }
 
 // Handler returns the service's HTTP handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+IdentityPath, s.serveIdentity)
+	mux.HandleFunc("POST "+PeeringIdentityPath, s.servePeeringIdentity)
 	return mux
 }
 

@@ -58,3 +58,8 @@ func EnsureToken(ctx context.Context, c client.Client, namespace string) (string
 	}
 	return token, nil
 }
+
+// RemoteTokenSecretName is the Secret, in the Liqo namespace, that holds
+// the peering token of remote cluster clusterID (key TokenKey), as stored
+// by liqoctl add.
+func RemoteTokenSecretName(clusterID string) string { return "liqo-remote-token-" + clusterID }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/clusterid"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/peering"
 )
 
 // Options are the controller manager's command-line settings.
@@ -60,6 +62,13 @@ type Options struct {
 	// DNSServer is the DNS server SearchDomains are resolved with
 	// (host:port); the first nameserver of /etc/resolv.conf when empty.
 	DNSServer string
+	// WebhookBindAddress is where the admission webhook listens.
+	WebhookBindAddress string
+	// WebhookURL is the webhook's base URL as the API server reaches it;
+	// derived from WebhookBindAddress when empty.
+	WebhookURL string
+	// ForceUnpeerAfter bounds an unpeering from an unreachable provider.
+	ForceUnpeerAfter time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -69,6 +78,8 @@ func NewOptions() *Options {
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
 		AuthBindAddress:        ":8443",
+		WebhookBindAddress:     ":9443",
+		ForceUnpeerAfter:       peering.DefaultForceUnpeerAfter,
 		KubeAPIQPS:             200,
 		KubeAPIBurst:           400,
 	}
@@ -88,6 +99,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server")
 	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
+	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", o.WebhookBindAddress, "Address the admission webhook listens on")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Base URL the API server reaches the webhook at (default: https:// and the bind address, or the host name when it binds all addresses)")
+	fs.DurationVar(&o.ForceUnpeerAfter, "force-unpeer-after", o.ForceUnpeerAfter, "How long an unpeering waits for an unreachable provider before removing the local side alone")
 	fs.StringVar(&o.APIServerURL, "api-server-url", o.APIServerURL, "URL peers reach this cluster's API server at (default: the kubeconfig's server)")
 }
 
@@ -139,8 +153,13 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 
+	wh, err := newWebhookServer(ctx, direct, o)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
+		Scheme:        scheme,
+		WebhookServer: wh.server,
 		// Liqo's own ConfigMaps and Secrets live in its namespace; caching
 		// them cluster-wide would cost memory and rights it does not need.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
@@ -168,8 +187,11 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	store := &clusterconfig.Store{}
-	authURL, err := setupDiscovery(mgr, o, cfg, id, store)
+	authURL, authServer, err := setupDiscovery(mgr, o, cfg, id, store)
 	if err != nil {
+		return err
+	}
+	if err := setupPeering(mgr, o, direct, id, authURL, authServer, store, wh); err != nil {
 		return err
 	}
 	if err := (&clusterconfig.Reconciler{

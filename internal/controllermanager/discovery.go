@@ -33,20 +33,20 @@ const rootCAConfigMap = "kube-root-ca.crt"
 
 // setupDiscovery adds the auth service, the ForeignCluster controllers and
 // LAN discovery to the manager, and returns the auth service's URL.
-func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID string, store *clusterconfig.Store) (string, error) {
+func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID string, store *clusterconfig.Store) (string, *auth.Server, error) {
 	listener, err := net.Listen("tcp", o.AuthBindAddress)
 	if err != nil {
-		return "", fmt.Errorf("listening for the auth service on %s: %w", o.AuthBindAddress, err)
+		return "", nil, fmt.Errorf("listening for the auth service on %s: %w", o.AuthBindAddress, err)
 	}
 	authURL, host, port, err := advertisedAuthURL(o.AuthURL, listener.Addr().(*net.TCPAddr))
 	if err != nil {
 		_ = listener.Close()
-		return "", err
+		return "", nil, err
 	}
 	cert, err := auth.SelfSignedCertificate([]string{host, "localhost", "127.0.0.1"})
 	if err != nil {
 		_ = listener.Close()
-		return "", err
+		return "", nil, err
 	}
 	apiServerURL := o.APIServerURL
 	if apiServerURL == "" {
@@ -67,8 +67,9 @@ func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID st
 			Namespace: o.Namespace, CACert: ca.Data["ca.crt"],
 		}, nil
 	}
-	if err := mgr.Add(&auth.Server{Listener: listener, Certificate: cert, Identity: identity}); err != nil {
-		return "", err
+	authServer := &auth.Server{Listener: listener, Certificate: cert, Identity: identity}
+	if err := mgr.Add(authServer); err != nil {
+		return "", nil, err
 	}
 	ctrl.Log.WithName("setup").Info("Auth service listening", "address", listener.Addr().String(), "url", authURL)
 
@@ -94,10 +95,10 @@ func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID st
 	if err := (&foreigncluster.Reconciler{
 		Client: c, Namespace: o.Namespace, LocalClusterID: clusterID, Choices: choices,
 	}).SetupWithManager(mgr); err != nil {
-		return "", fmt.Errorf("setting up the ForeignCluster controller: %w", err)
+		return "", nil, fmt.Errorf("setting up the ForeignCluster controller: %w", err)
 	}
 	if err := mgr.Add(&foreigncluster.Checker{Client: c, Policy: policy}); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := (&searchdomain.Reconciler{
 		Client: c, Registry: registry, Resolver: &dnssd.Resolver{Server: o.DNSServer},
@@ -111,9 +112,9 @@ func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID st
 		// cluster never looks missed.
 		Interval: func() time.Duration { return max(policy().Interval/2, 250*time.Millisecond) },
 	}).SetupWithManager(mgr); err != nil {
-		return "", fmt.Errorf("setting up the SearchDomain controller: %w", err)
+		return "", nil, fmt.Errorf("setting up the SearchDomain controller: %w", err)
 	}
-	return authURL, mgr.Add(&lan.Discovery{
+	return authURL, authServer, mgr.Add(&lan.Discovery{
 		Store: store, Registry: registry, AuthPort: port, NetworkNamespace: o.MDNSNetworkNamespace,
 		Self: func() dnssd.Announcement {
 			return dnssd.Announcement{ClusterID: clusterID, ClusterName: clusterName(), AuthURL: authURL, Namespace: o.Namespace}

@@ -159,3 +159,6 @@ func (c *Cluster) process(name string) *Process {
 	}
 	return nil
 }
+
+// Process returns the running component called name, or nil.
+func (c *Cluster) Process(name string) *Process { return c.process(name) }

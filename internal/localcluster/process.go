@@ -200,3 +200,9 @@ func tailFile(path string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Command returns the binary and arguments the process was started with,
+// so that a stopped component can be launched again as it was.
+func (p *Process) Command() (bin string, args []string) {
+	return p.cmd.Path, append([]string(nil), p.cmd.Args[1:]...)
+}

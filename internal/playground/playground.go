@@ -95,6 +95,8 @@ type Member struct {
 	// AuthPort is the auth service's port; StartControllerManager picks a
 	// free one when it is 0, and keeps it across restarts otherwise.
 	AuthPort int
+	// WebhookPort is the admission webhook's port.
+	WebhookPort int
 
 	controllerManagerBin string
 	extraArgs            []string
@@ -270,6 +272,9 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 		}
 	}
 	m.AuthURL = "https://127.0.0.1:" + strconv.Itoa(m.AuthPort)
+	if m.WebhookPort, err = localcluster.FreePort(); err != nil {
+		return err
+	}
 	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, append([]string{
 		"--kubeconfig=" + kcPath,
 		"--cluster-name=" + m.Name,
@@ -277,6 +282,7 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(m.ProbePort),
 		"--auth-bind-address=127.0.0.1:" + strconv.Itoa(m.AuthPort),
 		"--auth-url=" + m.AuthURL,
+		"--webhook-bind-address=127.0.0.1:" + strconv.Itoa(m.WebhookPort),
 	}, m.extraArgs...))
 	if err != nil {
 		return err

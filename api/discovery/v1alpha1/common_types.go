@@ -57,3 +57,23 @@ const (
 	ManualDiscovery          DiscoveryType = "Manual"
 	IncomingPeeringDiscovery DiscoveryType = "IncomingPeering"
 )
+
+const (
+	// PeeringFinalizer holds a ForeignCluster (outgoing peering) or a
+	// PeeringRequest (incoming peering) until the peering's objects are
+	// gone, or the bounded force-unpeer timeout passed.
+	PeeringFinalizer = "discovery.liqo.io/peering"
+
+	// ManagedByLabel and ManagedByValue mark every object a peering
+	// creates, so that one label selector finds what is left of it.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the ManagedByLabel value of Liqo's objects.
+	ManagedByValue = "liqo"
+
+	// TenantLabel marks a tenant namespace: the namespace one cluster keeps
+	// for one peer, named liqo-tenant-<peer cluster ID>.
+	TenantLabel = "liqo.io/tenant"
+)
+
+// TenantNamespace is the namespace a cluster keeps for the peer clusterID.
+func TenantNamespace(clusterID string) string { return "liqo-tenant-" + clusterID }

@@ -147,7 +147,9 @@ type ForeignClusterStatus struct {
 // +kubebuilder:printcolumn:name="Cluster Name",type=string,JSONPath=`.spec.clusterIdentity.clusterName`
 // +kubebuilder:printcolumn:name="Discovery",type=string,JSONPath=`.metadata.labels.discovery\.liqo\.io/discovery-type`
 // +kubebuilder:printcolumn:name="Join",type=boolean,JSONPath=`.spec.join`
-// +kubebuilder:printcolumn:name="Peering",type=string,JSONPath=`.status.conditions[?(@.type=="PeeringRequested")].status`
+// +kubebuilder:printcolumn:name="Authenticated",type=string,JSONPath=`.status.conditions[?(@.type=="Authenticated")].status`
+// +kubebuilder:printcolumn:name="Outgoing",type=string,JSONPath=`.status.conditions[?(@.type=="PeeringRequested")].status`
+// +kubebuilder:printcolumn:name="Incoming",type=boolean,JSONPath=`.status.incomingPeering`
 // +kubebuilder:printcolumn:name="Auth URL",type=string,JSONPath=`.spec.foreignAuthUrl`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ForeignCluster struct {

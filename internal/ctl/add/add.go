@@ -28,7 +28,7 @@ import (
 
 // TokenSecretName is the Secret, in the Liqo namespace, holding the peering
 // token of a remote cluster.
-func TokenSecretName(clusterID string) string { return "liqo-remote-token-" + clusterID }
+func TokenSecretName(clusterID string) string { return auth.RemoteTokenSecretName(clusterID) }
 
 // Options are the command's settings.
 type Options struct {

@@ -1,0 +1,56 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package controllermanager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/clusterconfig"
+	"github.com/liqo-go/liqo/internal/peering"
+)
+
+// setupPeering adds the token exchange to the auth service, the
+// PeeringRequest webhook and its registration, and both peering
+// reconcilers. direct reads through to the API server: the peering's
+// objects (tenant namespaces, RBAC, CSRs) are few and read rarely, and
+// caching them would mean watching every Role in the cluster.
+func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID, authURL string, authServer *auth.Server,
+	store *clusterconfig.Store, wh *webhookSetup,
+) error {
+	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
+	policy := &peering.Policy{Reader: direct, LocalClusterID: clusterID, Config: config}
+
+	authServer.Token = func(ctx context.Context) (string, error) { return auth.EnsureToken(ctx, direct, o.Namespace) }
+	authServer.Issuer = &peering.Issuer{
+		Client: direct, Namespace: o.Namespace, Policy: policy, Config: config, Local: authServer.Identity,
+	}
+
+	mgr.GetWebhookServer().Register(peering.ValidatePath, &admission.Webhook{
+		Handler: &peering.Validator{Policy: policy, Decoder: admission.NewDecoder(mgr.GetScheme())},
+	})
+	if err := mgr.Add(&webhookRegistrar{client: direct, caBundle: wh.caBundle, url: wh.url, every: 30 * time.Second}); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("PeeringRequest webhook", "url", wh.url)
+
+	if err := (&peering.Incoming{
+		Client: direct, Scheme: mgr.GetScheme(), Namespace: o.Namespace, LocalClusterID: clusterID, Policy: policy, Config: config,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the PeeringRequest controller: %w", err)
+	}
+	if err := (&peering.Outgoing{
+		Client: direct, Scheme: mgr.GetScheme(), Namespace: o.Namespace, LocalClusterID: clusterID,
+		Local: authServer.Identity, LocalAuthURL: authURL, Config: config, ForceUnpeerAfter: o.ForceUnpeerAfter,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the outgoing peering controller: %w", err)
+	}
+	return nil
+}

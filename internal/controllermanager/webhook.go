@@ -1,0 +1,181 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package controllermanager
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/peering"
+)
+
+const (
+	// webhookCASecret keeps the webhook CA across restarts, so that the
+	// caBundle registered in the API server stays valid while a new
+	// replica starts.
+	webhookCASecret = "liqo-webhook-ca"
+	// WebhookConfigurationName is the ValidatingWebhookConfiguration the
+	// controller manager registers and keeps current.
+	WebhookConfigurationName = "liqo-peeringrequests"
+)
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch
+
+// webhookSetup is what the manager needs to serve the webhook.
+type webhookSetup struct {
+	server   webhook.Server
+	caBundle []byte
+	url      string
+}
+
+// newWebhookServer loads (or creates) the webhook CA, signs a serving
+// certificate for the advertised host, and returns the server.
+func newWebhookServer(ctx context.Context, c client.Client, o *Options) (*webhookSetup, error) {
+	host, portStr, err := net.SplitHostPort(o.WebhookBindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-bind-address %q: %w", o.WebhookBindAddress, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-bind-address %q has an invalid port", o.WebhookBindAddress)
+	}
+	base := o.WebhookURL
+	if base == "" {
+		h := host
+		if h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified() {
+			if h, err = os.Hostname(); err != nil {
+				return nil, fmt.Errorf("--webhook-url not set and the host name is unknown: %w", err)
+			}
+		}
+		base = "https://" + net.JoinHostPort(h, portStr)
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return nil, fmt.Errorf("--webhook-url %q must be an https URL with a host", base)
+	}
+	caCert, caKey, err := ensureWebhookCA(ctx, c, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := auth.ServingCertificate(caCert, caKey, []string{u.Hostname(), "localhost", "127.0.0.1"})
+	if err != nil {
+		return nil, err
+	}
+	srv := webhook.NewServer(webhook.Options{
+		Host: host,
+		Port: port,
+		TLSOpts: []func(*tls.Config){func(cfg *tls.Config) {
+			cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
+		}},
+	})
+	return &webhookSetup{server: srv, caBundle: caCert, url: u.String() + peering.ValidatePath}, nil
+}
+
+func ensureWebhookCA(ctx context.Context, c client.Client, namespace string) (certPEM, keyPEM []byte, err error) {
+	key := client.ObjectKey{Namespace: namespace, Name: webhookCASecret}
+	var secret corev1.Secret
+	err = c.Get(ctx, key, &secret)
+	if err == nil && len(secret.Data["ca.crt"]) > 0 && len(secret.Data["ca.key"]) > 0 {
+		return secret.Data["ca.crt"], secret.Data["ca.key"], nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, nil, fmt.Errorf("reading the webhook CA: %w", err)
+	}
+	certPEM, keyPEM, err = auth.NewCA("liqo-webhook-ca")
+	if err != nil {
+		return nil, nil, err
+	}
+	secret = corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: webhookCASecret},
+		Data:       map[string][]byte{"ca.crt": certPEM, "ca.key": keyPEM},
+	}
+	if err := c.Create(ctx, &secret); err != nil {
+		if apierrors.IsAlreadyExists(err) { // another replica was first
+			return ensureWebhookCA(ctx, c, namespace)
+		}
+		return nil, nil, fmt.Errorf("storing the webhook CA: %w", err)
+	}
+	return certPEM, keyPEM, nil
+}
+
+// webhookRegistrar keeps the ValidatingWebhookConfiguration pointing at
+// this controller manager with the current CA bundle, repairing drift.
+type webhookRegistrar struct {
+	client   client.Client
+	caBundle []byte
+	url      string
+	every    time.Duration
+}
+
+func (w *webhookRegistrar) ensure(ctx context.Context) error {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigurationName}}
+	_, err := controllerutil.CreateOrUpdate(ctx, w.client, vwc, func() error {
+		vwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
+		want := admissionregistrationv1.ValidatingWebhook{
+			Name:         "peeringrequests.discovery.liqo.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(w.url), CABundle: w.caBundle},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, APIVersions: []string{discoveryv1alpha1.GroupVersion.Version},
+					Resources: []string{"peeringrequests"}, Scope: ptr.To(admissionregistrationv1.ClusterScope),
+				},
+			}},
+			// No PeeringRequest enters unchecked, also while the controller
+			// manager is down: consumers retry.
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To(int32(5)),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+		}
+		if len(vwc.Webhooks) == 1 && bytes.Equal(vwc.Webhooks[0].ClientConfig.CABundle, w.caBundle) &&
+			ptr.Deref(vwc.Webhooks[0].ClientConfig.URL, "") == w.url && len(vwc.Webhooks[0].Rules) == 1 &&
+			ptr.Deref(vwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail {
+			// keep server-side defaults (namespaceSelector, ...) untouched
+			return nil
+		}
+		vwc.Webhooks = []admissionregistrationv1.ValidatingWebhook{want}
+		return nil
+	})
+	return err
+}
+
+// Start registers the webhook, then checks it every period until ctx ends.
+func (w *webhookRegistrar) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("webhook")
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for {
+		if err := w.ensure(ctx); err != nil && ctx.Err() == nil {
+			log.Error(err, "Registering the PeeringRequest webhook")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// NeedLeaderElection is false: every replica serves the webhook.
+func (w *webhookRegistrar) NeedLeaderElection() bool { return false }

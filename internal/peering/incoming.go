@@ -1,0 +1,371 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package peering
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/identity"
+)
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
+
+// Incoming is the provider's PeeringRequest reconciler.
+type Incoming struct {
+	// Client reads through to the API server and writes.
+	Client client.Client
+	// Scheme builds clients for the consumer.
+	Scheme *runtime.Scheme
+	// Namespace is the Liqo namespace.
+	Namespace string
+	// LocalClusterID is this cluster's ID.
+	LocalClusterID string
+	// Policy decides who may peer.
+	Policy *Policy
+	// Config returns the ClusterConfig in force.
+	Config func() *configv1alpha1.ClusterConfig
+	// Lifetime of the virtual kubelet's certificate.
+	Lifetime time.Duration
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Incoming) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var pr discoveryv1alpha1.PeeringRequest
+	if err := r.Client.Get(ctx, req.NamespacedName, &pr); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone without our finalizer (someone removed it by hand): what
+			// exists only for an accepted request goes all the same. The
+			// exchange's RBAC stays: it precedes the request.
+			return ctrl.Result{}, r.dropAccepted(ctx, req.Name)
+		}
+		return ctrl.Result{}, err
+	}
+	id := pr.Spec.ClusterIdentity.ClusterID
+	if !pr.DeletionTimestamp.IsZero() {
+		if err := r.revoke(ctx, id); err != nil {
+			return ctrl.Result{}, err
+		}
+		if controllerutil.RemoveFinalizer(&pr, discoveryv1alpha1.PeeringFinalizer) {
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, &pr))
+		}
+		return ctrl.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(&pr, discoveryv1alpha1.PeeringFinalizer) {
+		if err := r.Client.Update(ctx, &pr); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// The policy may have changed since the webhook admitted the request.
+	if err := r.Policy.Check(ctx, id, false); err != nil {
+		var pe *PolicyError
+		if errors.As(err, &pe) {
+			ctrl.LoggerFrom(ctx).Info("Peering no longer allowed: deleting the PeeringRequest", "consumer", id, "rule", pe.Rule)
+			return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, &pr))
+		}
+		return ctrl.Result{}, err
+	}
+
+	orig := pr.DeepCopy()
+	period := reconcilePeriod(r.Config)
+	secretRef, verr := r.verifyConsumer(ctx, &pr)
+	if verr != nil {
+		setPRCondition(&pr, discoveryv1alpha1.PeeringRequestConsumerVerified, metav1.ConditionFalse, "VerificationFailed", verr.Error())
+		setPRCondition(&pr, discoveryv1alpha1.PeeringRequestAccepted, metav1.ConditionFalse, "ConsumerNotVerified",
+			"The consumer is not verified yet; it repairs this by authenticating again")
+		return ctrl.Result{RequeueAfter: min(period, 5*time.Second)}, r.patchStatus(ctx, orig, &pr)
+	}
+	setPRCondition(&pr, discoveryv1alpha1.PeeringRequestConsumerVerified, metav1.ConditionTrue, "Verified",
+		"The consumer's certificate works on its API server, with the identity this cluster asked for")
+	pr.Status.KubeconfigSecretRef = secretRef
+
+	tenant, err := ensureTenant(ctx, r.Client, id, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+id, virtualKubeletRules)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pr.Status.TenantNamespace = tenant
+	if err := r.answerVirtualKubeletCSR(ctx, &pr); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.markIncoming(ctx, &pr, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	setPRCondition(&pr, discoveryv1alpha1.PeeringRequestAccepted, metav1.ConditionTrue, "Accepted",
+		fmt.Sprintf("Tenant namespace %s and the virtual kubelet's identity are ready", tenant))
+	return ctrl.Result{RequeueAfter: period}, r.patchStatus(ctx, orig, &pr)
+}
+
+// verifyConsumer proves that the PeeringRequest comes from the cluster
+// that owns spec.apiServerURL: the certificate in spec.providerCertificate,
+// which only that cluster's CSR API could issue for the key this cluster
+// generated during the token exchange, must authenticate there as
+// liqo-provider-<this cluster>. It stores the resulting kubeconfig.
+func (r *Incoming) verifyConsumer(ctx context.Context, pr *discoveryv1alpha1.PeeringRequest) (*discoveryv1alpha1.SecretReference, error) {
+	id := pr.Spec.ClusterIdentity.ClusterID
+	var secret corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: PeerSecretName(id)}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, errors.New("no token exchange is recorded for this consumer: it must authenticate again")
+		}
+		return nil, err
+	}
+	key := secret.Data[PeerSecretProviderKey]
+	if _, err := tls.X509KeyPair([]byte(pr.Spec.ProviderCertificate), key); err != nil {
+		return nil, fmt.Errorf("spec.providerCertificate does not match the key of the last token exchange: %w", err)
+	}
+	if secret.Annotations[AuthenticatedByAnnotation] == "lan-trust" {
+		// No token: the CA and API server must be the ones pinned when the
+		// cluster was discovered.
+		if err := r.checkPinned(ctx, pr); err != nil {
+			return nil, err
+		}
+	}
+	creds := &identity.Credentials{
+		Server: pr.Spec.APIServerURL, CACert: []byte(pr.Spec.CACert),
+		Certificate: []byte(pr.Spec.ProviderCertificate), Key: key,
+	}
+	want := identity.ProviderUserPrefix + r.LocalClusterID
+	if !bytes.Equal(secret.Data["verified.crt"], creds.Certificate) {
+		remote, err := client.New(creds.RESTConfig(), client.Options{Scheme: r.Scheme})
+		if err != nil {
+			return nil, err
+		}
+		review := &authenticationv1.SelfSubjectReview{}
+		if err := remote.Create(ctx, review); err != nil {
+			return nil, fmt.Errorf("the consumer's API server %s refused the certificate: %w", pr.Spec.APIServerURL, err)
+		}
+		if got := review.Status.UserInfo.Username; got != want {
+			return nil, fmt.Errorf("the consumer's API server sees the certificate as %q, not %q", got, want)
+		}
+	}
+	kubeconfig, err := creds.Kubeconfig(want, discoveryv1alpha1.TenantNamespace(r.LocalClusterID))
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(secret.Data[PeerSecretKubeconfig], kubeconfig) || !bytes.Equal(secret.Data["verified.crt"], creds.Certificate) {
+		secret.Data[PeerSecretKubeconfig] = kubeconfig
+		secret.Data["verified.crt"] = creds.Certificate
+		if err := r.Client.Update(ctx, &secret); err != nil {
+			return nil, err
+		}
+	}
+	return &discoveryv1alpha1.SecretReference{Namespace: secret.Namespace, Name: secret.Name}, nil
+}
+
+func (r *Incoming) checkPinned(ctx context.Context, pr *discoveryv1alpha1.PeeringRequest) error {
+	id := pr.Spec.ClusterIdentity.ClusterID
+	fc, err := foreigncluster.Find(ctx, r.Client, id)
+	if err != nil {
+		return err
+	}
+	if fc == nil {
+		return fmt.Errorf("cluster %s was trusted as a LAN peer but is no longer known", id)
+	}
+	fp, err := auth.Fingerprint([]byte(pr.Spec.CACert))
+	if err != nil {
+		return fmt.Errorf("spec.caCert: %w", err)
+	}
+	if fp != fc.Status.TrustedCAFingerprint {
+		return fmt.Errorf("spec.caCert (%s) is not the CA pinned at discovery (%s)", fp, fc.Status.TrustedCAFingerprint)
+	}
+	if fc.Status.APIServerURL != pr.Spec.APIServerURL {
+		return fmt.Errorf("spec.apiServerURL %s is not the API server discovered for the cluster (%s)", pr.Spec.APIServerURL, fc.Status.APIServerURL)
+	}
+	return nil
+}
+
+// answerVirtualKubeletCSR issues the virtual kubelet's certificate when
+// the request is new or its key changed.
+func (r *Incoming) answerVirtualKubeletCSR(ctx context.Context, pr *discoveryv1alpha1.PeeringRequest) error {
+	if pr.Spec.VirtualKubeletCSR == "" {
+		pr.Status.VirtualKubeletCertificate = ""
+		return nil
+	}
+	if pr.Status.VirtualKubeletCertificate != "" && samePublicKey(pr.Spec.VirtualKubeletCSR, pr.Status.VirtualKubeletCertificate) {
+		return nil
+	}
+	id := pr.Spec.ClusterIdentity.ClusterID
+	cert, err := identity.Issue(ctx, r.Client, nil, []byte(pr.Spec.VirtualKubeletCSR), identity.VirtualKubeletUserPrefix+id, r.Lifetime)
+	if err != nil {
+		return err
+	}
+	pr.Status.VirtualKubeletCertificate = string(cert)
+	return nil
+}
+
+func samePublicKey(csrPEM, certPEM string) bool {
+	b1, _ := pem.Decode([]byte(csrPEM))
+	b2, _ := pem.Decode([]byte(certPEM))
+	if b1 == nil || b2 == nil {
+		return false
+	}
+	csr, err1 := x509.ParseCertificateRequest(b1.Bytes)
+	cert, err2 := x509.ParseCertificate(b2.Bytes)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return bytes.Equal(csr.RawSubjectPublicKeyInfo, cert.RawSubjectPublicKeyInfo)
+}
+
+// markIncoming records on the consumer's ForeignCluster whether it peers
+// with this cluster, creating one (IncomingPeering) for an unknown
+// consumer, and deleting that one again when the peering ends.
+func (r *Incoming) markIncoming(ctx context.Context, pr *discoveryv1alpha1.PeeringRequest, incoming bool) error {
+	id := pr.Spec.ClusterIdentity.ClusterID
+	fc, err := foreigncluster.Find(ctx, r.Client, id)
+	if err != nil {
+		return err
+	}
+	if fc == nil {
+		if !incoming {
+			return nil
+		}
+		fc = &discoveryv1alpha1.ForeignCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{
+				discoveryv1alpha1.ClusterIDLabel:     id,
+				discoveryv1alpha1.DiscoveryTypeLabel: string(discoveryv1alpha1.IncomingPeeringDiscovery),
+			}},
+			Spec: discoveryv1alpha1.ForeignClusterSpec{
+				ClusterIdentity:       pr.Spec.ClusterIdentity,
+				ForeignAuthURL:        pr.Spec.AuthURL,
+				InsecureSkipTLSVerify: ptrTo(true),
+			},
+		}
+		if err := r.Client.Create(ctx, fc); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ForeignCluster %s for the incoming peering: %w", id, err)
+		}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
+			return err
+		}
+	}
+	if fc.Status.IncomingPeering == incoming {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	fc.Status.IncomingPeering = incoming
+	return r.Client.Status().Patch(ctx, fc, patch)
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// revoke takes back everything issued to consumer id: its RBAC (so its
+// certificates are refused everything), its tenant namespace (and with it
+// the virtual kubelet's Role and binding), the provider key, and the
+// ForeignCluster created only because of the peering.
+func (r *Incoming) revoke(ctx context.Context, id string) error {
+	name := ConsumerRBACName(id)
+	for _, obj := range []client.Object{
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: PeerSecretName(id)}},
+	} {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("revoking %s: %w", name, err)
+		}
+	}
+	return r.dropAccepted(ctx, id)
+}
+
+// dropAccepted deletes the tenant namespace and unmarks (or deletes) the
+// consumer's ForeignCluster.
+func (r *Incoming) dropAccepted(ctx context.Context, id string) error {
+	if err := deleteTenant(ctx, r.Client, id); err != nil {
+		return err
+	}
+	fc, err := foreigncluster.Find(ctx, r.Client, id)
+	if err != nil || fc == nil {
+		return err
+	}
+	if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] == string(discoveryv1alpha1.IncomingPeeringDiscovery) && !fc.Spec.Join {
+		return client.IgnoreNotFound(r.Client.Delete(ctx, fc))
+	}
+	if !fc.Status.IncomingPeering {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	fc.Status.IncomingPeering = false
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, fc, patch))
+}
+
+func setPRCondition(pr *discoveryv1alpha1.PeeringRequest, t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&pr.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: pr.Generation})
+}
+
+func (r *Incoming) patchStatus(ctx context.Context, orig, pr *discoveryv1alpha1.PeeringRequest) error {
+	if equalityStatus(orig, pr) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pr, client.MergeFrom(orig)))
+}
+
+func equalityStatus(a, b *discoveryv1alpha1.PeeringRequest) bool {
+	return a.Status.TenantNamespace == b.Status.TenantNamespace &&
+		a.Status.VirtualKubeletCertificate == b.Status.VirtualKubeletCertificate &&
+		fmt.Sprint(a.Status.KubeconfigSecretRef) == fmt.Sprint(b.Status.KubeconfigSecretRef) &&
+		conditionsEqual(a.Status.Conditions, b.Status.Conditions)
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		c := meta.FindStatusCondition(b, a[i].Type)
+		if c == nil || c.Status != a[i].Status || c.Reason != a[i].Reason || c.Message != a[i].Message || c.ObservedGeneration != a[i].ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+func reconcilePeriod(cfg func() *configv1alpha1.ClusterConfig) time.Duration {
+	if cfg != nil {
+		if cc := cfg(); cc != nil && cc.Spec.PeeringConfig.ReconcilePeriodSeconds > 0 {
+			return time.Duration(cc.Spec.PeeringConfig.ReconcilePeriodSeconds) * time.Second
+		}
+	}
+	return 30 * time.Second
+}
+
+// SetupWithManager registers the reconciler; ForeignCluster changes (an
+// operator disabling incoming peering) reach the PeeringRequest of the
+// same cluster.
+func (r *Incoming) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&discoveryv1alpha1.PeeringRequest{}).
+		Watches(&discoveryv1alpha1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if id := o.GetLabels()[discoveryv1alpha1.ClusterIDLabel]; id != "" {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: id}}}
+			}
+			return nil
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		Named("peeringrequest").
+		Complete(r)
+}

@@ -1,0 +1,525 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package peering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/identity"
+)
+
+// Keys of the Secret liqo-remote-identity-<provider>, which a consumer
+// keeps in its Liqo namespace for each provider it peers with.
+const (
+	IdentityKeyKey         = "tls.key"
+	IdentityCertKey        = "tls.crt"
+	IdentityCAKey          = "ca.crt"
+	IdentityServerKey      = "server"
+	IdentityProviderCert   = "provider.crt"
+	IdentityVirtualKubelet = "virtual-kubelet.key"
+	IdentityVirtualCSR     = "virtual-kubelet.csr"
+)
+
+// RemoteIdentitySecretName is the consumer's Secret for provider clusterID.
+func RemoteIdentitySecretName(clusterID string) string { return "liqo-remote-identity-" + clusterID }
+
+// DefaultForceUnpeerAfter bounds how long an unpeering waits for an
+// unreachable provider before it completes on the local side alone.
+const DefaultForceUnpeerAfter = 30 * time.Second
+
+// Reasons of the Authenticated and PeeringRequested conditions.
+const (
+	ReasonNotJoined         = "NotJoined"
+	ReasonWaitingForPeer    = "WaitingForDiscovery"
+	ReasonCANotTrusted      = "CANotTrusted"
+	ReasonAuthFailed        = "AuthenticationFailed"
+	ReasonRefusedByProvider = "RefusedByProvider"
+	ReasonRequestFailed     = "RequestFailed"
+	ReasonPending           = "WaitingForAcceptance"
+	ReasonAccepted          = "Accepted"
+	ReasonUnpeering         = "Unpeering"
+	ReasonUnpeered          = "Unpeered"
+	ReasonForceUnpeered     = "ForceUnpeered"
+)
+
+// Outgoing is the consumer's peering reconciler on ForeignClusters.
+type Outgoing struct {
+	// Client reads through to the API server and writes.
+	Client client.Client
+	// Scheme builds clients for the provider.
+	Scheme *runtime.Scheme
+	// Namespace is the Liqo namespace.
+	Namespace string
+	// LocalClusterID is this cluster's ID.
+	LocalClusterID string
+	// Local returns this cluster's identity (name, API server URL, CA).
+	Local auth.IdentitySource
+	// LocalAuthURL is this cluster's auth service.
+	LocalAuthURL string
+	// Config returns the ClusterConfig in force.
+	Config func() *configv1alpha1.ClusterConfig
+	// ForceUnpeerAfter bounds an unpeering from an unreachable provider;
+	// DefaultForceUnpeerAfter when 0.
+	ForceUnpeerAfter time.Duration
+	// Lifetime of the certificates this cluster issues to the provider.
+	Lifetime time.Duration
+}
+
+// wantsPeering applies outgoingPeeringEnabled: Yes peers, No never does,
+// Auto follows join.
+func wantsPeering(fc *discoveryv1alpha1.ForeignCluster) bool {
+	if !fc.DeletionTimestamp.IsZero() {
+		return false
+	}
+	switch fc.Spec.OutgoingPeeringEnabled {
+	case discoveryv1alpha1.PeeringEnabledYes:
+		return true
+	case discoveryv1alpha1.PeeringEnabledNo:
+		return false
+	default:
+		return fc.Spec.Join
+	}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var fc discoveryv1alpha1.ForeignCluster
+	if err := r.Client.Get(ctx, req.NamespacedName, &fc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	provider := fc.Spec.ClusterIdentity.ClusterID
+	if provider == "" || fc.Labels[discoveryv1alpha1.ClusterIDLabel] == "" {
+		return ctrl.Result{}, nil // not completed yet: the ForeignCluster reconciler fills it in
+	}
+	orig := fc.DeepCopy()
+	if !wantsPeering(&fc) {
+		if !controllerutil.ContainsFinalizer(&fc, discoveryv1alpha1.PeeringFinalizer) {
+			return ctrl.Result{}, nil
+		}
+		return r.teardown(ctx, orig, &fc)
+	}
+	if controllerutil.AddFinalizer(&fc, discoveryv1alpha1.PeeringFinalizer) {
+		if err := r.Client.Update(ctx, &fc); err != nil {
+			return ctrl.Result{}, err
+		}
+		orig = fc.DeepCopy()
+	}
+	period := reconcilePeriod(r.Config)
+	result, err := r.peer(ctx, &fc)
+	if perr := r.patchStatus(ctx, orig, &fc); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated); c != nil && c.Reason == ReasonRefusedByProvider &&
+		fc.Spec.Join && fc.Spec.OutgoingPeeringEnabled != discoveryv1alpha1.PeeringEnabledYes {
+		// The provider's policy says no (it unpeered us, or never wanted
+		// us): the cluster is no longer joined, and the teardown that
+		// follows removes what is left here.
+		patch := client.MergeFrom(fc.DeepCopy())
+		fc.Spec.Join = false
+		if err := r.Client.Patch(ctx, &fc, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+		ctrl.LoggerFrom(ctx).Info("The provider refused the peering; join set to false", "provider", provider, "reason", c.Message)
+		return ctrl.Result{}, nil
+	}
+	if result.RequeueAfter == 0 || result.RequeueAfter > period {
+		result.RequeueAfter = period
+	}
+	return result, nil
+}
+
+// peer brings the peering to PeeringRequested, recording progress in the
+// conditions.
+func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster) (ctrl.Result, error) {
+	provider := fc.Spec.ClusterIdentity.ClusterID
+	switch {
+	case fc.Spec.ForeignAuthURL == "" || fc.Status.APIServerURL == "":
+		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonWaitingForPeer,
+			"Waiting for the cluster's auth service to answer with its identity (see the Reachable condition)")
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	case !meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionCATrusted):
+		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonCANotTrusted,
+			"The cluster's CA is not trusted (see the CATrusted condition); nothing is sent to it until it is")
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	if _, err := ensureTenant(ctx, r.Client, provider, ProviderRole, identity.ProviderUserPrefix+provider, providerRules); err != nil {
+		return ctrl.Result{}, err
+	}
+	creds, secret, err := r.credentials(ctx, fc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		if creds == nil {
+			if creds, secret, err = r.authenticate(ctx, fc); err != nil {
+				return ctrl.Result{RequeueAfter: 5 * time.Second}, nil //nolint:nilerr // recorded in the condition; retried
+			}
+		}
+		err = r.ensurePeeringRequest(ctx, fc, creds, secret)
+		if (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !isWebhookDenial(err) && attempt == 0 {
+			// The provider revoked the identity, or its RBAC was lost:
+			// authenticate again once.
+			ctrl.LoggerFrom(ctx).Info("The provider refused the peering identity; authenticating again", "provider", provider, "error", err.Error())
+			creds = nil
+			continue
+		}
+		break
+	}
+	if err != nil {
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRequestFailed,
+			fmt.Sprintf("Creating the PeeringRequest in %s failed: %v", provider, err))
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// isWebhookDenial tells a policy refusal by the provider's webhook apart
+// from an RBAC refusal.
+func isWebhookDenial(err error) bool {
+	var s apierrors.APIStatus
+	if !errors.As(err, &s) {
+		return false
+	}
+	msg := s.Status().Message
+	return containsAny(msg, "admission webhook", "denied the request")
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// credentials loads the identity in the provider, or returns nil when a
+// new one is needed (none yet, expiring, or for another API server or CA).
+func (r *Outgoing) credentials(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster) (*identity.Credentials, *corev1.Secret, error) {
+	var secret corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: RemoteIdentitySecretName(fc.Spec.ClusterIdentity.ClusterID)}, &secret)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	d := secret.Data
+	_, notAfter, err := identity.CertificateUser(d[IdentityCertKey])
+	if err != nil || time.Until(notAfter) < 24*time.Hour || len(d[IdentityKeyKey]) == 0 || len(d[IdentityProviderCert]) == 0 ||
+		string(d[IdentityServerKey]) != fc.Status.APIServerURL {
+		return nil, nil, nil
+	}
+	return &identity.Credentials{Server: string(d[IdentityServerKey]), CACert: d[IdentityCAKey], Certificate: d[IdentityCertKey], Key: d[IdentityKeyKey]}, &secret, nil
+}
+
+// authenticate runs the token exchange with the provider's auth service,
+// issues the provider's identity in this cluster, and stores both.
+func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster) (*identity.Credentials, *corev1.Secret, error) {
+	provider := fc.Spec.ClusterIdentity.ClusterID
+	fail := func(reason string, err error) (*identity.Credentials, *corev1.Secret, error) {
+		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, reason, err.Error())
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, reason, "Not requested: authentication failed")
+		return nil, nil, err
+	}
+	local, err := r.Local(ctx)
+	if err != nil {
+		return fail(ReasonAuthFailed, fmt.Errorf("this cluster's identity is not available yet: %w", err))
+	}
+	var tokenSecret corev1.Secret
+	token := ""
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: auth.RemoteTokenSecretName(provider)}, &tokenSecret); err == nil {
+		token = string(tokenSecret.Data[auth.TokenKey])
+	} else if !apierrors.IsNotFound(err) {
+		return nil, nil, err
+	}
+	key, csr, err := identity.NewKeyAndCSR(identity.ConsumerUserPrefix + r.LocalClusterID)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := auth.RequestIdentity(ctx, fc.Spec.ForeignAuthURL, token, &auth.IdentityRequest{
+		ClusterID: r.LocalClusterID, ClusterName: local.ClusterName, AuthURL: r.LocalAuthURL,
+		Namespace: r.Namespace, CACert: local.CACert, CSR: string(csr),
+	}, auth.ClientOptions{InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify})
+	if err != nil {
+		var ee *auth.ExchangeError
+		if errors.As(err, &ee) && ee.Reason == auth.ReasonPolicy {
+			return fail(ReasonRefusedByProvider, err)
+		}
+		if errors.As(err, &ee) {
+			return fail(ee.Reason, err)
+		}
+		return fail(ReasonAuthFailed, err)
+	}
+	// The provider must be the cluster this ForeignCluster trusts: same ID,
+	// same CA as pinned.
+	fp, err := auth.Fingerprint([]byte(resp.CACert))
+	switch {
+	case resp.ClusterID != provider:
+		return fail(ReasonAuthFailed, fmt.Errorf("the auth service answered as cluster %s, not %s", resp.ClusterID, provider))
+	case err != nil || fp != fc.Status.TrustedCAFingerprint:
+		return fail("CAMismatch", fmt.Errorf("the provider's CA (%s) is not the one pinned for it (%s): see the CATrusted condition", fp, fc.Status.TrustedCAFingerprint))
+	}
+	user, _, err := identity.CertificateUser([]byte(resp.Certificate))
+	if err != nil || user != identity.ConsumerUserPrefix+r.LocalClusterID {
+		return fail(ReasonAuthFailed, fmt.Errorf("the provider issued a certificate for %q, not %s", user, identity.ConsumerUserPrefix+r.LocalClusterID))
+	}
+	providerCert, err := identity.Issue(ctx, r.Client, nil, []byte(resp.ProviderCSR), identity.ProviderUserPrefix+provider, r.Lifetime)
+	if err != nil {
+		return fail(ReasonAuthFailed, fmt.Errorf("issuing the provider's identity in this cluster: %w", err))
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: RemoteIdentitySecretName(provider)}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+		secret.Labels = peerLabels(provider)
+		if secret.Annotations == nil {
+			secret.Annotations = map[string]string{}
+		}
+		secret.Annotations[AuthenticatedByAnnotation] = resp.AuthenticatedBy
+		if secret.Data == nil {
+			secret.Data = map[string][]byte{}
+		}
+		secret.Data[IdentityKeyKey] = key
+		secret.Data[IdentityCertKey] = []byte(resp.Certificate)
+		secret.Data[IdentityCAKey] = []byte(resp.CACert)
+		secret.Data[IdentityServerKey] = []byte(resp.APIServerURL)
+		secret.Data[IdentityProviderCert] = providerCert
+		if len(secret.Data[IdentityVirtualKubelet]) == 0 {
+			vkKey, vkCSR, err := identity.NewKeyAndCSR(identity.VirtualKubeletUserPrefix + r.LocalClusterID)
+			if err != nil {
+				return err
+			}
+			secret.Data[IdentityVirtualKubelet], secret.Data[IdentityVirtualCSR] = vkKey, vkCSR
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("storing the identity in %s: %w", provider, err)
+	}
+	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionTrue, "IdentityIssued",
+		fmt.Sprintf("%s issued the identity %s%s (authenticated by %s)", provider, identity.ConsumerUserPrefix, r.LocalClusterID, resp.AuthenticatedBy))
+	return &identity.Credentials{Server: resp.APIServerURL, CACert: []byte(resp.CACert), Certificate: []byte(resp.Certificate), Key: key}, secret, nil
+}
+
+// ensurePeeringRequest creates or repairs this cluster's PeeringRequest in
+// the provider, and reflects the provider's answer in the conditions.
+func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, creds *identity.Credentials, secret *corev1.Secret) error {
+	provider := fc.Spec.ClusterIdentity.ClusterID
+	local, err := r.Local(ctx)
+	if err != nil {
+		return err
+	}
+	remote, err := client.New(creds.RESTConfig(), client.Options{Scheme: r.Scheme})
+	if err != nil {
+		return err
+	}
+	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionTrue, "IdentityIssued",
+		fmt.Sprintf("%s issued the identity %s%s (authenticated by %s)", provider, identity.ConsumerUserPrefix, r.LocalClusterID, secret.Annotations[AuthenticatedByAnnotation]))
+	want := discoveryv1alpha1.PeeringRequestSpec{
+		ClusterIdentity:     discoveryv1alpha1.ClusterIdentity{ClusterID: r.LocalClusterID, ClusterName: local.ClusterName},
+		Namespace:           r.Namespace,
+		AuthURL:             r.LocalAuthURL,
+		APIServerURL:        local.APIServerURL,
+		CACert:              local.CACert,
+		ProviderCertificate: string(secret.Data[IdentityProviderCert]),
+		VirtualKubeletCSR:   string(secret.Data[IdentityVirtualCSR]),
+	}
+	var pr discoveryv1alpha1.PeeringRequest
+	err = remote.Get(ctx, client.ObjectKey{Name: r.LocalClusterID}, &pr)
+	switch {
+	case apierrors.IsNotFound(err):
+		pr = discoveryv1alpha1.PeeringRequest{ObjectMeta: metav1.ObjectMeta{Name: r.LocalClusterID}, Spec: want}
+		if err := remote.Create(ctx, &pr); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("PeeringRequest created", "provider", provider)
+	case err != nil:
+		return err
+	case !pr.DeletionTimestamp.IsZero():
+		return fmt.Errorf("the PeeringRequest in %s is being deleted; it is created again once gone", provider)
+	case !reflect.DeepEqual(pr.Spec, want):
+		pr.Spec = want
+		if err := remote.Update(ctx, &pr); err != nil {
+			return err
+		}
+	}
+	if c := meta.FindStatusCondition(pr.Status.Conditions, discoveryv1alpha1.PeeringRequestAccepted); c != nil && c.Status == metav1.ConditionTrue {
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, ReasonAccepted,
+			fmt.Sprintf("%s admitted and accepted the PeeringRequest: %s", provider, c.Message))
+	} else {
+		msg := fmt.Sprintf("%s admitted the PeeringRequest; waiting for it to accept", provider)
+		if c != nil {
+			msg += ": " + c.Message
+		}
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, ReasonPending, msg)
+	}
+	return nil
+}
+
+// teardown deletes the PeeringRequest in the provider, then everything
+// local; when the provider cannot be reached for ForceUnpeerAfter, the
+// local side completes alone and the condition says so.
+func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.ForeignCluster) (ctrl.Result, error) {
+	provider := fc.Spec.ClusterIdentity.ClusterID
+	refused := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated)
+	if refused != nil && refused.Reason != ReasonRefusedByProvider {
+		refused = nil
+	}
+	cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
+	if cond == nil || cond.Reason != ReasonUnpeering {
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering,
+			fmt.Sprintf("Deleting the PeeringRequest in %s", provider))
+		cond = meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
+	}
+	forced := false
+	creds, _, err := r.credentials(ctx, fc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if creds == nil { // an identity past its use still deletes: try what is stored
+		creds, err = r.storedCredentials(ctx, provider)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if creds != nil {
+		if err := r.deleteRemote(ctx, creds); err != nil {
+			limit := r.ForceUnpeerAfter
+			if limit == 0 {
+				limit = DefaultForceUnpeerAfter
+			}
+			if waited := time.Since(cond.LastTransitionTime.Time); waited < limit {
+				setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering,
+					fmt.Sprintf("Deleting the PeeringRequest in %s failed (%v); retrying, the local side is removed anyway in %s", provider, err, (limit-waited).Round(time.Second)))
+				return ctrl.Result{RequeueAfter: 2 * time.Second}, r.patchStatus(ctx, orig, fc)
+			}
+			forced = true
+		}
+	}
+	for _, obj := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: RemoteIdentitySecretName(provider)}},
+	} {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := deleteTenant(ctx, r.Client, provider); err != nil {
+		return ctrl.Result{}, err
+	}
+	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonNotJoined, "Not joined: no identity is held in the cluster")
+	switch {
+	case refused != nil:
+		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonRefusedByProvider, refused.Message)
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRefusedByProvider, fmt.Sprintf(
+			"%s refused the peering, so join was set to false and the local side removed; set join to true again once its operator allows it", provider))
+	case forced:
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonForceUnpeered, fmt.Sprintf(
+			"%s was unreachable; the local side was removed without it. Its PeeringRequest %s may remain there until its operator deletes it (kubectl delete peeringrequest %s)",
+			provider, r.LocalClusterID, r.LocalClusterID))
+	default:
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeered, "Not joined: the peering was removed on both sides")
+	}
+	if err := r.patchStatus(ctx, orig, fc); err != nil {
+		return ctrl.Result{}, err
+	}
+	if controllerutil.RemoveFinalizer(fc, discoveryv1alpha1.PeeringFinalizer) {
+		if err := r.Client.Update(ctx, fc); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	ctrl.LoggerFrom(ctx).Info("Unpeered", "provider", provider, "forced", forced)
+	return ctrl.Result{}, nil
+}
+
+func (r *Outgoing) storedCredentials(ctx context.Context, provider string) (*identity.Credentials, error) {
+	var secret corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: RemoteIdentitySecretName(provider)}, &secret)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := secret.Data
+	if len(d[IdentityKeyKey]) == 0 || len(d[IdentityCertKey]) == 0 || len(d[IdentityServerKey]) == 0 {
+		return nil, nil
+	}
+	return &identity.Credentials{Server: string(d[IdentityServerKey]), CACert: d[IdentityCAKey], Certificate: d[IdentityCertKey], Key: d[IdentityKeyKey]}, nil
+}
+
+// deleteRemote deletes this cluster's PeeringRequest in the provider. Gone
+// already, or refused because the identity was revoked, both count as done.
+func (r *Outgoing) deleteRemote(ctx context.Context, creds *identity.Credentials) error {
+	cfg := creds.RESTConfig()
+	cfg.Timeout = 5 * time.Second
+	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	if err != nil {
+		return err
+	}
+	err = remote.Delete(ctx, &discoveryv1alpha1.PeeringRequest{ObjectMeta: metav1.ObjectMeta{Name: r.LocalClusterID}})
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return nil
+	}
+	return err
+}
+
+func setCondition(fc *discoveryv1alpha1.ForeignCluster, t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: fc.Generation})
+}
+
+func (r *Outgoing) patchStatus(ctx context.Context, orig, fc *discoveryv1alpha1.ForeignCluster) error {
+	if conditionsEqual(orig.Status.Conditions, fc.Status.Conditions) {
+		return nil
+	}
+	err := r.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// SetupWithManager registers the reconciler. Besides spec changes, it
+// reacts to the status changes that unblock a peering: the CA trusted, the
+// API server address known.
+func (r *Outgoing) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Local == nil || r.LocalClusterID == "" || r.Namespace == "" {
+		return errors.New("peering.Outgoing needs Client, Local, LocalClusterID and Namespace")
+	}
+	unblocked := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*discoveryv1alpha1.ForeignCluster)
+		n, ok2 := e.ObjectNew.(*discoveryv1alpha1.ForeignCluster)
+		if !ok1 || !ok2 {
+			return false
+		}
+		return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || o.Status.APIServerURL != n.Status.APIServerURL || o.Status.TrustedCAFingerprint != n.Status.TrustedCAFingerprint ||
+			meta.IsStatusConditionTrue(o.Status.Conditions, discoveryv1alpha1.ConditionCATrusted) != meta.IsStatusConditionTrue(n.Status.Conditions, discoveryv1alpha1.ConditionCATrusted)
+	}}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&discoveryv1alpha1.ForeignCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, unblocked))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		Named("peering").
+		Complete(r)
+}
