@@ -290,14 +290,9 @@ func RequestIdentity(ctx context.Context, authURL, token string, req *IdentityRe
 	httpReq.Header.Set("Content-Type", "application/json")
 	var nonce string
 	if token != "" {
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
+		if nonce, err = SignRequest(httpReq, token, body); err != nil {
 			return nil, err
 		}
-		nonce = hex.EncodeToString(b)
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		httpReq.Header.Set("Authorization", fmt.Sprintf("%s ts=%s,nonce=%s,mac=%s", AuthorizationScheme, ts, nonce,
-			hex.EncodeToString(mac(token, http.MethodPost, httpReq.URL.Path, ts, nonce, body))))
 	}
 	client := o.httpClient()
 	defer client.CloseIdleConnections()
@@ -330,6 +325,20 @@ func RequestIdentity(ctx context.Context, authURL, token string, req *IdentityRe
 		return nil, fmt.Errorf("the answer of %s is not an identity", authURL)
 	}
 	return &ir, nil
+}
+
+// SignRequest adds the Authorization header of the token exchange to r,
+// whose body is body, and returns the nonce it used.
+func SignRequest(r *http.Request, token string, body []byte) (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	nonce := hex.EncodeToString(b)
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	r.Header.Set("Authorization", fmt.Sprintf("%s ts=%s,nonce=%s,mac=%s", AuthorizationScheme, ts, nonce,
+		hex.EncodeToString(mac(token, r.Method, r.URL.Path, ts, nonce, body))))
+	return nonce, nil
 }
 
 func (o ClientOptions) httpClient() *http.Client {

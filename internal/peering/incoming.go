@@ -302,7 +302,11 @@ func (r *Incoming) dropAccepted(ctx context.Context, id string) error {
 	if err != nil || fc == nil {
 		return err
 	}
-	if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] == string(discoveryv1alpha1.IncomingPeeringDiscovery) && !fc.Spec.Join {
+	// A ForeignCluster that exists only because of the peering goes with
+	// it, unless an operator set something on it (an incoming "No" must
+	// outlive the peering it ended).
+	if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] == string(discoveryv1alpha1.IncomingPeeringDiscovery) && !fc.Spec.Join &&
+		(fc.Spec.IncomingPeeringEnabled == "" || fc.Spec.IncomingPeeringEnabled == discoveryv1alpha1.PeeringEnabledAuto) {
 		return client.IgnoreNotFound(r.Client.Delete(ctx, fc))
 	}
 	if !fc.Status.IncomingPeering {

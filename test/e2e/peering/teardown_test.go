@@ -1,0 +1,135 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package peering_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/peering"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// TestTeardown: join=false leaves no peering object for the peer on
+// either side, and the ForeignCluster says so.
+func TestTeardown(t *testing.T) {
+	a, b, _ := members()
+	framework.LogOnFailure(t, a, b)
+	peer(t, a, b)
+	if left := peeringObjects(t, a, b); len(left) == 0 {
+		t.Fatal("a live peering shows no objects: the teardown check would prove nothing")
+	}
+	setJoin(t, a, b.ClusterID, false)
+	waitNoPeeringObjects(t, a, b, 30*time.Second)
+	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, peering.ReasonUnpeered, 5*time.Second)
+}
+
+// TestProviderDisablesIncoming: the provider ends the peering from its
+// side; the consumer's ForeignCluster becomes not joined, saying why.
+func TestProviderDisablesIncoming(t *testing.T) {
+	a, b, _ := members()
+	framework.LogOnFailure(t, a, b)
+	peer(t, a, b)
+	inB := framework.Client(t, b)
+	fc := getFC(t, b, a.ClusterID)
+	patch := client.MergeFrom(fc.DeepCopy())
+	fc.Spec.IncomingPeeringEnabled = discoveryv1alpha1.PeeringEnabledNo
+	if err := inB.Patch(t.Context(), fc, patch); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inB.Delete(context.Background(), fc) })
+	out := waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, peering.ReasonRefusedByProvider, 2*reconcilePeriod+10*time.Second)
+	if out.Spec.Join {
+		t.Fatal("the consumer's ForeignCluster is still joined after the provider refused it")
+	}
+	framework.Eventually(t, 30*time.Second, func() error {
+		if left := peeringObjects(t, a, b); len(left) > 0 {
+			// the provider keeps its ForeignCluster (it carries the "No")
+			for _, l := range left {
+				if l != b.Name+": ForeignCluster "+a.ClusterID+" (incoming=false finalizers=[] type=IncomingPeering)" {
+					return errorf("left: %v", left)
+				}
+			}
+		}
+		return nil
+	})
+	if err := inB.Delete(t.Context(), fc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnpeerWithProviderDown: with the provider's API server stopped, the
+// local side of the teardown completes within 60 s and the condition says
+// it was forced.
+func TestUnpeerWithProviderDown(t *testing.T) {
+	a, _, c := members()
+	framework.LogOnFailure(t, a, c)
+	peer(t, a, c)
+	apiserver := c.Process(localcluster.KubeAPIServer)
+	bin, args := apiserver.Command()
+	if err := c.StopProcess(localcluster.KubeAPIServer); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	restart := func() {
+		if restarted {
+			return
+		}
+		restarted = true
+		if _, err := c.Launch(localcluster.KubeAPIServer, bin, args); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 60*time.Second, func() error {
+			return framework.Client(t, c).List(context.Background(), &discoveryv1alpha1.PeeringRequestList{})
+		})
+	}
+	t.Cleanup(restart)
+
+	start := time.Now()
+	setJoin(t, a, c.ClusterID, false)
+	framework.Eventually(t, 60*time.Second, func() error {
+		fc := getFC(t, a, c.ClusterID)
+		if len(fc.Finalizers) > 0 {
+			return errorf("finalizers %v still there", fc.Finalizers)
+		}
+		return nil
+	})
+	took := time.Since(start)
+	waitCondition(t, a, c.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, peering.ReasonForceUnpeered, time.Second)
+	t.Logf("local teardown with the provider down took %s", took.Round(time.Millisecond))
+	if took > 60*time.Second {
+		t.Fatalf("local teardown took %s, want under 60 s", took)
+	}
+
+	// Back up, the provider still holds the stale request; its operator
+	// removes it, which revokes what it issued.
+	restart()
+	inC := framework.Client(t, c)
+	if err := inC.Delete(t.Context(), prFor(a.ClusterID)); err != nil {
+		t.Fatalf("deleting the stale PeeringRequest in the provider: %v", err)
+	}
+	// kube-controller-manager reconnects with a back-off before its
+	// namespace controller finishes the tenant namespace.
+	waitNoPeeringObjects(t, a, c, 150*time.Second)
+}
+
+func setJoin(t *testing.T, m *playground.Member, clusterID string, join bool) {
+	t.Helper()
+	c := framework.Client(t, m)
+	fc := getFC(t, m, clusterID)
+	if fc == nil {
+		t.Fatalf("%s has no ForeignCluster for %s", m.Name, clusterID)
+	}
+	patch := client.MergeFrom(fc.DeepCopy())
+	fc.Spec.Join = join
+	if err := c.Patch(t.Context(), fc, patch); err != nil {
+		t.Fatal(err)
+	}
+}
