@@ -269,4 +269,3 @@ func virtualKubeletConfig(t *testing.T, consumer, provider *playground.Member) *
 	return (&identity.Credentials{Server: provider.APIServerURL, CACert: clusterCA(t, provider),
 		Certificate: []byte(pr.Status.VirtualKubeletCertificate), Key: s.Data[peering.IdentityVirtualKubelet]}).RESTConfig()
 }
-
