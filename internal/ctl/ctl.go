@@ -12,6 +12,8 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
 	"github.com/liqo-go/liqo/internal/ctl/playground"
+	"github.com/liqo-go/liqo/internal/ctl/remove"
+	"github.com/liqo-go/liqo/internal/ctl/status"
 )
 
 // NewCommand returns the liqoctl root command.
@@ -22,6 +24,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.AddCommand(playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx), add.NewCommand(ctx))
+	cmd.AddCommand(playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx), add.NewCommand(ctx),
+		remove.NewCommand(ctx), status.NewCommand(ctx))
 	return cmd
 }

@@ -21,11 +21,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
 )
 
@@ -519,6 +522,18 @@ func (r *Outgoing) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&discoveryv1alpha1.ForeignCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, unblocked))).
+		// A token stored by liqoctl add is tried at once.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			id := o.GetLabels()[discoveryv1alpha1.ClusterIDLabel]
+			if id == "" || o.GetName() != auth.RemoteTokenSecretName(id) {
+				return nil
+			}
+			fc, err := foreigncluster.Find(ctx, mgr.GetClient(), id)
+			if err != nil || fc == nil {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(fc)}}
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Named("peering").
 		Complete(r)

@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,11 +43,14 @@ type Options struct {
 	AuthURL, ClusterID, Token string
 	// Timeout bounds the check of the remote auth service.
 	Timeout time.Duration
+	// Wait is how long to wait for the peering to be authenticated and
+	// requested, so that a wrong token is reported here; 0 does not wait.
+	Wait time.Duration
 }
 
 // NewCommand returns `liqoctl add`.
 func NewCommand(ctx context.Context) *cobra.Command {
-	o := &Options{Namespace: install.DefaultNamespace, Timeout: 10 * time.Second}
+	o := &Options{Namespace: install.DefaultNamespace, Timeout: 10 * time.Second, Wait: time.Minute}
 	cmd := &cobra.Command{
 		Use:   "add --auth-url URL --id ID --token TOKEN",
 		Short: "Add a remote cluster by hand and ask to peer with it",
@@ -61,6 +66,7 @@ reported here rather than later.`,
 	cmd.Flags().StringVar(&o.ClusterID, "id", "", "The remote cluster's ClusterID")
 	cmd.Flags().StringVar(&o.Token, "token", "", "The remote cluster's peering token")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the remote auth service")
+	cmd.Flags().DurationVar(&o.Wait, "wait", o.Wait, "How long to wait for the peering to be requested (0: do not wait)")
 	return cmd
 }
 
@@ -81,7 +87,14 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPinnedCA(ctx, c, o.Namespace, o.ClusterID, []byte(resp.Identity.CACert)); err != nil {
+		return err
+	}
 
+	// A previous attempt's verdict must not be taken for this one's.
+	if err := clearAuthenticated(ctx, c, o.ClusterID); err != nil {
+		return err
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: o.Namespace, Name: TokenSecretName(o.ClusterID),
@@ -128,7 +141,89 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 			return fmt.Errorf("updating ForeignCluster %s: %w", fc.Name, err)
 		}
 	}
-	_, err = fmt.Fprintf(out, "Added cluster %s (%s) and asked to join it; follow it with: kubectl get foreigncluster %s\n",
-		resp.Identity.ClusterName, o.ClusterID, fc.Name)
+	if _, err := fmt.Fprintf(out, "Added cluster %s (%s) and asked to join it\n", resp.Identity.ClusterName, o.ClusterID); err != nil {
+		return err
+	}
+	if o.Wait == 0 {
+		_, err = fmt.Fprintf(out, "Follow the peering with: liqoctl status\n")
+		return err
+	}
+	return waitPeered(ctx, c, fc.Name, o.Wait, out)
+}
+
+func clearAuthenticated(ctx context.Context, c client.Client, clusterID string) error {
+	fc, err := foreigncluster.Find(ctx, c, clusterID)
+	if err != nil || fc == nil {
+		return err
+	}
+	if meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated) == nil {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated)
+	if err := c.Status().Patch(ctx, fc, patch); err != nil {
+		return fmt.Errorf("resetting the Authenticated condition of %s: %w", fc.Name, err)
+	}
+	return nil
+}
+
+// checkPinnedCA refuses to go on when the cluster is known with another CA.
+func checkPinnedCA(ctx context.Context, c client.Client, namespace, clusterID string, served []byte) error {
+	var secret corev1.Secret
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: foreigncluster.CASecretName(clusterID)}, &secret)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	trusted, _ := auth.Fingerprint(secret.Data[foreigncluster.CASecretKey])
+	fp, err := auth.Fingerprint(served)
+	if err != nil {
+		return fmt.Errorf("the remote cluster serves an invalid CA: %w", err)
+	}
+	if trusted != fp {
+		return fmt.Errorf("CA mismatch: cluster %s is trusted with CA %s but now presents %s; if that is expected, trust the new one with: kubectl annotate foreigncluster %s %s=%s",
+			clusterID, trusted, fp, clusterID, discoveryv1alpha1.TrustCAAnnotation, fp)
+	}
+	return nil
+}
+
+// definitive are the Authenticated reasons that retrying will not fix.
+var definitive = map[string]bool{
+	auth.ReasonWrongToken: true, auth.ReasonTokenRequired: true, auth.ReasonPolicy: true,
+	"RefusedByProvider": true, "CAMismatch": true, "CANotTrusted": true, auth.ReasonExpired: true,
+}
+
+// waitPeered waits until the ForeignCluster shows the PeeringRequest
+// admitted, or an authentication failure that retrying will not fix.
+func waitPeered(ctx context.Context, c client.Client, name string, timeout time.Duration, out io.Writer) error {
+	var fc discoveryv1alpha1.ForeignCluster
+	var failure error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &fc); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		authn := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated)
+		if authn != nil && authn.Status == metav1.ConditionFalse && definitive[authn.Reason] {
+			failure = fmt.Errorf("the peering with %s failed: %s", name, authn.Message)
+			return true, nil
+		}
+		return meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested), nil
+	})
+	if failure != nil {
+		return failure
+	}
+	if err != nil {
+		msg := ""
+		for _, t := range []string{discoveryv1alpha1.ConditionReachable, discoveryv1alpha1.ConditionCATrusted, discoveryv1alpha1.ConditionAuthenticated, discoveryv1alpha1.ConditionPeeringRequested} {
+			if cond := meta.FindStatusCondition(fc.Status.Conditions, t); cond != nil && cond.Status != metav1.ConditionTrue {
+				msg += fmt.Sprintf("\n  %s: %s", t, cond.Message)
+			}
+		}
+		return fmt.Errorf("the peering with %s was not requested within %s; the controller manager keeps trying%s", name, timeout, msg)
+	}
+	cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
+	_, err = fmt.Fprintf(out, "Peering requested: %s\n", cond.Message)
 	return err
 }
