@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -96,6 +97,15 @@ func BenchmarkPeering(b *testing.B) {
 				baseline.Round(time.Millisecond), last.Seconds()/baseline.Seconds())
 		})
 	}
+}
+
+func memberClient(b *testing.B, m *playground.Member) client.Client {
+	b.Helper()
+	c, err := client.New(m.RESTConfig, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 // addStopped does what liqoctl add does, with join=false, and waits until
@@ -210,14 +220,14 @@ func unpeerAll(b *testing.B, c client.Client, providers []*playground.Member) {
 			b.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(2 * time.Minute)
 	for _, m := range providers {
 		for {
 			var fc discoveryv1alpha1.ForeignCluster
 			if err := c.Get(ctx, client.ObjectKey{Name: m.ClusterID}, &fc); err != nil {
 				b.Fatal(err)
 			}
-			if len(fc.Finalizers) == 0 {
+			if len(fc.Finalizers) == 0 && tenantGone(ctx, c, m.ClusterID) && tenantGone(ctx, memberClient(b, m), consumerID(b, c)) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -226,6 +236,23 @@ func unpeerAll(b *testing.B, c client.Client, providers []*playground.Member) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// tenantGone reports whether the tenant namespace for peer is gone: the
+// namespace controller takes seconds to empty one, and a new peering waits
+// for it, so the next round starts only after.
+func tenantGone(ctx context.Context, c client.Client, peer string) bool {
+	err := c.Get(ctx, client.ObjectKey{Name: discoveryv1alpha1.TenantNamespace(peer)}, &corev1.Namespace{})
+	return apierrors.IsNotFound(err)
+}
+
+func consumerID(b *testing.B, c client.Client) string {
+	b.Helper()
+	var cc configv1alpha1.ClusterConfig
+	if err := c.Get(context.Background(), client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
+		b.Fatal(err)
+	}
+	return cc.Status.ClusterID
 }
 
 // baselineCreate times an administrator creating a PeeringRequest in the

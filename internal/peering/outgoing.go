@@ -152,6 +152,12 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if result.RequeueAfter == 0 || result.RequeueAfter > period {
 		result.RequeueAfter = period
 	}
+	// Nothing tells this cluster when the provider accepts: look again
+	// soon, backing off as the wait grows (a quarter of the time waited,
+	// at least 200 ms, at most the period).
+	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil && c.Reason == ReasonPending {
+		result.RequeueAfter = min(result.RequeueAfter, max(200*time.Millisecond, time.Since(c.LastTransitionTime.Time)/4))
+	}
 	return result, nil
 }
 
