@@ -83,6 +83,7 @@ FUZZTIME ?= 1m
 fuzz: ## Run every fuzz test for FUZZTIME each (default 1m).
 	go test -run '^$$' -fuzz '^FuzzParseTXT$$' -fuzztime $(FUZZTIME) ./internal/discovery/dnssd/
 	go test -run '^$$' -fuzz '^FuzzCollect$$' -fuzztime $(FUZZTIME) ./internal/discovery/dnssd/
+	go test -run '^$$' -fuzz '^FuzzExchange$$' -fuzztime $(FUZZTIME) ./internal/auth/
 
 .PHONY: bench
 bench: tools build ## Run the benchmarks (cluster start time and memory).

@@ -128,8 +128,9 @@ func responseMAC(token, nonce string, body []byte) []byte {
 // nonceCache remembers the nonces of the last MaxClockSkew, so that a
 // request is accepted once.
 type nonceCache struct {
-	mu   sync.Mutex
-	seen map[string]time.Time
+	mu        sync.Mutex
+	seen      map[string]time.Time
+	lastSweep time.Time
 }
 
 // maxNonces bounds the cache: past it, signed requests are refused until
@@ -142,7 +143,10 @@ func (n *nonceCache) use(nonce string, now time.Time) (ok, full bool) {
 	if n.seen == nil {
 		n.seen = map[string]time.Time{}
 	}
-	if len(n.seen) >= maxNonces/2 {
+	// Expired nonces are swept at most once a second, so that a busy
+	// cache costs one pass per second, not one per request.
+	if len(n.seen) >= maxNonces/2 && now.Sub(n.lastSweep) > time.Second {
+		n.lastSweep = now
 		for k, exp := range n.seen {
 			if now.After(exp) {
 				delete(n.seen, k)

@@ -1,0 +1,190 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package auth
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stubIssuer records what reached it.
+type stubIssuer struct {
+	calls      int
+	tokenValid bool
+	err        error
+}
+
+func (s *stubIssuer) IssueIdentity(_ context.Context, req *IdentityRequest, tokenValid bool) (*IdentityResponse, error) {
+	s.calls++
+	s.tokenValid = tokenValid
+	if s.err != nil {
+		return nil, s.err
+	}
+	return &IdentityResponse{ClusterID: "provider", APIServerURL: "https://127.0.0.1:6443", CACert: "ca", Certificate: "cert for " + req.ClusterID, ProviderCSR: "csr"}, nil
+}
+
+const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func newExchangeServer(t *testing.T, issuer Issuer) *httptest.Server {
+	t.Helper()
+	s := &Server{Issuer: issuer, Token: func(context.Context) (string, error) { return testToken, nil }}
+	srv := httptest.NewTLSServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+var sampleRequest = &IdentityRequest{ClusterID: "consumer", Namespace: "liqo", CACert: "ca", CSR: "csr"}
+
+func TestRequestIdentity(t *testing.T) {
+	issuer := &stubIssuer{}
+	srv := newExchangeServer(t, issuer)
+	opts := ClientOptions{InsecureSkipVerify: true}
+
+	resp, err := RequestIdentity(t.Context(), srv.URL, testToken, sampleRequest, opts)
+	if err != nil || resp.Certificate != "cert for consumer" || !issuer.tokenValid {
+		t.Fatalf("signed request: %+v, %v (tokenValid %v); want the identity with a valid token", resp, err, issuer.tokenValid)
+	}
+
+	var ee *ExchangeError
+	_, err = RequestIdentity(t.Context(), srv.URL, strings.Repeat("f", 64), sampleRequest, opts)
+	if !errors.As(err, &ee) || ee.Reason != ReasonWrongToken || ee.Status != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %v, want 401 %s", err, ReasonWrongToken)
+	}
+	if issuer.calls != 1 {
+		t.Fatalf("the issuer was called %d times, want once: a wrong token must not reach it", issuer.calls)
+	}
+
+	// Without a token the issuer decides (LAN trust, open policy).
+	if _, err := RequestIdentity(t.Context(), srv.URL, "", sampleRequest, opts); err != nil || issuer.tokenValid {
+		t.Fatalf("unsigned request: %v (tokenValid %v), want it passed on as not token-authenticated", err, issuer.tokenValid)
+	}
+
+	issuer.err = &ExchangeError{Status: http.StatusForbidden, Reason: ReasonPolicy, Message: "denied by rule x"}
+	_, err = RequestIdentity(t.Context(), srv.URL, testToken, sampleRequest, opts)
+	if !IsPolicyRefusal(err) || !strings.Contains(err.Error(), "denied by rule x") {
+		t.Fatalf("policy refusal: %v, want a policy ExchangeError with the rule", err)
+	}
+}
+
+func TestResponseMustBeSigned(t *testing.T) {
+	// A server that answers like the auth service but does not hold the
+	// token (a man in the middle, or another cluster).
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(&IdentityResponse{ClusterID: "p", APIServerURL: "https://x", Certificate: "c", ProviderCSR: "r"})
+	}))
+	defer srv.Close()
+	_, err := RequestIdentity(t.Context(), srv.URL, testToken, sampleRequest, ClientOptions{InsecureSkipVerify: true})
+	if err == nil || !strings.Contains(err.Error(), "not signed with the peering token") {
+		t.Fatalf("unsigned answer: %v, want it refused", err)
+	}
+}
+
+func post(t *testing.T, url string, body []byte, authz string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+PeeringIdentityPath, bytes.NewReader(body))
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := (ClientOptions{InsecureSkipVerify: true}).httpClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e ExchangeError
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	return resp.StatusCode, e.Reason
+}
+
+func TestExchangeRefusals(t *testing.T) {
+	issuer := &stubIssuer{}
+	srv := newExchangeServer(t, issuer)
+	body, _ := json.Marshal(sampleRequest)
+	sign := func(ts int64, nonce string, b []byte) string {
+		tss := strconv.FormatInt(ts, 10)
+		return fmt.Sprintf("%s ts=%s,nonce=%s,mac=%s", AuthorizationScheme, tss, nonce, hex.EncodeToString(mac(testToken, http.MethodPost, PeeringIdentityPath, tss, nonce, b)))
+	}
+	now := time.Now().Unix()
+	nonce := strings.Repeat("ab", 16)
+	tests := []struct {
+		name       string
+		body       []byte
+		authz      string
+		wantStatus int
+		wantReason string
+	}{
+		{"valid", body, sign(now, nonce, body), http.StatusOK, ""},
+		{"replayed", body, sign(now, nonce, body), http.StatusUnauthorized, ReasonReplayed},
+		{"too old", body, sign(now-int64(2*MaxClockSkew/time.Second), strings.Repeat("cd", 16), body), http.StatusUnauthorized, ReasonExpired},
+		{"from the future", body, sign(now+int64(2*MaxClockSkew/time.Second), strings.Repeat("ce", 16), body), http.StatusUnauthorized, ReasonExpired},
+		{"body changed after signing", []byte(strings.Replace(string(body), "consumer", "intruder", 1)), sign(now, strings.Repeat("ef", 16), body), http.StatusUnauthorized, ReasonWrongToken},
+		{"other scheme", body, "Bearer " + testToken, http.StatusBadRequest, ReasonBadRequest},
+		{"short nonce", body, sign(now, "ab", body), http.StatusBadRequest, ReasonBadRequest},
+		{"garbage header", body, "Liqo-HMAC-SHA256 ===,,,", http.StatusBadRequest, ReasonBadRequest},
+		{"not JSON", []byte("{"), "", http.StatusBadRequest, ReasonBadRequest},
+		{"unknown field", []byte(`{"clusterID":"x","admin":true}`), "", http.StatusBadRequest, ReasonBadRequest},
+		{"too large", bytes.Repeat([]byte("a"), maxExchangeBytes+10), "", http.StatusBadRequest, ReasonBadRequest},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, reason := post(t, srv.URL, tc.body, tc.authz)
+			if status != tc.wantStatus || reason != tc.wantReason {
+				t.Fatalf("got %d %q, want %d %q", status, reason, tc.wantStatus, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestNonceCacheIsBounded(t *testing.T) {
+	var n nonceCache
+	now := time.Now()
+	for i := range maxNonces {
+		if ok, full := n.use(strconv.Itoa(i), now); !ok || full {
+			t.Fatalf("nonce %d refused early", i)
+		}
+	}
+	if _, full := n.use("one more", now); !full {
+		t.Fatal("the cache grew past its bound")
+	}
+	// Once the window passed, old nonces make room.
+	if ok, full := n.use("later", now.Add(3*MaxClockSkew)); !ok || full {
+		t.Fatal("expired nonces were not dropped")
+	}
+}
+
+// FuzzExchange: any body and Authorization header get an answer, never a
+// panic, and nothing reaches the issuer without a valid signature or an
+// identity request that decodes.
+func FuzzExchange(f *testing.F) {
+	body, _ := json.Marshal(sampleRequest)
+	f.Add(body, "")
+	f.Add(body, AuthorizationScheme+" ts=1,nonce=00000000000000000000000000000000,mac=00")
+	f.Add([]byte("{"), "Bearer x")
+	issuer := &stubIssuer{}
+	s := &Server{Issuer: issuer, Token: func(context.Context) (string, error) { return testToken, nil }}
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, b []byte, authz string) {
+		req := httptest.NewRequest(http.MethodPost, PeeringIdentityPath, bytes.NewReader(b))
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		before := issuer.calls
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if issuer.calls > before && req.Header.Get("Authorization") != "" && !issuer.tokenValid {
+			t.Fatal("a request with an Authorization header reached the issuer without a valid signature")
+		}
+		if rec.Code == 0 {
+			t.Fatal("no answer")
+		}
+	})
+}
