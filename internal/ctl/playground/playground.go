@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
@@ -52,10 +54,13 @@ type UpOptions struct {
 	NodesPerCluster int
 	BinDir          string
 	Timeout         time.Duration
+	// Peer turns on autojoin and LAN trust, so that the clusters peer
+	// with each other as soon as they meet.
+	Peer bool
 }
 
 func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
-	o := &UpOptions{Clusters: 3, NodesPerCluster: 2, Timeout: 5 * time.Minute}
+	o := &UpOptions{Clusters: 3, NodesPerCluster: 2, Timeout: 5 * time.Minute, Peer: true}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the clusters and Liqo on each; they keep running after this command returns",
@@ -69,6 +74,7 @@ func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
 	cmd.Flags().IntVar(&o.NodesPerCluster, "nodes", o.NodesPerCluster, "Simulated worker nodes per cluster")
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", o.BinDir, "Directory of the control-plane binaries and liqo-controller-manager (default: next to liqoctl, or $LIQO_BIN_DIR)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "Give up, and stop what was started, after this long")
+	cmd.Flags().BoolVar(&o.Peer, "peer", o.Peer, "Peer every cluster with every other (autojoin and LAN trust); --peer=false only discovers")
 	return cmd
 }
 
@@ -84,11 +90,20 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		BinDir:          o.BinDir,
 		Detach:          true,
 		Out:             out,
+		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
+			if o.Peer {
+				spec.DiscoveryConfig.AutoJoin = ptr.To(true)
+				spec.PeeringConfig.TrustLANPeers = ptr.To(true)
+			}
+		},
 	})
 	if err != nil {
 		return err
 	}
 	waitForDiscovery(ctx, out, p.Dir, o.Clusters)
+	if o.Peer {
+		waitForPeering(ctx, out, p.Dir, o.Clusters)
+	}
 	fmt.Fprintf(out, "Playground ready in %s.\n\n", time.Since(start).Round(100*time.Millisecond))
 	if err := printStatus(ctx, out, p.Dir); err != nil {
 		return err
@@ -110,10 +125,12 @@ Use a cluster:
   %s get nodes
   %s get clusterconfig cluster
   %s get foreignclusters
+  %s status -v
+  %s get peeringrequests
 Logs of every component: %s/clusters/<name>/logs/
 Stop everything:
   %s playground down --dir %s
-`, first, kubectl, kubectl, kubectl, p.Dir, liqoctl, p.Dir)
+`, first, kubectl, kubectl, kubectl, liqoctl, kubectl, p.Dir, liqoctl, p.Dir)
 	return nil
 }
 
@@ -173,6 +190,35 @@ func waitForDiscovery(ctx context.Context, out io.Writer, dir string, n int) {
 	fmt.Fprintln(out, "  discovery: not every cluster found the others within 10s; see `liqoctl playground status` and the logs")
 }
 
+// waitForPeering waits, up to 30 s, until every cluster's peering with
+// every other was accepted, and says how long it took.
+func waitForPeering(ctx context.Context, out io.Writer, dir string, n int) {
+	if n < 2 {
+		return
+	}
+	clusters, err := playground.Load(dir)
+	if err != nil {
+		return
+	}
+	start := time.Now()
+	for time.Since(start) < 30*time.Second {
+		all := true
+		for _, m := range clusters {
+			st, err := clusterStatus(ctx, m.Kubeconfig)
+			if err != nil || st.accepted < n-1 {
+				all = false
+				break
+			}
+		}
+		if all {
+			fmt.Fprintf(out, "  peering: every cluster peered with the other %d, both ways, in %s\n", n-1, time.Since(start).Round(10*time.Millisecond))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Fprintln(out, "  peering: not every peering was accepted within 30s; see `liqoctl status -v` on each cluster and the logs")
+}
+
 // printStatus asks every cluster of the playground for its ClusterID and
 // nodes, so that what it prints is what the API servers say.
 func printStatus(ctx context.Context, out io.Writer, dir string) error {
@@ -181,7 +227,7 @@ func printStatus(ctx context.Context, out io.Writer, dir string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tCLUSTER ID\tAPI SERVER\tNODES\tDISCOVERED")
+	fmt.Fprintln(tw, "CLUSTER\tCLUSTER ID\tAPI SERVER\tNODES\tPEERS (discovery, outgoing, incoming)")
 	for _, m := range clusters {
 		st, err := clusterStatus(ctx, m.Kubeconfig)
 		if err != nil {
@@ -196,6 +242,7 @@ func printStatus(ctx context.Context, out io.Writer, dir string) error {
 type status struct {
 	id, server   string
 	nodes, peers []string
+	accepted     int
 }
 
 func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
@@ -224,7 +271,18 @@ func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
 		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
 	}
 	for _, fc := range fcs.Items {
-		st.peers = append(st.peers, fmt.Sprintf("%s (%s)", fc.Spec.ClusterIdentity.ClusterName, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel]))
+		outgoing := "-"
+		if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil {
+			outgoing = c.Reason
+			if c.Reason == "Accepted" {
+				st.accepted++
+			}
+		}
+		incoming := "-"
+		if fc.Status.IncomingPeering {
+			incoming = "in"
+		}
+		st.peers = append(st.peers, fmt.Sprintf("%s (%s, %s, %s)", fc.Spec.ClusterIdentity.ClusterName, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel], outgoing, incoming))
 	}
 	sort.Strings(st.nodes)
 	sort.Strings(st.peers)
