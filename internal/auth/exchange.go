@@ -194,7 +194,7 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 	}
 
 	tokenValid := false
-	var nonce string
+	var nonce, token string
 	if authz := r.Header.Get("Authorization"); authz != "" {
 		params, ok := parseAuthorization(authz)
 		if !ok {
@@ -207,7 +207,7 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 			refuse(http.StatusUnauthorized, ReasonExpired, "the request timestamp is missing or more than %s away from this cluster's clock", MaxClockSkew)
 			return
 		}
-		token, err := s.Token(r.Context())
+		token, err = s.cachedToken(r.Context())
 		if err != nil {
 			refuse(http.StatusServiceUnavailable, ReasonNotReady, "the peering token is not available yet")
 			return
@@ -247,13 +247,31 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tokenValid {
-		token, _ := s.Token(r.Context())
 		w.Header().Set(ResponseMACHeader, hex.EncodeToString(responseMAC(token, nonce, out)))
 	}
 	issued.Inc()
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
 }
+
+// cachedToken returns the token, reading it at most every tokenCacheTTL:
+// a request with a well-formed header must not cost an API call.
+func (s *Server) cachedToken(ctx context.Context) (string, error) {
+	s.tokenMu.Lock()
+	defer s.tokenMu.Unlock()
+	if s.token != "" && time.Since(s.tokenRead) < tokenCacheTTL {
+		return s.token, nil
+	}
+	token, err := s.Token(ctx)
+	if err != nil {
+		return "", err
+	}
+	s.token, s.tokenRead = token, time.Now()
+	return token, nil
+}
+
+// tokenCacheTTL bounds how long a replaced token keeps working.
+const tokenCacheTTL = 10 * time.Second
 
 func parseAuthorization(h string) (map[string]string, bool) {
 	scheme, rest, ok := strings.Cut(h, " ")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,7 +35,10 @@ type Server struct {
 	// Token returns this cluster's peering token.
 	Token func(ctx context.Context) (string, error)
 
-	nonces nonceCache
+	nonces    nonceCache
+	tokenMu   sync.Mutex
+	token     string
+	tokenRead time.Time
 }
 
 var refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -79,10 +83,11 @@ func (s *Server) Start(ctx context.Context) error {
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.Certificate}, MinVersion: tls.VersionTLS12},
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// An exchange waits for the cluster's signer (at most 20 s).
+		WriteTimeout:   40 * time.Second,
+		MaxHeaderBytes: 16 << 10,
+		TLSConfig:      &tls.Config{Certificates: []tls.Certificate{s.Certificate}, MinVersion: tls.VersionTLS12},
+		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(s.Listener, "", "") }()

@@ -25,6 +25,7 @@ import (
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/peering"
 )
 
@@ -147,10 +148,18 @@ func (w *webhookRegistrar) ensure(ctx context.Context) error {
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To(int32(5)),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			// The controller manager's own metadata updates (its finalizer)
+			// do not need it: removing a finalizer must work while the
+			// webhook is down or uninstalled.
+			MatchConditions: []admissionregistrationv1.MatchCondition{{
+				Name:       "spec-or-consumer",
+				Expression: "request.operation == 'CREATE' || request.userInfo.username.startsWith('" + identity.ConsumerUserPrefix + "') || object.spec != oldObject.spec",
+			}},
 		}
 		if len(vwc.Webhooks) == 1 && bytes.Equal(vwc.Webhooks[0].ClientConfig.CABundle, w.caBundle) &&
 			ptr.Deref(vwc.Webhooks[0].ClientConfig.URL, "") == w.url && len(vwc.Webhooks[0].Rules) == 1 &&
-			ptr.Deref(vwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail {
+			ptr.Deref(vwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail && len(vwc.Webhooks[0].MatchConditions) == 1 &&
+			vwc.Webhooks[0].MatchConditions[0] == want.MatchConditions[0] {
 			// keep server-side defaults (namespaceSelector, ...) untouched
 			return nil
 		}

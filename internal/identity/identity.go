@@ -149,7 +149,7 @@ func Issue(ctx context.Context, c client.Client, reader client.Reader, csrPEM []
 		return nil, fmt.Errorf("approving CertificateSigningRequest %s: %w", csr.Name, err)
 	}
 	var cert []byte
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 		var got certificatesv1.CertificateSigningRequest
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(csr), &got); err != nil {
 			if apierrors.IsNotFound(err) {

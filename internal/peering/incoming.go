@@ -5,8 +5,10 @@ package peering
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -30,7 +32,6 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
-	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
 )
@@ -135,9 +136,27 @@ func (r *Incoming) verifyConsumer(ctx context.Context, pr *discoveryv1alpha1.Pee
 		}
 		return nil, err
 	}
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
+	ref := &discoveryv1alpha1.SecretReference{Namespace: secret.Namespace, Name: secret.Name}
+	fingerprint := verificationFingerprint(pr)
+	if bytes.Equal(secret.Data[peerSecretVerified], fingerprint) {
+		return ref, nil // this exact request was verified already
+	}
+	// The key must be the one of the last exchange (a verified older key
+	// stays usable through its kubeconfig until then).
 	key := secret.Data[PeerSecretProviderKey]
 	if _, err := tls.X509KeyPair([]byte(pr.Spec.ProviderCertificate), key); err != nil {
 		return nil, fmt.Errorf("spec.providerCertificate does not match the key of the last token exchange: %w", err)
+	}
+	// A ClusterID, once verified at an API server, stays bound to it until
+	// the peering ends: holding the token is not enough to take over
+	// another consumer's ID.
+	if url, ca := secret.Data[peerSecretBoundURL], secret.Data[peerSecretBoundCA]; len(url) > 0 &&
+		(string(url) != pr.Spec.APIServerURL || !bytes.Equal(bytes.TrimSpace(ca), bytes.TrimSpace([]byte(pr.Spec.CACert)))) {
+		return nil, fmt.Errorf("cluster %s was verified at %s with another CA; a request for it from %s is refused (if it really moved, unpeer it first)",
+			id, url, pr.Spec.APIServerURL)
 	}
 	if secret.Annotations[AuthenticatedByAnnotation] == "lan-trust" {
 		// No token: the CA and API server must be the ones pinned when the
@@ -151,31 +170,67 @@ func (r *Incoming) verifyConsumer(ctx context.Context, pr *discoveryv1alpha1.Pee
 		Certificate: []byte(pr.Spec.ProviderCertificate), Key: key,
 	}
 	want := identity.ProviderUserPrefix + r.LocalClusterID
-	if !bytes.Equal(secret.Data["verified.crt"], creds.Certificate) {
-		remote, err := client.New(creds.RESTConfig(), client.Options{Scheme: r.Scheme})
-		if err != nil {
-			return nil, err
-		}
-		review := &authenticationv1.SelfSubjectReview{}
-		if err := remote.Create(ctx, review); err != nil {
-			return nil, fmt.Errorf("the consumer's API server %s refused the certificate: %w", pr.Spec.APIServerURL, err)
-		}
-		if got := review.Status.UserInfo.Username; got != want {
-			return nil, fmt.Errorf("the consumer's API server sees the certificate as %q, not %q", got, want)
-		}
+	cfg := creds.RESTConfig()
+	cfg.Timeout = 5 * time.Second
+	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := remote.Create(ctx, review); err != nil {
+		// The consumer reads this status: say what failed, not what the
+		// network around the URL looks like.
+		return nil, fmt.Errorf("the certificate in spec.providerCertificate was not accepted by %s (%s)", pr.Spec.APIServerURL, reasonOf(err))
+	}
+	if got := review.Status.UserInfo.Username; got != want {
+		return nil, fmt.Errorf("the consumer's API server sees the certificate as %q, not %q", got, want)
 	}
 	kubeconfig, err := creds.Kubeconfig(want, discoveryv1alpha1.TenantNamespace(r.LocalClusterID))
 	if err != nil {
 		return nil, err
 	}
-	if !bytes.Equal(secret.Data[PeerSecretKubeconfig], kubeconfig) || !bytes.Equal(secret.Data["verified.crt"], creds.Certificate) {
-		secret.Data[PeerSecretKubeconfig] = kubeconfig
-		secret.Data["verified.crt"] = creds.Certificate
-		if err := r.Client.Update(ctx, &secret); err != nil {
-			return nil, err
-		}
+	secret.Data[PeerSecretKubeconfig] = kubeconfig
+	secret.Data[peerSecretVerified] = fingerprint
+	if len(secret.Data[peerSecretBoundURL]) == 0 {
+		secret.Data[peerSecretBoundURL] = []byte(pr.Spec.APIServerURL)
+		secret.Data[peerSecretBoundCA] = []byte(pr.Spec.CACert)
 	}
-	return &discoveryv1alpha1.SecretReference{Namespace: secret.Namespace, Name: secret.Name}, nil
+	if err := r.Client.Update(ctx, &secret); err != nil {
+		return nil, err
+	}
+	return ref, nil
+}
+
+// Keys of the provider's peer Secret that record verification.
+const (
+	peerSecretVerified = "verified"
+	peerSecretBoundURL = "bound-api-server"
+	peerSecretBoundCA  = "bound-ca.crt"
+)
+
+// verificationFingerprint identifies what was verified: the API server,
+// its CA and the certificate together, so that changing any of them
+// verifies again.
+func verificationFingerprint(pr *discoveryv1alpha1.PeeringRequest) []byte {
+	h := sha256.New()
+	for _, part := range []string{pr.Spec.APIServerURL, pr.Spec.CACert, pr.Spec.ProviderCertificate} {
+		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	return []byte(hex.EncodeToString(h.Sum(nil)))
+}
+
+// reasonOf summarizes an error for a status a remote party reads.
+func reasonOf(err error) string {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return "unauthorized"
+	case apierrors.IsForbidden(err):
+		return "forbidden"
+	case apierrors.ReasonForError(err) != metav1.StatusReasonUnknown:
+		return string(apierrors.ReasonForError(err))
+	default:
+		return "unreachable, or not the API server of that CA"
+	}
 }
 
 func (r *Incoming) checkPinned(ctx context.Context, pr *discoveryv1alpha1.PeeringRequest) error {
@@ -187,12 +242,12 @@ func (r *Incoming) checkPinned(ctx context.Context, pr *discoveryv1alpha1.Peerin
 	if fc == nil {
 		return fmt.Errorf("cluster %s was trusted as a LAN peer but is no longer known", id)
 	}
-	fp, err := auth.Fingerprint([]byte(pr.Spec.CACert))
+	same, err := samePinnedCA(ctx, r.Client, r.Namespace, id, []byte(pr.Spec.CACert))
 	if err != nil {
-		return fmt.Errorf("spec.caCert: %w", err)
+		return err
 	}
-	if fp != fc.Status.TrustedCAFingerprint {
-		return fmt.Errorf("spec.caCert (%s) is not the CA pinned at discovery (%s)", fp, fc.Status.TrustedCAFingerprint)
+	if !same {
+		return fmt.Errorf("spec.caCert is not the CA pinned at discovery (%s)", fc.Status.TrustedCAFingerprint)
 	}
 	if fc.Status.APIServerURL != pr.Spec.APIServerURL {
 		return fmt.Errorf("spec.apiServerURL %s is not the API server discovered for the cluster (%s)", pr.Spec.APIServerURL, fc.Status.APIServerURL)
@@ -295,12 +350,17 @@ func (r *Incoming) revoke(ctx context.Context, id string) error {
 // dropAccepted deletes the tenant namespace and unmarks (or deletes) the
 // consumer's ForeignCluster.
 func (r *Incoming) dropAccepted(ctx context.Context, id string) error {
-	if err := deleteTenant(ctx, r.Client, id); err != nil {
+	fc, err := foreigncluster.Find(ctx, r.Client, id)
+	if err != nil {
 		return err
 	}
-	fc, err := foreigncluster.Find(ctx, r.Client, id)
-	if err != nil || fc == nil {
+	// This cluster's own peering towards id shares the tenant namespace.
+	outgoing := fc != nil && controllerutil.ContainsFinalizer(fc, discoveryv1alpha1.PeeringFinalizer)
+	if err := releaseTenant(ctx, r.Client, id, VirtualKubeletRole, outgoing); err != nil {
 		return err
+	}
+	if fc == nil {
+		return nil
 	}
 	// A ForeignCluster that exists only because of the peering goes with
 	// it, unless an operator set something on it (an incoming "No" must

@@ -126,9 +126,12 @@ func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, t
 			secret.Annotations = map[string]string{}
 		}
 		secret.Annotations[AuthenticatedByAnnotation] = by
-		// A new key: the kubeconfig of the old one is useless until the
-		// consumer answers with the new certificate.
-		secret.Data = map[string][]byte{PeerSecretProviderKey: providerKey}
+		// A new key for the next verification; what was verified (the
+		// kubeconfig, the API server the ID is bound to) stays until then.
+		if secret.Data == nil {
+			secret.Data = map[string][]byte{}
+		}
+		secret.Data[PeerSecretProviderKey] = providerKey
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("storing the provider key for %s: %w", req.ClusterID, err)
@@ -168,6 +171,14 @@ func (i *Issuer) authenticate(ctx context.Context, req *auth.IdentityRequest, ca
 				"cluster %s was discovered on the LAN with CA %s, but the request carries CA %s: LAN trust needs the CA pinned at discovery; use a peering token",
 				req.ClusterID, fc.Status.TrustedCAFingerprint, caFP)
 		default:
+			same, err := samePinnedCA(ctx, i.Client, i.Namespace, req.ClusterID, []byte(req.CACert))
+			if err != nil {
+				return "", err
+			}
+			if !same {
+				return "", refuse(http.StatusUnauthorized, auth.ReasonTokenRequired,
+					"the CA bundle of the request is not exactly the one pinned for cluster %s at discovery; use a peering token", req.ClusterID)
+			}
 			return "lan-trust", nil
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,6 +65,7 @@ const (
 	ReasonUnpeering         = "Unpeering"
 	ReasonUnpeered          = "Unpeered"
 	ReasonForceUnpeered     = "ForceUnpeered"
+	ReasonCAMismatch        = "CAMismatch"
 )
 
 // Outgoing is the consumer's peering reconciler on ForeignClusters.
@@ -189,8 +191,9 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 			}
 		}
 		err = r.ensurePeeringRequest(ctx, fc, creds, secret)
-		if (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !isWebhookDenial(err) && attempt == 0 {
-			// The provider revoked the identity, or its RBAC was lost:
+		if (errors.Is(err, errNotVerified) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !isWebhookDenial(err) && attempt == 0 {
+			// The provider revoked the identity, its RBAC was lost, or it
+			// cannot verify us with the key of the last exchange:
 			// authenticate again once.
 			ctrl.LoggerFrom(ctx).Info("The provider refused the peering identity; authenticating again", "provider", provider, "error", err.Error())
 			creds = nil
@@ -279,23 +282,36 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 		if errors.As(err, &ee) && ee.Reason == auth.ReasonPolicy {
 			return fail(ReasonRefusedByProvider, err)
 		}
-		if errors.As(err, &ee) {
+		if errors.As(err, &ee) && knownExchangeReasons[ee.Reason] {
 			return fail(ee.Reason, err)
 		}
 		return fail(ReasonAuthFailed, err)
 	}
 	// The provider must be the cluster this ForeignCluster trusts: same ID,
-	// same CA as pinned.
-	fp, err := auth.Fingerprint([]byte(resp.CACert))
+	// same CA bundle and API server as pinned at discovery.
+	same, err := samePinnedCA(ctx, r.Client, r.Namespace, provider, []byte(resp.CACert))
+	if err != nil {
+		return nil, nil, err
+	}
 	switch {
 	case resp.ClusterID != provider:
 		return fail(ReasonAuthFailed, fmt.Errorf("the auth service answered as cluster %s, not %s", resp.ClusterID, provider))
-	case err != nil || fp != fc.Status.TrustedCAFingerprint:
-		return fail("CAMismatch", fmt.Errorf("the provider's CA (%s) is not the one pinned for it (%s): see the CATrusted condition", fp, fc.Status.TrustedCAFingerprint))
+	case !same:
+		return fail(ReasonCAMismatch, fmt.Errorf("the provider's CA is not the one pinned for it (%s): see the CATrusted condition", fc.Status.TrustedCAFingerprint))
+	case resp.APIServerURL != fc.Status.APIServerURL:
+		return fail(ReasonAuthFailed, fmt.Errorf("the auth service names API server %s, not %s as discovered", resp.APIServerURL, fc.Status.APIServerURL))
 	}
 	user, _, err := identity.CertificateUser([]byte(resp.Certificate))
 	if err != nil || user != identity.ConsumerUserPrefix+r.LocalClusterID {
 		return fail(ReasonAuthFailed, fmt.Errorf("the provider issued a certificate for %q, not %s", user, identity.ConsumerUserPrefix+r.LocalClusterID))
+	}
+	// Before this cluster signs anything for the answer: the certificate
+	// must work on the pinned API server, which only the provider's own
+	// signer can arrange. Without a token, nothing else proves the answer
+	// came from the provider.
+	creds := &identity.Credentials{Server: resp.APIServerURL, CACert: []byte(resp.CACert), Certificate: []byte(resp.Certificate), Key: key}
+	if err := r.checkIdentity(ctx, creds, identity.ConsumerUserPrefix+r.LocalClusterID); err != nil {
+		return fail(ReasonAuthFailed, err)
 	}
 	providerCert, err := identity.Issue(ctx, r.Client, nil, []byte(resp.ProviderCSR), identity.ProviderUserPrefix+provider, r.Lifetime)
 	if err != nil {
@@ -329,7 +345,37 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	}
 	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionTrue, "IdentityIssued",
 		fmt.Sprintf("%s issued the identity %s%s (authenticated by %s)", provider, identity.ConsumerUserPrefix, r.LocalClusterID, resp.AuthenticatedBy))
-	return &identity.Credentials{Server: resp.APIServerURL, CACert: []byte(resp.CACert), Certificate: []byte(resp.Certificate), Key: key}, secret, nil
+	return creds, secret, nil
+}
+
+// knownExchangeReasons are the refusals an auth service may name that are
+// used as condition reasons as they are; anything else a remote party says
+// becomes AuthenticationFailed.
+var knownExchangeReasons = map[string]bool{
+	auth.ReasonBadRequest: true, auth.ReasonTokenRequired: true, auth.ReasonWrongToken: true, auth.ReasonReplayed: true,
+	auth.ReasonExpired: true, auth.ReasonNotReady: true, auth.ReasonInternal: true,
+}
+
+// errNotVerified says the provider could not verify this cluster with the
+// current PeeringRequest: a new token exchange is needed.
+var errNotVerified = errors.New("the provider could not verify this cluster")
+
+// checkIdentity asks the API server who creds are.
+func (r *Outgoing) checkIdentity(ctx context.Context, creds *identity.Credentials, want string) error {
+	cfg := creds.RESTConfig()
+	cfg.Timeout = 5 * time.Second
+	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	if err != nil {
+		return err
+	}
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := remote.Create(ctx, review); err != nil {
+		return fmt.Errorf("the issued certificate does not work on the provider's API server %s: %w", creds.Server, err)
+	}
+	if got := review.Status.UserInfo.Username; got != want {
+		return fmt.Errorf("the provider's API server sees the issued certificate as %q, not %q", got, want)
+	}
+	return nil
 }
 
 // ensurePeeringRequest creates or repairs this cluster's PeeringRequest in
@@ -374,6 +420,10 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 			return err
 		}
 	}
+	if v := meta.FindStatusCondition(pr.Status.Conditions, discoveryv1alpha1.PeeringRequestConsumerVerified); v != nil &&
+		v.Status == metav1.ConditionFalse && v.ObservedGeneration == pr.Generation {
+		return fmt.Errorf("%w: %s", errNotVerified, v.Message)
+	}
 	if c := meta.FindStatusCondition(pr.Status.Conditions, discoveryv1alpha1.PeeringRequestAccepted); c != nil && c.Status == metav1.ConditionTrue {
 		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, ReasonAccepted,
 			fmt.Sprintf("%s admitted and accepted the PeeringRequest: %s", provider, c.Message))
@@ -398,6 +448,9 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 	}
 	cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
 	if cond == nil || cond.Reason != ReasonUnpeering {
+		// The condition's transition time is when the unpeering started:
+		// drop the old one so that a False of long ago does not count.
+		meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
 		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering,
 			fmt.Sprintf("Deleting the PeeringRequest in %s", provider))
 		cond = meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
@@ -413,8 +466,10 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 			return ctrl.Result{}, err
 		}
 	}
+	outcome := "no identity was held in the provider; the local side was removed"
 	if creds != nil {
-		if err := r.deleteRemote(ctx, creds); err != nil {
+		var err error
+		if outcome, err = r.deleteRemote(ctx, creds); err != nil {
 			limit := r.ForceUnpeerAfter
 			if limit == 0 {
 				limit = DefaultForceUnpeerAfter
@@ -434,7 +489,13 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 			return ctrl.Result{}, err
 		}
 	}
-	if err := deleteTenant(ctx, r.Client, provider); err != nil {
+	// The provider's peering towards this cluster shares the namespace.
+	var incoming discoveryv1alpha1.PeeringRequest
+	err = r.Client.Get(ctx, client.ObjectKey{Name: provider}, &incoming)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	if err := releaseTenant(ctx, r.Client, provider, ProviderRole, err == nil && incoming.DeletionTimestamp.IsZero()); err != nil {
 		return ctrl.Result{}, err
 	}
 	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonNotJoined, "Not joined: no identity is held in the cluster")
@@ -448,7 +509,7 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 			"%s was unreachable; the local side was removed without it. Its PeeringRequest %s may remain there until its operator deletes it (kubectl delete peeringrequest %s)",
 			provider, r.LocalClusterID, r.LocalClusterID))
 	default:
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeered, "Not joined: the peering was removed on both sides")
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeered, "Not joined: "+outcome)
 	}
 	if err := r.patchStatus(ctx, orig, fc); err != nil {
 		return ctrl.Result{}, err
@@ -480,18 +541,22 @@ func (r *Outgoing) storedCredentials(ctx context.Context, provider string) (*ide
 
 // deleteRemote deletes this cluster's PeeringRequest in the provider. Gone
 // already, or refused because the identity was revoked, both count as done.
-func (r *Outgoing) deleteRemote(ctx context.Context, creds *identity.Credentials) error {
+func (r *Outgoing) deleteRemote(ctx context.Context, creds *identity.Credentials) (string, error) {
 	cfg := creds.RESTConfig()
 	cfg.Timeout = 5 * time.Second
 	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
 	if err != nil {
-		return err
+		return "", err
 	}
 	err = remote.Delete(ctx, &discoveryv1alpha1.PeeringRequest{ObjectMeta: metav1.ObjectMeta{Name: r.LocalClusterID}})
-	if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return nil
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return "the peering was removed on both sides", nil
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		return "the provider had already revoked this cluster's identity; the local side was removed", nil
+	default:
+		return "", err
 	}
-	return err
 }
 
 func setCondition(fc *discoveryv1alpha1.ForeignCluster, t string, s metav1.ConditionStatus, reason, msg string) {

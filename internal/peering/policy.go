@@ -3,11 +3,14 @@
 package peering
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"regexp"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
@@ -95,4 +98,20 @@ func hasPeeringRequest(ctx context.Context, r client.Reader, clusterID string) (
 		return pr.DeletionTimestamp.IsZero(), nil
 	}
 	return false, client.IgnoreNotFound(err)
+}
+
+// samePinnedCA reports whether caPEM is, byte for byte (bar surrounding
+// space), the CA bundle this cluster pinned for clusterID. Comparing whole
+// bundles, not the fingerprint of the first certificate, keeps an extra CA
+// from riding along.
+func samePinnedCA(ctx context.Context, r client.Reader, namespace, clusterID string, caPEM []byte) (bool, error) {
+	var secret corev1.Secret
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: foreigncluster.CASecretName(clusterID)}, &secret)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(bytes.TrimSpace(secret.Data[foreigncluster.CASecretKey]), bytes.TrimSpace(caPEM)), nil
 }

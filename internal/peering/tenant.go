@@ -55,11 +55,24 @@ func ensureTenant(ctx context.Context, c client.Client, peer, roleName, user str
 	return nsName, nil
 }
 
-// deleteTenant deletes peer's tenant namespace, and with it everything in
-// it (Roles, RoleBindings, Secrets).
-func deleteTenant(ctx context.Context, c client.Client, peer string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(peer)}}
-	return client.IgnoreNotFound(c.Delete(ctx, ns))
+// releaseTenant removes one direction's Role and RoleBinding from peer's
+// tenant namespace; the namespace itself, which both directions of a
+// two-way peering share, goes only when the other direction is not active.
+func releaseTenant(ctx context.Context, c client.Client, peer, roleName string, otherDirectionActive bool) error {
+	nsName := discoveryv1alpha1.TenantNamespace(peer)
+	if !otherDirectionActive {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName}}
+		return client.IgnoreNotFound(c.Delete(ctx, ns))
+	}
+	for _, obj := range []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: roleName}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: roleName}},
+	} {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing %s/%s: %w", nsName, roleName, err)
+		}
+	}
+	return nil
 }
 
 // Names and rules of the tenant Roles.

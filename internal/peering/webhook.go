@@ -34,21 +34,29 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if err := v.Decoder.Decode(req, &pr); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	id := pr.Spec.ClusterIdentity.ClusterID
+	user := req.UserInfo.Username
+	consumer := strings.HasPrefix(user, identity.ConsumerUserPrefix)
+	// A consumer's identity may only speak for its own cluster.
+	if consumer && user != identity.ConsumerUserPrefix+id {
+		return admission.Denied(fmt.Sprintf("identity rule: user %s may only create the PeeringRequest of cluster %s, not of %s",
+			user, strings.TrimPrefix(user, identity.ConsumerUserPrefix), id))
+	}
 	if req.Operation == admissionv1.Update {
 		var old discoveryv1alpha1.PeeringRequest
 		if err := v.Decoder.DecodeRaw(req.OldObject, &old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
-		// Finalizers, labels, deletion: nothing the policy is about.
+		// The provider's finalizer guarantees the revocation: a consumer
+		// may not remove it, nor hand the object to an owner.
+		if consumer && (!equality.Semantic.DeepEqual(old.Finalizers, pr.Finalizers) || !equality.Semantic.DeepEqual(old.OwnerReferences, pr.OwnerReferences)) {
+			return admission.Denied("identity rule: a consumer may not change the finalizers or owners of its PeeringRequest; delete it to unpeer")
+		}
+		// Labels, the provider's finalizer, deletion: nothing the policy is
+		// about.
 		if equality.Semantic.DeepEqual(old.Spec, pr.Spec) {
 			return admission.Allowed("")
 		}
-	}
-	id := pr.Spec.ClusterIdentity.ClusterID
-	// A consumer's identity may only speak for its own cluster.
-	if user := req.UserInfo.Username; strings.HasPrefix(user, identity.ConsumerUserPrefix) && user != identity.ConsumerUserPrefix+id {
-		return admission.Denied(fmt.Sprintf("identity rule: user %s may only create the PeeringRequest of cluster %s, not of %s",
-			user, strings.TrimPrefix(user, identity.ConsumerUserPrefix), id))
 	}
 	if pr.Spec.VirtualKubeletCSR != "" {
 		if err := identity.CheckCSR([]byte(pr.Spec.VirtualKubeletCSR), identity.VirtualKubeletUserPrefix+id); err != nil {

@@ -12,11 +12,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -175,6 +177,91 @@ func TestSecurity(t *testing.T) {
 			t.Fatalf("creating another cluster's PeeringRequest: %v, want the webhook's identity rule", err)
 		}
 		denied(t, "create a namespace", consumer.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "intrusion"}}))
+	})
+
+	t.Run("a consumer may not remove the provider's finalizer", func(t *testing.T) {
+		var pr discoveryv1alpha1.PeeringRequest
+		allowed(t, "get own PeeringRequest", consumer.Get(ctx, client.ObjectKey{Name: a.ClusterID}, &pr))
+		pr.Finalizers = nil
+		err := consumer.Update(ctx, &pr)
+		denied(t, "remove the finalizer", err)
+		if !strings.Contains(err.Error(), "finalizers") {
+			t.Fatalf("removing the finalizer: %v, want the webhook's refusal", err)
+		}
+	})
+
+	t.Run("holding the token is not enough to take over a peered cluster's ID", func(t *testing.T) {
+		_, c := a, suite.Members[2]
+		// The attacker holds B's token and C's CSR API: it exchanges as A
+		// and points A's request at C with a certificate C issued.
+		key, csr, err := identity.NewKeyAndCSR(identity.ConsumerUserPrefix + a.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := auth.RequestIdentity(ctx, b.AuthURL, readToken(t, b), &auth.IdentityRequest{
+			ClusterID: a.ClusterID, Namespace: "liqo", CACert: string(clusterCA(t, c)), CSR: string(csr),
+		}, auth.ClientOptions{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatalf("the exchange itself (the token is valid): %v", err)
+		}
+		providerCert, err := identity.Issue(ctx, framework.Client(t, c), nil, []byte(resp.ProviderCSR), identity.ProviderUserPrefix+b.ClusterID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attacker := clientFor(t, (&identity.Credentials{Server: b.APIServerURL, CACert: clusterCA(t, b), Certificate: []byte(resp.Certificate), Key: key}).RESTConfig())
+		// A's controller manager is frozen meanwhile, so that it does not put
+		// its request back before B decided on the attacker's.
+		cm := a.Process(playground.ControllerManager)
+		if err := syscall.Kill(-cm.PID, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		resumed := false
+		resume := func() {
+			if !resumed {
+				resumed = true
+				_ = syscall.Kill(-cm.PID, syscall.SIGCONT)
+			}
+		}
+		t.Cleanup(resume)
+		var pr discoveryv1alpha1.PeeringRequest
+		allowed(t, "get A's request as the attacker", attacker.Get(ctx, client.ObjectKey{Name: a.ClusterID}, &pr))
+		pr.Spec.APIServerURL, pr.Spec.CACert, pr.Spec.ProviderCertificate = c.APIServerURL, string(clusterCA(t, c)), string(providerCert)
+		allowed(t, "update A's request as the attacker", attacker.Update(ctx, &pr))
+		framework.Eventually(t, 15*time.Second, func() error {
+			var got discoveryv1alpha1.PeeringRequest
+			if err := framework.Client(t, b).Get(ctx, client.ObjectKey{Name: a.ClusterID}, &got); err != nil {
+				return err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == discoveryv1alpha1.PeeringRequestConsumerVerified && cond.ObservedGeneration == pr.Generation {
+					if cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, "is refused") {
+						return nil
+					}
+					t.Fatalf("the provider decided on the redirected request: %+v; want it refused", cond)
+				}
+			}
+			return errorf("the provider has not decided on the redirected request yet: %+v", got.Status.Conditions)
+		})
+		if server := providerKubeconfig(t, b, a.ClusterID).Host; server != a.APIServerURL {
+			t.Fatalf("the provider now manages A's Advertisements at %s, not at A's API server %s", server, a.APIServerURL)
+		}
+		resume()
+		// A puts its request back and stays peered.
+		waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, peering.ReasonAccepted, reconcilePeriod+15*time.Second)
+		framework.Eventually(t, reconcilePeriod+15*time.Second, func() error {
+			var got discoveryv1alpha1.PeeringRequest
+			if err := framework.Client(t, b).Get(ctx, client.ObjectKey{Name: a.ClusterID}, &got); err != nil {
+				return err
+			}
+			if got.Spec.APIServerURL != a.APIServerURL || !meta.IsStatusConditionTrue(got.Status.Conditions, discoveryv1alpha1.PeeringRequestAccepted) {
+				return errorf("A's request not restored and accepted yet: %s %+v", got.Spec.APIServerURL, got.Status.Conditions)
+			}
+			return nil
+		})
+		// The identities of the peering may have been renewed meanwhile.
+		consumer = clientFor(t, identityConfig(t, a, b.ClusterID))
+		provider = clientFor(t, providerKubeconfig(t, b, a.ClusterID))
+		vk = clientFor(t, virtualKubeletConfig(t, a, b))
 	})
 
 	t.Run("the kubeconfig B holds for A works in A's tenant namespace for B and nowhere else", func(t *testing.T) {

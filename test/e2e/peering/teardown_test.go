@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -134,5 +135,39 @@ func setJoin(t *testing.T, m *playground.Member, clusterID string, join bool) {
 	fc.Spec.Join = join
 	if err := c.Patch(context.Background(), fc, patch); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTwoWayUnpeerOneDirection: A and B peer both ways and share one tenant
+// namespace per side; unpeering A from B leaves B's peering with A whole.
+func TestTwoWayUnpeerOneDirection(t *testing.T) {
+	a, b, _ := members()
+	framework.LogOnFailure(t, a, b)
+	peer(t, a, b)
+	peer(t, b, a)
+	setJoin(t, a, b.ClusterID, false)
+	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, peering.ReasonUnpeered, 30*time.Second)
+
+	roleIn := func(m *playground.Member, peerID, role string) bool {
+		err := framework.Client(t, m).Get(context.Background(), client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(peerID), Name: role}, &rbacv1.Role{})
+		return err == nil
+	}
+	framework.Eventually(t, 15*time.Second, func() error {
+		switch {
+		case roleIn(a, b.ClusterID, peering.ProviderRole):
+			return errorf("%s still grants %s the provider Role", a.Name, b.Name)
+		case roleIn(b, a.ClusterID, peering.VirtualKubeletRole):
+			return errorf("%s still grants %s the virtual kubelet Role", b.Name, a.Name)
+		}
+		return nil
+	})
+	// The other direction is untouched, for longer than a reconcile period.
+	deadline := time.Now().Add(2 * reconcilePeriod)
+	for time.Now().Before(deadline) {
+		if !roleIn(a, b.ClusterID, peering.VirtualKubeletRole) || !roleIn(b, a.ClusterID, peering.ProviderRole) {
+			t.Fatalf("unpeering %s from %s removed the Roles of %s's peering with %s", a.Name, b.Name, b.Name, a.Name)
+		}
+		waitCondition(t, b, a.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, peering.ReasonAccepted, time.Second)
+		time.Sleep(500 * time.Millisecond)
 	}
 }
