@@ -48,6 +48,10 @@ const (
 // RemoteIdentitySecretName is the consumer's Secret for provider clusterID.
 func RemoteIdentitySecretName(clusterID string) string { return "liqo-remote-identity-" + clusterID }
 
+// removedRemotely prefixes the Unpeering message once the provider's side
+// is done.
+const removedRemotely = "Removed in the provider, removing the local side: "
+
 // DefaultForceUnpeerAfter bounds how long an unpeering waits for an
 // unreachable provider before it completes on the local side alone.
 const DefaultForceUnpeerAfter = 30 * time.Second
@@ -481,6 +485,17 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 			}
 			forced = true
 		}
+		if !forced {
+			// Recorded before the identity goes, so that a retried pass
+			// (a status conflict) still reports what happened remotely.
+			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering, removedRemotely+outcome)
+			if err := r.patchStatus(ctx, orig, fc); err != nil {
+				return ctrl.Result{}, err
+			}
+			orig = fc.DeepCopy()
+		}
+	} else if strings.HasPrefix(cond.Message, removedRemotely) {
+		outcome = strings.TrimPrefix(cond.Message, removedRemotely)
 	}
 	for _, obj := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: RemoteIdentitySecretName(provider)}},
@@ -549,14 +564,12 @@ func (r *Outgoing) deleteRemote(ctx context.Context, creds *identity.Credentials
 		return "", err
 	}
 	err = remote.Delete(ctx, &discoveryv1alpha1.PeeringRequest{ObjectMeta: metav1.ObjectMeta{Name: r.LocalClusterID}})
-	switch {
-	case err == nil || apierrors.IsNotFound(err):
+	// Gone, or this cluster's identity refused: the provider revokes it
+	// exactly when its side of the peering is removed.
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 		return "the peering was removed on both sides", nil
-	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-		return "the provider had already revoked this cluster's identity; the local side was removed", nil
-	default:
-		return "", err
 	}
+	return "", err
 }
 
 func setCondition(fc *discoveryv1alpha1.ForeignCluster, t string, s metav1.ConditionStatus, reason, msg string) {
