@@ -9,12 +9,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/remove"
 	"github.com/liqo-go/liqo/internal/ctl/status"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -69,6 +73,31 @@ func TestLiqoctl(t *testing.T) {
 		t.Fatalf("remove printed %q, want the unpeering confirmed on both sides", out.String())
 	}
 	waitNoPeeringObjects(t, a, b, 30*time.Second)
+	// B known with another CA than the one it serves now: add refuses and
+	// says how to trust the new one.
+	inA := framework.Client(t, a)
+	var caSecret corev1.Secret
+	if err := inA.Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: foreigncluster.CASecretName(b.ClusterID)}, &caSecret); err != nil {
+		t.Fatal(err)
+	}
+	saved := caSecret.DeepCopy()
+	otherCA, _, err := auth.NewCA("not-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caSecret.Data[foreigncluster.CASecretKey] = otherCA
+	if err := inA.Update(ctx, &caSecret); err != nil {
+		t.Fatal(err)
+	}
+	err = o.Run(ctx, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "CA mismatch") || !strings.Contains(err.Error(), "kubectl annotate foreigncluster") {
+		t.Fatalf("add with a changed CA: %v, want a CA mismatch error saying how to trust the new CA", err)
+	}
+	caSecret.Data = saved.Data
+	if err := inA.Update(ctx, &caSecret); err != nil {
+		t.Fatal(err)
+	}
+
 	err = (&remove.Options{Kubeconfig: a.Kubeconfig, Cluster: "no-such-cluster", Timeout: time.Second}).Run(ctx, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "no ForeignCluster") {
 		t.Fatalf("remove of an unknown cluster: %v, want a clear error", err)
