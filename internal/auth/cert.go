@@ -20,17 +20,31 @@ import (
 // IP addresses), valid for a year. The auth service needs no certificate
 // chain: peers pin the cluster CA it hands out, not this certificate.
 func SelfSignedCertificate(hosts []string) (tls.Certificate, error) {
+	key, tmpl, err := servingTemplate("liqo-auth", hosts)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("preparing the auth service certificate: %w", err)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("signing the auth service certificate: %w", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// servingTemplate returns a new key and the template of a serving
+// certificate for hosts (names or IP addresses), valid for a year.
+func servingTemplate(commonName string, hosts []string) (*ecdsa.PrivateKey, *x509.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("generating the auth service key: %w", err)
+		return nil, nil, err
 	}
 	sn, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
-		return tls.Certificate{}, err
+		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: "liqo-auth"},
+		Subject:      pkix.Name{CommonName: commonName},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -43,11 +57,7 @@ func SelfSignedCertificate(hosts []string) (tls.Certificate, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("signing the auth service certificate: %w", err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+	return key, tmpl, nil
 }
 
 // NewCA returns a self-signed CA (PEM certificate and key) valid for ten
@@ -93,28 +103,9 @@ func ServingCertificate(caCertPEM, caKeyPEM []byte, hosts []string) (tls.Certifi
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, tmpl, err := servingTemplate("liqo-webhook", hosts)
 	if err != nil {
 		return tls.Certificate{}, err
-	}
-	sn, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: "liqo-webhook"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, key.Public(), ca.PrivateKey)
 	if err != nil {

@@ -153,7 +153,7 @@ func newDownCommand(dir *string) *cobra.Command {
 func newStatusCommand(ctx context.Context, dir *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show each cluster's ClusterID and nodes",
+		Short: "Show each cluster's ClusterID, nodes and peerings",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return printStatus(ctx, cmd.OutOrStdout(), *dir)
@@ -161,9 +161,24 @@ func newStatusCommand(ctx context.Context, dir *string) *cobra.Command {
 	}
 }
 
-// waitForDiscovery gives the clusters up to ten seconds to find each other
-// over mDNS, so that the table printed next shows it, and says how it went.
+// waitForDiscovery waits, up to 10 s, until every cluster found the others.
 func waitForDiscovery(ctx context.Context, out io.Writer, dir string, n int) {
+	waitForAll(ctx, out, dir, n, 10*time.Second, func(st *status) bool { return len(st.peers) >= n-1 },
+		fmt.Sprintf("discovery: every cluster found the other %d over mDNS", n-1),
+		"discovery: not every cluster found the others; see `liqoctl playground status` and the logs")
+}
+
+// waitForPeering waits, up to 30 s, until every cluster's peering with
+// every other was accepted.
+func waitForPeering(ctx context.Context, out io.Writer, dir string, n int) {
+	waitForAll(ctx, out, dir, n, 30*time.Second, func(st *status) bool { return st.accepted >= n-1 },
+		fmt.Sprintf("peering: every cluster peered with the other %d, both ways,", n-1),
+		"peering: not every peering was accepted; see `liqoctl status -v` on each cluster and the logs")
+}
+
+// waitForAll polls every cluster's status until done holds for all of
+// them, or timeout, and says which, with how long it took.
+func waitForAll(ctx context.Context, out io.Writer, dir string, n int, timeout time.Duration, done func(*status) bool, success, failure string) {
 	if n < 2 {
 		return
 	}
@@ -172,51 +187,22 @@ func waitForDiscovery(ctx context.Context, out io.Writer, dir string, n int) {
 		return
 	}
 	start := time.Now()
-	for time.Since(start) < 10*time.Second {
+	for time.Since(start) < timeout {
 		all := true
 		for _, m := range clusters {
 			st, err := clusterStatus(ctx, m.Kubeconfig)
-			if err != nil || len(st.peers) < n-1 {
+			if err != nil || !done(st) {
 				all = false
 				break
 			}
 		}
 		if all {
-			fmt.Fprintf(out, "  discovery: every cluster found the other %d over mDNS in %s\n", n-1, time.Since(start).Round(10*time.Millisecond))
+			fmt.Fprintf(out, "  %s in %s\n", success, time.Since(start).Round(10*time.Millisecond))
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	fmt.Fprintln(out, "  discovery: not every cluster found the others within 10s; see `liqoctl playground status` and the logs")
-}
-
-// waitForPeering waits, up to 30 s, until every cluster's peering with
-// every other was accepted, and says how long it took.
-func waitForPeering(ctx context.Context, out io.Writer, dir string, n int) {
-	if n < 2 {
-		return
-	}
-	clusters, err := playground.Load(dir)
-	if err != nil {
-		return
-	}
-	start := time.Now()
-	for time.Since(start) < 30*time.Second {
-		all := true
-		for _, m := range clusters {
-			st, err := clusterStatus(ctx, m.Kubeconfig)
-			if err != nil || st.accepted < n-1 {
-				all = false
-				break
-			}
-		}
-		if all {
-			fmt.Fprintf(out, "  peering: every cluster peered with the other %d, both ways, in %s\n", n-1, time.Since(start).Round(10*time.Millisecond))
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	fmt.Fprintln(out, "  peering: not every peering was accepted within 30s; see `liqoctl status -v` on each cluster and the logs")
+	fmt.Fprintf(out, "  %s (waited %s)\n", failure, timeout)
 }
 
 // printStatus asks every cluster of the playground for its ClusterID and

@@ -22,8 +22,9 @@ import (
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
-// setDiscovery changes m's discovery switches and waits until applied.
-func setDiscovery(t *testing.T, m *playground.Member, change func(*configv1alpha1.ClusterConfigSpec)) {
+// setClusterConfig changes m's ClusterConfig and waits until the
+// controller manager applied it.
+func setClusterConfig(t *testing.T, m *playground.Member, change func(*configv1alpha1.ClusterConfigSpec)) {
 	t.Helper()
 	c := framework.Client(t, m)
 	ctx := context.Background()
@@ -69,7 +70,7 @@ func TestLANPeering(t *testing.T) {
 	}
 	start := time.Now()
 	for _, m := range suite.Members {
-		setDiscovery(t, m, func(s *configv1alpha1.ClusterConfigSpec) {
+		setClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) {
 			s.DiscoveryConfig.EnableDiscovery = ptr.To(true)
 			s.DiscoveryConfig.EnableAdvertisement = ptr.To(true)
 			s.DiscoveryConfig.AutoJoin = ptr.To(true)
@@ -105,7 +106,7 @@ func TestLANPeering(t *testing.T) {
 // ForeignClusters, so that later tests start from nothing.
 func lanCleanup(t *testing.T) {
 	for _, m := range suite.Members {
-		setDiscovery(t, m, func(s *configv1alpha1.ClusterConfigSpec) {
+		setClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) {
 			s.DiscoveryConfig.EnableDiscovery = ptr.To(false)
 			s.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
 			s.DiscoveryConfig.AutoJoin = ptr.To(false)

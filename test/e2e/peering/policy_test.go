@@ -23,36 +23,13 @@ import (
 // controller manager applied it; the change is undone at cleanup.
 func setPeeringConfig(t *testing.T, m *playground.Member, change func(*configv1alpha1.PeeringConfig)) {
 	t.Helper()
-	c := framework.Client(t, m)
-	update := func(ctx context.Context, f func(*configv1alpha1.PeeringConfig)) {
-		var cc configv1alpha1.ClusterConfig
-		if err := c.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFrom(cc.DeepCopy())
-		f(&cc.Spec.PeeringConfig)
-		if err := c.Patch(ctx, &cc, patch); err != nil {
-			t.Fatal(err)
-		}
-		framework.Eventually(t, 10*time.Second, func() error {
-			if err := c.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
-				return err
-			}
-			for _, cond := range cc.Status.Conditions {
-				if cond.Type == "Ready" && cond.ObservedGeneration == cc.Generation {
-					return nil
-				}
-			}
-			return errorf("ClusterConfig generation %d not applied yet", cc.Generation)
-		})
-	}
 	var before configv1alpha1.ClusterConfig
-	if err := c.Get(t.Context(), client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &before); err != nil {
+	if err := framework.Client(t, m).Get(t.Context(), client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &before); err != nil {
 		t.Fatal(err)
 	}
 	saved := before.Spec.PeeringConfig
-	update(t.Context(), change)
-	t.Cleanup(func() { update(context.Background(), func(pc *configv1alpha1.PeeringConfig) { *pc = saved }) })
+	setClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) { change(&s.PeeringConfig) })
+	t.Cleanup(func() { setClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) { s.PeeringConfig = saved }) })
 }
 
 // TestWebhookPolicy: the provider's webhook rejects, with the rule in the
