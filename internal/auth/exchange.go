@@ -94,6 +94,7 @@ const (
 	ReasonExpired       = "RequestExpired"
 	ReasonPolicy        = "RefusedByPolicy"
 	ReasonNotReady      = "NotReady"
+	ReasonTooMany       = "TooManyRequests"
 	ReasonInternal      = "InternalError"
 )
 
@@ -178,6 +179,11 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.Issuer == nil || s.Token == nil {
 		refuse(http.StatusServiceUnavailable, ReasonNotReady, "this cluster does not accept peerings yet")
+		return
+	}
+	if !s.allowExchange() {
+		w.Header().Set("Retry-After", "1")
+		refuse(http.StatusTooManyRequests, ReasonTooMany, "too many peering requests at once; try again shortly")
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxExchangeBytes+1))

@@ -188,3 +188,17 @@ func FuzzExchange(f *testing.F) {
 		}
 	})
 }
+
+func TestExchangesAreRateLimited(t *testing.T) {
+	srv := newExchangeServer(t, &stubIssuer{})
+	body := []byte("{") // refused after the limiter, cheaply
+	limited := 0
+	for range exchangeBurst + 10 {
+		if status, reason := post(t, srv.URL, body, ""); status == http.StatusTooManyRequests && reason == ReasonTooMany {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatalf("%d requests at once were all served; want the ones past the burst of %d refused", exchangeBurst+10, exchangeBurst)
+	}
+}

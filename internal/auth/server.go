@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -36,6 +37,8 @@ type Server struct {
 	Token func(ctx context.Context) (string, error)
 
 	nonces    nonceCache
+	limiter   *rate.Limiter
+	limitOnce sync.Once
 	tokenMu   sync.Mutex
 	token     string
 	tokenRead time.Time
@@ -54,6 +57,18 @@ var issued = prometheus.NewCounter(prometheus.CounterOpts{
 func init() { metrics.Registry.MustRegister(refusals, issued) }
 
 func (s *Server) countRefusal(reason string) { refusals.WithLabelValues(reason).Inc() }
+
+// Exchanges are bounded: each may sign a certificate, and a flood must not
+// turn into a flood of CertificateSigningRequests.
+const (
+	exchangesPerSecond = 20
+	exchangeBurst      = 40
+)
+
+func (s *Server) allowExchange() bool {
+	s.limitOnce.Do(func() { s.limiter = rate.NewLimiter(exchangesPerSecond, exchangeBurst) })
+	return s.limiter.Allow()
+}
 
 // Handler returns the service's HTTP handler.
 func (s *Server) Handler() http.Handler {

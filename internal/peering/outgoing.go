@@ -357,7 +357,7 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 // becomes AuthenticationFailed.
 var knownExchangeReasons = map[string]bool{
 	auth.ReasonBadRequest: true, auth.ReasonTokenRequired: true, auth.ReasonWrongToken: true, auth.ReasonReplayed: true,
-	auth.ReasonExpired: true, auth.ReasonNotReady: true, auth.ReasonInternal: true,
+	auth.ReasonExpired: true, auth.ReasonNotReady: true, auth.ReasonInternal: true, auth.ReasonTooMany: true,
 }
 
 // errNotVerified says the provider could not verify this cluster with the
