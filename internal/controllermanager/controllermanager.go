@@ -69,6 +69,9 @@ type Options struct {
 	WebhookURL string
 	// ForceUnpeerAfter bounds an unpeering from an unreachable provider.
 	ForceUnpeerAfter time.Duration
+	// ExchangeTTL is how long a token exchange may wait for its
+	// PeeringRequest before what it created is removed.
+	ExchangeTTL time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -80,6 +83,7 @@ func NewOptions() *Options {
 		AuthBindAddress:        ":8443",
 		WebhookBindAddress:     ":9443",
 		ForceUnpeerAfter:       peering.DefaultForceUnpeerAfter,
+		ExchangeTTL:            peering.DefaultExchangeTTL,
 		KubeAPIQPS:             200,
 		KubeAPIBurst:           400,
 	}
@@ -101,6 +105,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
 	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", o.WebhookBindAddress, "Address the admission webhook listens on")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Base URL the API server reaches the webhook at (default: https:// and the bind address, or the host name when it binds all addresses)")
+	fs.DurationVar(&o.ExchangeTTL, "peering-exchange-ttl", o.ExchangeTTL, "How long a token exchange may wait for its PeeringRequest before the identity it issued is revoked")
 	fs.DurationVar(&o.ForceUnpeerAfter, "force-unpeer-after", o.ForceUnpeerAfter, "How long an unpeering waits for an unreachable provider before removing the local side alone")
 	fs.StringVar(&o.APIServerURL, "api-server-url", o.APIServerURL, "URL peers reach this cluster's API server at (default: the kubeconfig's server)")
 }

@@ -41,6 +41,9 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 	}
 	ctrl.Log.WithName("setup").Info("PeeringRequest webhook", "url", wh.url)
 
+	if err := mgr.Add(&peering.Sweeper{Client: direct, Namespace: o.Namespace, TTL: o.ExchangeTTL}); err != nil {
+		return err
+	}
 	if err := (&peering.Incoming{
 		Client: direct, Scheme: mgr.GetScheme(), Namespace: o.Namespace, LocalClusterID: clusterID, Policy: policy, Config: config,
 	}).SetupWithManager(mgr); err != nil {

@@ -36,6 +36,9 @@ const (
 	PeerSecretKubeconfig = "kubeconfig"
 	// AuthenticatedByAnnotation records how the consumer was authenticated.
 	AuthenticatedByAnnotation = "liqo.io/authenticated-by"
+	// ExchangedAtAnnotation records when the last exchange happened, so
+	// that one never followed by a PeeringRequest can be swept.
+	ExchangedAtAnnotation = "liqo.io/exchanged-at"
 )
 
 // PeerSecretName is the provider's Secret for consumer clusterID.
@@ -126,6 +129,7 @@ func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, t
 			secret.Annotations = map[string]string{}
 		}
 		secret.Annotations[AuthenticatedByAnnotation] = by
+		secret.Annotations[ExchangedAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 		// A new key for the next verification; what was verified (the
 		// kubeconfig, the API server the ID is bound to) stays until then.
 		if secret.Data == nil {

@@ -14,7 +14,3 @@ func errorf(format string, args ...any) error { return fmt.Errorf(format, args..
 func clusterRole(name string) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
-
-func clusterRoleBinding(name string) *rbacv1.ClusterRoleBinding {
-	return &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
-}

@@ -42,9 +42,15 @@ var suite *framework.Suite
 // repaired within it.
 const reconcilePeriod = 3 * time.Second
 
+// exchangeTTL is how long a token exchange may wait for its PeeringRequest.
+const exchangeTTL = 5 * time.Second
+
 func TestMain(m *testing.M) {
 	os.Exit(framework.Main(m, framework.Options{
 		Clusters: 3,
+		// Unfinished token exchanges are swept quickly, so that a test can
+		// watch it happen.
+		ControllerManagerArgs: []string{"--peering-exchange-ttl=" + exchangeTTL.String()},
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			// The manual path first: nothing is discovered until the LAN
 			// test turns discovery on.
