@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -15,6 +17,7 @@ import (
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/peering"
+	"github.com/liqo-go/liqo/internal/sharing"
 )
 
 // setupPeering adds the token exchange to the auth service, the
@@ -54,6 +57,30 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 		Local: authServer.Identity, LocalAuthURL: authURL, Config: config, ForceUnpeerAfter: o.ForceUnpeerAfter,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the outgoing peering controller: %w", err)
+	}
+	return setupSharing(mgr, o, direct, clusterID, store)
+}
+
+// setupSharing adds the Broadcaster (provider) and the Advertisement
+// operator (consumer).
+func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, store *clusterconfig.Store) error {
+	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
+	if err := (&sharing.Broadcaster{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), LocalClusterID: clusterID, Config: config, Changes: store.Subscribe(),
+		LocalClusterName: func() string { return clusterconfig.EffectiveClusterName(o.ClusterName, store.Get(), clusterID) },
+		Kubeconfig: func(ctx context.Context, consumer string) ([]byte, error) {
+			var secret corev1.Secret
+			err := direct.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: peering.PeerSecretName(consumer)}, &secret)
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return secret.Data[peering.PeerSecretKubeconfig], err
+		},
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Broadcaster: %w", err)
+	}
+	if err := (&sharing.Operator{Client: mgr.GetClient(), Config: config, Changes: store.Subscribe()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Advertisement operator: %w", err)
 	}
 	return nil
 }

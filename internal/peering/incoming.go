@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,8 +33,10 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/sharing"
 )
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
@@ -334,6 +337,7 @@ func ptrTo[T any](v T) *T { return &v }
 // the virtual kubelet's Role and binding), the provider key, and the
 // ForeignCluster created only because of the peering.
 func (r *Incoming) revoke(ctx context.Context, id string) error {
+	r.withdrawAdvertisement(ctx, id)
 	name := ConsumerRBACName(id)
 	for _, obj := range []client.Object{
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}},
@@ -345,6 +349,28 @@ func (r *Incoming) revoke(ctx context.Context, id string) error {
 		}
 	}
 	return r.dropAccepted(ctx, id)
+}
+
+// withdrawAdvertisement deletes, best effort and within 5 s, this
+// cluster's Advertisement in the consumer, while the kubeconfig still
+// exists: the consumer removes it too when it unpeers.
+func (r *Incoming) withdrawAdvertisement(ctx context.Context, id string) {
+	var secret corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: PeerSecretName(id)}, &secret); err != nil || len(secret.Data[PeerSecretKubeconfig]) == 0 {
+		return
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[PeerSecretKubeconfig])
+	if err != nil {
+		return
+	}
+	cfg.Timeout = 5 * time.Second
+	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	if err != nil {
+		return
+	}
+	_ = remote.Delete(ctx, &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{
+		Namespace: discoveryv1alpha1.TenantNamespace(r.LocalClusterID), Name: sharing.AdvertisementName(r.LocalClusterID),
+	}})
 }
 
 // dropAccepted deletes the tenant namespace and unmarks (or deletes) the
@@ -385,7 +411,8 @@ func (r *Incoming) patchStatus(ctx context.Context, orig, pr *discoveryv1alpha1.
 	if equalityStatus(orig, pr) {
 		return nil
 	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pr, client.MergeFrom(orig)))
+	// The Broadcaster writes a condition too: lose neither.
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pr, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
 func equalityStatus(a, b *discoveryv1alpha1.PeeringRequest) bool {

@@ -28,9 +28,11 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/sharing"
 )
 
 // Keys of the Secret liqo-remote-identity-<provider>, which a consumer
@@ -504,6 +506,12 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 			return ctrl.Result{}, err
 		}
 	}
+	// The provider's offer goes with the peering.
+	adv := &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharing.AdvertisementName(provider)}}
+	if err := r.Client.Delete(ctx, adv); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionAdvertisementAccepted)
 	// The provider's peering towards this cluster shares the namespace.
 	var incoming discoveryv1alpha1.PeeringRequest
 	err = r.Client.Get(ctx, client.ObjectKey{Name: provider}, &incoming)

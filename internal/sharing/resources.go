@@ -17,7 +17,7 @@ const (
 	VirtualNodeLabel = "type"
 	// VirtualNodeValue is VirtualNodeLabel's value on a virtual node.
 	VirtualNodeValue = "virtual-node"
-	// OriginClusterLabel, on a pod a provider runs for a consumer, names
+	// OriginClusterLabel names, on a pod a provider runs for a consumer,
 	// that consumer.
 	OriginClusterLabel = "liqo.io/origin-cluster-id"
 )

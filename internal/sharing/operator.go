@@ -1,0 +1,179 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package sharing
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
+)
+
+// AcceptAnnotation set to "true" on an Advertisement accepts it when
+// spec.sharingConfig.autoAccept is off (the cap still applies).
+const AcceptAnnotation = "sharing.liqo.io/accept"
+
+// Reasons of an Advertisement's decision.
+const (
+	ReasonAccepted          = "Accepted"
+	ReasonOverCap           = "OverMaxAcceptedResources"
+	ReasonAwaitingOperator  = "AutoAcceptDisabled"
+	ReasonWrongNamespace    = "WrongNamespace"
+	ReasonExpired           = "Expired"
+	ReasonUnknownProvider   = "UnknownProvider"
+	ReasonProviderNotJoined = "NotJoined"
+)
+
+// +kubebuilder:rbac:groups=sharing.liqo.io,resources=advertisements;advertisements/status,verbs=get;list;watch;create;update;patch;delete
+
+// Operator is the consumer's Advertisement operator: it accepts or refuses
+// each offer by policy and reflects the decision on the provider's
+// ForeignCluster (condition AdvertisementAccepted).
+type Operator struct {
+	// Client reads and writes Advertisements and ForeignClusters.
+	Client client.Client
+	// Config returns the ClusterConfig in force.
+	Config func() *configv1alpha1.ClusterConfig
+	// Now is injectable for tests.
+	Now func() time.Time
+	// Changes receives a value when the ClusterConfig changed (the cap,
+	// auto-accept): every offer is decided again.
+	Changes <-chan struct{}
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (o *Operator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var adv sharingv1alpha1.Advertisement
+	if err := o.Client.Get(ctx, req.NamespacedName, &adv); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !adv.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	now := time.Now()
+	if o.Now != nil {
+		now = o.Now()
+	}
+	provider := adv.Spec.ClusterIdentity.ClusterID
+	if now.After(adv.Spec.TimeToLive.Time) {
+		// An offer not refreshed in time is withdrawn; a live provider
+		// writes a new one.
+		ctrl.LoggerFrom(ctx).Info("Advertisement expired; deleting it", "provider", provider)
+		return ctrl.Result{}, client.IgnoreNotFound(o.Client.Delete(ctx, &adv))
+	}
+	phase, reason, msg := o.decide(ctx, &adv)
+	orig := adv.DeepCopy()
+	adv.Status.Phase, adv.Status.Reason, adv.Status.Message = phase, reason, msg
+	if orig.Status.Phase != phase || orig.Status.Reason != reason || orig.Status.Message != msg {
+		if err := o.Client.Status().Patch(ctx, &adv, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if err := o.reflect(ctx, provider, phase, reason, msg); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Look again when it would expire.
+	return ctrl.Result{RequeueAfter: max(time.Until(adv.Spec.TimeToLive.Time), time.Second)}, nil
+}
+
+// decide applies the policy.
+func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisement) (sharingv1alpha1.AdvertisementPhase, string, string) {
+	provider := adv.Spec.ClusterIdentity.ClusterID
+	if adv.Namespace != discoveryv1alpha1.TenantNamespace(provider) {
+		return sharingv1alpha1.AdvertisementRefused, ReasonWrongNamespace,
+			fmt.Sprintf("an Advertisement of %s belongs in namespace %s", provider, discoveryv1alpha1.TenantNamespace(provider))
+	}
+	fc, err := foreigncluster.Find(ctx, o.Client, provider)
+	switch {
+	case err != nil:
+		return sharingv1alpha1.AdvertisementRefused, ReasonUnknownProvider, err.Error()
+	case fc == nil:
+		return sharingv1alpha1.AdvertisementRefused, ReasonUnknownProvider, fmt.Sprintf("no ForeignCluster for %s", provider)
+	case !meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested):
+		return sharingv1alpha1.AdvertisementRefused, ReasonProviderNotJoined, fmt.Sprintf("this cluster has no peering with %s", provider)
+	}
+	var sc configv1alpha1.SharingConfig
+	if cc := o.Config(); cc != nil {
+		sc = cc.Spec.SharingConfig
+	}
+	if over := overCap(adv.Spec.Resources, sc.MaxAcceptedResources); len(over) > 0 {
+		return sharingv1alpha1.AdvertisementRefused, ReasonOverCap,
+			"the offer exceeds spec.sharingConfig.maxAcceptedResources: " + strings.Join(over, ", ")
+	}
+	if sc.AutoAccept != nil && !*sc.AutoAccept && adv.Annotations[AcceptAnnotation] != "true" {
+		return sharingv1alpha1.AdvertisementRefused, ReasonAwaitingOperator, fmt.Sprintf(
+			"spec.sharingConfig.autoAccept is off; accept this offer with: kubectl annotate advertisement -n %s %s %s=true", adv.Namespace, adv.Name, AcceptAnnotation)
+	}
+	return sharingv1alpha1.AdvertisementAccepted, ReasonAccepted, "Accepted: " + describe(adv.Spec.Resources)
+}
+
+// overCap lists the resources of offer above their cap.
+func overCap(offer, capList corev1.ResourceList) []string {
+	var over []string
+	for name, limit := range capList {
+		if q, ok := offer[name]; ok && q.Cmp(limit) > 0 {
+			over = append(over, fmt.Sprintf("%s %s > %s", name, q.String(), limit.String()))
+		}
+	}
+	sort.Strings(over)
+	return over
+}
+
+// reflect sets AdvertisementAccepted on the provider's ForeignCluster.
+func (o *Operator) reflect(ctx context.Context, provider string, phase sharingv1alpha1.AdvertisementPhase, reason, msg string) error {
+	fc, err := foreigncluster.Find(ctx, o.Client, provider)
+	if err != nil || fc == nil {
+		return err
+	}
+	status := metav1.ConditionFalse
+	if phase == sharingv1alpha1.AdvertisementAccepted {
+		status = metav1.ConditionTrue
+	}
+	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAdvertisementAccepted); c != nil &&
+		c.Status == status && c.Reason == reason && c.Message == msg {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{
+		Type: discoveryv1alpha1.ConditionAdvertisementAccepted, Status: status, Reason: reason, Message: msg, ObservedGeneration: fc.Generation,
+	})
+	if err := o.Client.Status().Patch(ctx, fc, patch); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// SetupWithManager registers the operator.
+func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list sharingv1alpha1.AdvertisementList
+		if err := mgr.GetClient().List(ctx, &list); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&sharingv1alpha1.Advertisement{}).
+		WatchesRawSource(configSource(mgr, o.Changes, &sharingv1alpha1.Advertisement{}, all)).
+		Named("advertisement").
+		Complete(o)
+}
