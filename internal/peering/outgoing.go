@@ -3,6 +3,7 @@
 package peering
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,10 @@ const (
 	IdentityProviderCert   = "provider.crt"
 	IdentityVirtualKubelet = "virtual-kubelet.key"
 	IdentityVirtualCSR     = "virtual-kubelet.csr"
+	// IdentityVirtualCert and IdentityVirtualKubeconfig hold the virtual
+	// kubelet's certificate from the provider, and its kubeconfig.
+	IdentityVirtualCert       = "virtual-kubelet.crt"
+	IdentityVirtualKubeconfig = "virtual-kubelet.kubeconfig"
 )
 
 // RemoteIdentitySecretName is the consumer's Secret for provider clusterID.
@@ -354,6 +359,25 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	return creds, secret, nil
 }
 
+// storeVirtualKubeletIdentity keeps, next to its key, the certificate the
+// provider issued to the virtual kubelet, and the kubeconfig made of both
+// (key IdentityVirtualKubeconfig), which the provider's Advertisement
+// points at.
+func (r *Outgoing) storeVirtualKubeletIdentity(ctx context.Context, secret *corev1.Secret, creds *identity.Credentials, pr *discoveryv1alpha1.PeeringRequest) error {
+	cert := []byte(pr.Status.VirtualKubeletCertificate)
+	if len(cert) == 0 || bytes.Equal(secret.Data[IdentityVirtualCert], cert) || !samePublicKey(string(secret.Data[IdentityVirtualCSR]), string(cert)) {
+		return nil
+	}
+	vk := &identity.Credentials{Server: creds.Server, CACert: creds.CACert, Certificate: cert, Key: secret.Data[IdentityVirtualKubelet]}
+	kubeconfig, err := vk.Kubeconfig(identity.VirtualKubeletUserPrefix+r.LocalClusterID, discoveryv1alpha1.TenantNamespace(r.LocalClusterID))
+	if err != nil {
+		return err
+	}
+	secret.Data[IdentityVirtualCert] = cert
+	secret.Data[IdentityVirtualKubeconfig] = kubeconfig
+	return r.Client.Update(ctx, secret)
+}
+
 // knownExchangeReasons are the refusals an auth service may name that are
 // used as condition reasons as they are; anything else a remote party says
 // becomes AuthenticationFailed.
@@ -425,6 +449,9 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 		if err := remote.Update(ctx, &pr); err != nil {
 			return err
 		}
+	}
+	if err := r.storeVirtualKubeletIdentity(ctx, secret, creds, &pr); err != nil {
+		return err
 	}
 	if v := meta.FindStatusCondition(pr.Status.Conditions, discoveryv1alpha1.PeeringRequestConsumerVerified); v != nil &&
 		v.Status == metav1.ConditionFalse && v.ObservedGeneration == pr.Generation {

@@ -11,11 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -75,6 +77,33 @@ func TestAdvertisement(t *testing.T) {
 	}
 	waitOffer(50, sharingv1alpha1.AdvertisementAccepted, sharing.ReasonAccepted)
 	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionAdvertisementAccepted, metav1.ConditionTrue, sharing.ReasonAccepted, 5*time.Second)
+
+	// The Advertisement points at the virtual kubelet's kubeconfig, which
+	// works in B's tenant namespace for A.
+	var adv sharingv1alpha1.Advertisement
+	if err := inA.Get(ctx, key, &adv); err != nil {
+		t.Fatal(err)
+	}
+	ref := adv.Spec.KubeconfigSecretRef
+	if ref == nil {
+		t.Fatal("the Advertisement has no kubeconfigSecretRef")
+	}
+	framework.Eventually(t, 10*time.Second, func() error {
+		var secret corev1.Secret
+		if err := inA.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
+			return err
+		}
+		if len(secret.Data[peering.IdentityVirtualKubeconfig]) == 0 {
+			return errorf("Secret %s/%s has no %s yet", ref.Namespace, ref.Name, peering.IdentityVirtualKubeconfig)
+		}
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[peering.IdentityVirtualKubeconfig])
+		if err != nil {
+			return err
+		}
+		allowed(t, "the virtual kubelet lists pods in its tenant namespace",
+			clientFor(t, cfg).List(ctx, &corev1.PodList{}, client.InNamespace(discoveryv1alpha1.TenantNamespace(a.ClusterID))))
+		return nil
+	})
 
 	setClusterConfig(t, b, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 20 })
 	t.Cleanup(func() {
