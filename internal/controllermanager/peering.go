@@ -18,6 +18,7 @@ import (
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
 )
 
 // setupPeering adds the token exchange to the auth service, the
@@ -81,6 +82,9 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 	}
 	if err := (&sharing.Operator{Client: mgr.GetClient(), Config: config, Changes: store.Subscribe()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Advertisement operator: %w", err)
+	}
+	if err := (&virtualkubelet.NodeReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the virtual node controller: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,284 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package virtualkubelet is Liqo's virtual kubelet, hosted in the
+// controller manager: for each accepted Advertisement it keeps a virtual
+// Node whose capacity is the offer, renews its Lease as a kubelet does, and
+// reports it NotReady while the provider cannot be reached. Pod and object
+// reflection come next (docs/sharing.md).
+package virtualkubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/sharing"
+)
+
+const (
+	// RemoteClusterLabel carries, on a virtual node, the provider's ClusterID.
+	RemoteClusterLabel = "liqo.io/remote-cluster-id"
+	// Taint keeps every pod that does not tolerate it off virtual nodes.
+	Taint = "virtual-node.liqo.io/not-allowed"
+	// KubeletVersion is what virtual nodes report as their kubelet.
+	KubeletVersion = "v1.37.1-liqo"
+	// leaseDuration is the virtual nodes' Lease duration; renewed every
+	// quarter of it, as the kubelet does.
+	leaseDuration = 40 * time.Second
+	// advertisementPrefix is the name prefix of an Advertisement.
+	advertisementPrefix = "advertisement-"
+)
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=get;update;patch
+
+// NodeReconciler keeps one virtual node per accepted Advertisement.
+type NodeReconciler struct {
+	// Client reads Advertisements and Secrets and writes Nodes and Leases.
+	Client client.Client
+	// Probe reports whether the provider answers, with the virtual
+	// kubelet's kubeconfig; nil means a GET /readyz with a 3-second bound.
+	Probe func(ctx context.Context, kubeconfig []byte) error
+	// Now is injectable for tests.
+	Now func() time.Time
+}
+
+func (r *NodeReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	provider := strings.TrimPrefix(req.Name, advertisementPrefix)
+	var adv sharingv1alpha1.Advertisement
+	err := r.Client.Get(ctx, req.NamespacedName, &adv)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	if apierrors.IsNotFound(err) || !adv.DeletionTimestamp.IsZero() || adv.Status.Phase != sharingv1alpha1.AdvertisementAccepted ||
+		req.Namespace != discoveryv1alpha1.TenantNamespace(provider) {
+		return ctrl.Result{}, r.removeNodes(ctx, provider)
+	}
+	node, err := r.ensureNode(ctx, &adv)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ready, msg := true, "The provider's API server answers"
+	if perr := r.probe(ctx, &adv); perr != nil {
+		ready, msg = false, "The provider cannot be reached: "+perr.Error()
+	}
+	if err := r.updateStatus(ctx, node, &adv, ready, msg); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.renewLease(ctx, node); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: leaseDuration / 4}, nil
+}
+
+// NodeName returns the virtual node's name for a provider: liqo-<name>
+// when the provider's name is usable, liqo-<ClusterID> otherwise.
+func NodeName(id discoveryv1alpha1.ClusterIdentity) string {
+	if name := "liqo-" + id.ClusterName; id.ClusterName != "" && len(validation.IsDNS1123Subdomain(name)) == 0 {
+		return name
+	}
+	return "liqo-" + id.ClusterID
+}
+
+func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advertisement) (*corev1.Node, error) {
+	provider := adv.Spec.ClusterIdentity.ClusterID
+	name := NodeName(adv.Spec.ClusterIdentity)
+	var existing corev1.Node
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &existing); err == nil && existing.Labels[RemoteClusterLabel] != provider {
+		name = "liqo-" + provider // another provider has that name
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, node, func() error {
+		labels := map[string]string{}
+		for k, v := range adv.Spec.Labels {
+			labels[k] = v
+		}
+		labels[sharing.VirtualNodeLabel] = sharing.VirtualNodeValue
+		labels[RemoteClusterLabel] = provider
+		labels[discoveryv1alpha1.ManagedByLabel] = discoveryv1alpha1.ManagedByValue
+		labels["kubernetes.io/hostname"] = name
+		labels["kubernetes.io/role"] = "agent"
+		node.Labels = labels
+		// Taints the node lifecycle controller adds (not-ready,
+		// unreachable) stay; ours is always there.
+		taints := []corev1.Taint{{Key: Taint, Value: "true", Effect: corev1.TaintEffectNoExecute}}
+		for _, t := range node.Spec.Taints {
+			if t.Key != Taint {
+				taints = append(taints, t)
+			}
+		}
+		node.Spec.Taints = taints
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("virtual node %s: %w", name, err)
+	}
+	return node, nil
+}
+
+func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, adv *sharingv1alpha1.Advertisement, ready bool, msg string) error {
+	orig := node.DeepCopy()
+	now := metav1.NewTime(r.now())
+	node.Status.Capacity = adv.Spec.Resources.DeepCopy()
+	node.Status.Allocatable = adv.Spec.Resources.DeepCopy()
+	node.Status.NodeInfo = corev1.NodeSystemInfo{
+		KubeletVersion: KubeletVersion, OperatingSystem: "linux", Architecture: orDefault(adv.Spec.Labels["kubernetes.io/arch"], "amd64"),
+		MachineID: adv.Spec.ClusterIdentity.ClusterID, SystemUUID: adv.Spec.ClusterIdentity.ClusterID,
+	}
+	status, reason := corev1.ConditionTrue, "ProviderReachable"
+	if !ready {
+		status, reason = corev1.ConditionFalse, "ProviderUnreachable"
+	}
+	conds := []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg},
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "VirtualNode", Message: "A virtual node has no memory pressure"},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "VirtualNode", Message: "A virtual node has no disk pressure"},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "VirtualNode", Message: "A virtual node has no PID pressure"},
+		{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, Reason: "VirtualNode", Message: "Reached through the provider"},
+	}
+	changed := false
+	for i := range conds {
+		c := &conds[i]
+		c.LastHeartbeatTime, c.LastTransitionTime = now, now
+		for _, old := range orig.Status.Conditions {
+			if old.Type == c.Type {
+				if old.Status == c.Status {
+					c.LastTransitionTime = old.LastTransitionTime
+				}
+				if old.Status != c.Status || old.Reason != c.Reason || old.Message != c.Message {
+					changed = true
+				}
+			}
+		}
+	}
+	if len(orig.Status.Conditions) != len(conds) {
+		changed = true
+	}
+	node.Status.Conditions = conds
+	// Like a kubelet with leases: status written on change, and at least
+	// every few minutes.
+	if !changed && equalResources(orig.Status.Allocatable, node.Status.Allocatable) && orig.Status.NodeInfo == node.Status.NodeInfo &&
+		len(orig.Status.Conditions) > 0 && r.now().Sub(orig.Status.Conditions[0].LastHeartbeatTime.Time) < 5*time.Minute {
+		return nil
+	}
+	return r.Client.Status().Patch(ctx, node, client.MergeFrom(orig))
+}
+
+func (r *NodeReconciler) renewLease(ctx context.Context, node *corev1.Node) error {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: node.Name}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, lease, func() error {
+		lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+		lease.Spec.HolderIdentity = ptr.To(node.Name)
+		lease.Spec.LeaseDurationSeconds = ptr.To(int32(leaseDuration / time.Second))
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: r.now()}
+		return nil
+	})
+	return err
+}
+
+// removeNodes deletes the virtual nodes of provider (their Leases go with
+// them, being owned by them); the pods bound to them are then removed as
+// from any deleted node.
+func (r *NodeReconciler) removeNodes(ctx context.Context, provider string) error {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{RemoteClusterLabel: provider}); err != nil {
+		return err
+	}
+	for i := range nodes.Items {
+		if err := r.Client.Delete(ctx, &nodes.Items[i]); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("Virtual node removed", "node", nodes.Items[i].Name, "provider", provider)
+	}
+	return nil
+}
+
+func (r *NodeReconciler) probe(ctx context.Context, adv *sharingv1alpha1.Advertisement) error {
+	ref := adv.Spec.KubeconfigSecretRef
+	if ref == nil {
+		return errors.New("the Advertisement names no kubeconfig")
+	}
+	var secret corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
+		return fmt.Errorf("reading the virtual kubelet's kubeconfig: %w", err)
+	}
+	kc := secret.Data["virtual-kubelet.kubeconfig"]
+	if len(kc) == 0 {
+		return fmt.Errorf("secret %s/%s has no virtual-kubelet.kubeconfig yet", ref.Namespace, ref.Name)
+	}
+	if r.Probe != nil {
+		return r.Probe(ctx, kc)
+	}
+	return readyz(ctx, kc)
+}
+
+func readyz(ctx context.Context, kubeconfig []byte) error {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.Timeout = 3 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	if string(body) != "ok" {
+		return fmt.Errorf("/readyz answered %q", string(body))
+	}
+	return nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, qa := range a {
+		if qb, ok := b[k]; !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// SetupWithManager registers the reconciler.
+func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&sharingv1alpha1.Advertisement{}).
+		Named("virtualnode").
+		Complete(r)
+}

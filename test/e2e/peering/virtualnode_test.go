@@ -1,0 +1,144 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package peering_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// virtualNode returns A's virtual node for provider, or an error saying
+// why it is not there yet.
+func virtualNode(t *testing.T, c client.Client, providerID string) (*corev1.Node, error) {
+	t.Helper()
+	var nodes corev1.NodeList
+	if err := c.List(context.Background(), &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: providerID}); err != nil {
+		return nil, err
+	}
+	if len(nodes.Items) != 1 {
+		return nil, errorf("%d virtual nodes for %s, want 1", len(nodes.Items), providerID)
+	}
+	return &nodes.Items[0], nil
+}
+
+func nodeReady(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+// TestVirtualNode: an accepted Advertisement becomes one Ready virtual node
+// with the advertised capacity, labelled and tainted, with a Lease renewed
+// as a kubelet does; a new share percentage changes its capacity within
+// seconds; the provider's API server stopped makes it NotReady; unpeering
+// removes it.
+func TestVirtualNode(t *testing.T) {
+	a, _, c := members()
+	framework.LogOnFailure(t, a, c)
+	peer(t, a, c)
+	inA := framework.Client(t, a)
+	ctx := t.Context()
+	advKey := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(c.ClusterID), Name: sharing.AdvertisementName(c.ClusterID)}
+	sameAsOffer := func() (*corev1.Node, error) {
+		n, err := virtualNode(t, inA, c.ClusterID)
+		if err != nil {
+			return nil, err
+		}
+		var adv sharingv1alpha1.Advertisement
+		if err := inA.Get(ctx, advKey, &adv); err != nil {
+			return nil, err
+		}
+		offer, got := adv.Spec.Resources[corev1.ResourceCPU], n.Status.Allocatable[corev1.ResourceCPU]
+		if got.Cmp(offer) != 0 || nodeReady(n) != corev1.ConditionTrue {
+			return nil, errorf("node %s: cpu %s ready %s; want the offer's cpu %s and Ready", n.Name, got.String(), nodeReady(n), offer.String())
+		}
+		return n, nil
+	}
+	var node *corev1.Node
+	framework.Eventually(t, 20*time.Second, func() (err error) { node, err = sameAsOffer(); return err })
+	if node.Labels[sharing.VirtualNodeLabel] != sharing.VirtualNodeValue || len(node.Spec.Taints) == 0 || node.Spec.Taints[0].Key != virtualkubelet.Taint {
+		t.Fatalf("node %s labels %v taints %v: want type=virtual-node and the Liqo taint", node.Name, node.Labels, node.Spec.Taints)
+	}
+	var lease coordinationv1.Lease
+	if err := inA.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, &lease); err != nil {
+		t.Fatalf("no Lease for the virtual node: %v", err)
+	}
+	first := lease.Spec.RenewTime.Time
+	framework.Eventually(t, 20*time.Second, func() error {
+		if err := inA.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, &lease); err != nil {
+			return err
+		}
+		if !lease.Spec.RenewTime.After(first) {
+			return errorf("Lease not renewed since %s", first)
+		}
+		return nil
+	})
+
+	setClusterConfig(t, c, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 25 })
+	t.Cleanup(func() {
+		setClusterConfig(t, c, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 50 })
+	})
+	before := node.Status.Allocatable[corev1.ResourceCPU]
+	start := time.Now()
+	framework.Eventually(t, 10*time.Second, func() error {
+		n, err := sameAsOffer()
+		if err != nil {
+			return err
+		}
+		if q := n.Status.Allocatable[corev1.ResourceCPU]; q.Cmp(before) == 0 {
+			return errorf("node cpu still %s", q.String())
+		}
+		return nil
+	})
+	t.Logf("the virtual node's capacity followed the provider's share in %s", time.Since(start).Round(time.Millisecond))
+
+	// The provider's API server stopped: NotReady; back: Ready again.
+	apiserver := c.Process(localcluster.KubeAPIServer)
+	bin, args := apiserver.Command()
+	if err := c.StopProcess(localcluster.KubeAPIServer); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	restart := func() {
+		if !restarted {
+			restarted = true
+			if _, err := c.Launch(localcluster.KubeAPIServer, bin, args); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(restart)
+	framework.Eventually(t, 30*time.Second, func() error {
+		n, err := virtualNode(t, inA, c.ClusterID)
+		if err != nil {
+			return err
+		}
+		if nodeReady(n) != corev1.ConditionFalse {
+			return errorf("node %s Ready=%s with the provider down", n.Name, nodeReady(n))
+		}
+		return nil
+	})
+	restart()
+	framework.Eventually(t, 90*time.Second, func() error { _, err := sameAsOffer(); return err })
+
+	unpeer(t, a, c)
+	if _, err := virtualNode(t, inA, c.ClusterID); err == nil {
+		t.Fatal("the virtual node outlived the peering")
+	}
+}
