@@ -17,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +29,7 @@ import (
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/sharing"
 )
 
@@ -76,7 +78,10 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if apierrors.IsNotFound(err) || !adv.DeletionTimestamp.IsZero() || adv.Status.Phase != sharingv1alpha1.AdvertisementAccepted ||
 		req.Namespace != discoveryv1alpha1.TenantNamespace(provider) {
-		return ctrl.Result{}, r.removeNodes(ctx, provider)
+		if err := r.removeNodes(ctx, provider); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.reflect(ctx, provider, "", "", "")
 	}
 	node, err := r.ensureNode(ctx, &adv)
 	if err != nil {
@@ -90,6 +95,13 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	if err := r.renewLease(ctx, node); err != nil {
+		return ctrl.Result{}, err
+	}
+	status, reason := metav1.ConditionTrue, "NodeReady"
+	if !ready {
+		status, reason = metav1.ConditionFalse, "ProviderUnreachable"
+	}
+	if err := r.reflect(ctx, provider, status, reason, fmt.Sprintf("Virtual node %s: %s", node.Name, msg)); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: leaseDuration / 4}, nil
@@ -254,6 +266,28 @@ func readyz(ctx context.Context, kubeconfig []byte) error {
 		return fmt.Errorf("/readyz answered %q", string(body))
 	}
 	return nil
+}
+
+// reflect sets (or, with an empty status, removes) VirtualNodeReady on
+// the provider's ForeignCluster.
+func (r *NodeReconciler) reflect(ctx context.Context, provider string, status metav1.ConditionStatus, reason, msg string) error {
+	fc, err := foreigncluster.Find(ctx, r.Client, provider)
+	if err != nil || fc == nil {
+		return err
+	}
+	cur := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady)
+	if (status == "" && cur == nil) || (cur != nil && cur.Status == status && cur.Reason == reason && cur.Message == msg) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if status == "" {
+		meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady)
+	} else {
+		meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{
+			Type: discoveryv1alpha1.ConditionVirtualNodeReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: fc.Generation,
+		})
+	}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, fc, patch))
 }
 
 func orDefault(s, d string) string {

@@ -79,14 +79,15 @@ func (o *Options) Print(out io.Writer, fcs []discoveryv1alpha1.ForeignCluster) e
 	}
 	sort.Slice(fcs, func(i, j int) bool { return fcs[i].Name < fcs[j].Name })
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(w, "NAME\tCLUSTER NAME\tDISCOVERY\tJOIN\tREACHABLE\tAUTHENTICATED\tOUTGOING\tINCOMING\tAGE")
+	fmt.Fprintln(w, "NAME\tCLUSTER NAME\tDISCOVERY\tJOIN\tREACHABLE\tAUTHENTICATED\tOUTGOING\tINCOMING\tOFFER\tVIRTUAL NODE\tAGE")
 	var notes []string
 	for i := range fcs {
 		fc := &fcs[i]
-		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\t%s\t%v\t%s\n",
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\t%s\t%v\t%s\t%s\t%s\n",
 			fc.Name, orNone(fc.Spec.ClusterIdentity.ClusterName), orNone(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel]), fc.Spec.Join,
 			cell(fc, discoveryv1alpha1.ConditionReachable), cell(fc, discoveryv1alpha1.ConditionAuthenticated),
 			cell(fc, discoveryv1alpha1.ConditionPeeringRequested), fc.Status.IncomingPeering,
+			cell(fc, discoveryv1alpha1.ConditionAdvertisementAccepted), cell(fc, discoveryv1alpha1.ConditionVirtualNodeReady),
 			duration.HumanDuration(now().Sub(fc.CreationTimestamp.Time)))
 		if o.Verbose {
 			for _, t := range append([]string{discoveryv1alpha1.ConditionReachable, discoveryv1alpha1.ConditionCATrusted}, phases...) {

@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
@@ -75,6 +76,7 @@ func TestVirtualNode(t *testing.T) {
 	if node.Labels[sharing.VirtualNodeLabel] != sharing.VirtualNodeValue || len(node.Spec.Taints) == 0 || node.Spec.Taints[0].Key != virtualkubelet.Taint {
 		t.Fatalf("node %s labels %v taints %v: want type=virtual-node and the Liqo taint", node.Name, node.Labels, node.Spec.Taints)
 	}
+	waitCondition(t, a, c.ClusterID, discoveryv1alpha1.ConditionVirtualNodeReady, metav1.ConditionTrue, "NodeReady", 15*time.Second)
 	var lease coordinationv1.Lease
 	if err := inA.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, &lease); err != nil {
 		t.Fatalf("no Lease for the virtual node: %v", err)
@@ -134,6 +136,7 @@ func TestVirtualNode(t *testing.T) {
 		}
 		return nil
 	})
+	waitCondition(t, a, c.ClusterID, discoveryv1alpha1.ConditionVirtualNodeReady, metav1.ConditionFalse, "ProviderUnreachable", 5*time.Second)
 	restart()
 	framework.Eventually(t, 90*time.Second, func() error { _, err := sameAsOffer(); return err })
 
