@@ -198,7 +198,13 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 	for attempt := 0; ; attempt++ {
 		if creds == nil {
 			if creds, secret, err = r.authenticate(ctx, fc); err != nil {
-				return ctrl.Result{RequeueAfter: 5 * time.Second}, nil //nolint:nilerr // recorded in the condition; retried
+				// Recorded in the condition; retried soon at first (a LAN
+				// peer may not have pinned this cluster yet), then every 5 s.
+				delay := 5 * time.Second
+				if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated); c != nil {
+					delay = min(delay, max(500*time.Millisecond, time.Since(c.LastTransitionTime.Time)/4))
+				}
+				return ctrl.Result{RequeueAfter: delay}, nil //nolint:nilerr // see above
 			}
 		}
 		err = r.ensurePeeringRequest(ctx, fc, creds, secret)

@@ -26,6 +26,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
@@ -311,8 +313,20 @@ func equalResources(a, b corev1.ResourceList) bool {
 
 // SetupWithManager registers the reconciler.
 func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	// The virtual kubelet's kubeconfig arrives in the consumer's identity
+	// Secret for the provider: look at once.
+	identityChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		provider := o.GetLabels()[discoveryv1alpha1.ClusterIDLabel]
+		if provider == "" || o.GetName() != "liqo-remote-identity-"+provider {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{
+			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: advertisementPrefix + provider,
+		}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sharingv1alpha1.Advertisement{}).
+		Watches(&corev1.Secret{}, identityChanged).
 		Named("virtualnode").
 		Complete(r)
 }

@@ -103,6 +103,9 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 	waitForDiscovery(ctx, out, p.Dir, o.Clusters)
 	if o.Peer {
 		waitForPeering(ctx, out, p.Dir, o.Clusters)
+		waitForAll(ctx, out, p.Dir, o.Clusters, 30*time.Second, func(st *status) bool { return st.virtualReady >= o.Clusters-1 },
+			fmt.Sprintf("virtual nodes: every cluster has a Ready virtual node for each of the other %d", o.Clusters-1),
+			"virtual nodes: not every virtual node is Ready; see `kubectl get nodes` and `liqoctl status -v`")
 	}
 	fmt.Fprintf(out, "Playground ready in %s.\n\n", time.Since(start).Round(100*time.Millisecond))
 	if err := printStatus(ctx, out, p.Dir); err != nil {
@@ -229,6 +232,7 @@ type status struct {
 	id, server   string
 	nodes, peers []string
 	accepted     int
+	virtualReady int
 }
 
 func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
@@ -251,6 +255,9 @@ func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
 			state = "Ready"
 		}
 		st.nodes = append(st.nodes, fmt.Sprintf("%s (%s)", n.Name, state))
+		if n.Labels["type"] == "virtual-node" && state == "Ready" {
+			st.virtualReady++
+		}
 	}
 	var fcs discoveryv1alpha1.ForeignClusterList
 	if err := c.List(ctx, &fcs); err != nil {
