@@ -35,9 +35,11 @@ type Server struct {
 	Issuer Issuer
 	// Token returns this cluster's peering token.
 	Token func(ctx context.Context) (string, error)
+	// Limiter bounds the token exchanges; nil means 20 a second, in bursts
+	// of 40.
+	Limiter *rate.Limiter
 
 	nonces    nonceCache
-	limiter   *rate.Limiter
 	limitOnce sync.Once
 	tokenMu   sync.Mutex
 	token     string
@@ -66,8 +68,12 @@ const (
 )
 
 func (s *Server) allowExchange() bool {
-	s.limitOnce.Do(func() { s.limiter = rate.NewLimiter(exchangesPerSecond, exchangeBurst) })
-	return s.limiter.Allow()
+	s.limitOnce.Do(func() {
+		if s.Limiter == nil {
+			s.Limiter = rate.NewLimiter(exchangesPerSecond, exchangeBurst)
+		}
+	})
+	return s.Limiter.Allow()
 }
 
 // Handler returns the service's HTTP handler.
