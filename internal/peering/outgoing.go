@@ -59,6 +59,10 @@ func RemoteIdentitySecretName(clusterID string) string { return "liqo-remote-ide
 // is done.
 const removedRemotely = "Removed in the provider, removing the local side: "
 
+// forcedLocally is the Unpeering message once the wait for an unreachable
+// provider is over.
+const forcedLocally = "The provider stayed unreachable: removing the local side without it"
+
 // DefaultForceUnpeerAfter bounds how long an unpeering waits for an
 // unreachable provider before it completes on the local side alone.
 const DefaultForceUnpeerAfter = 30 * time.Second
@@ -520,17 +524,24 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 			}
 			forced = true
 		}
-		if !forced {
-			// Recorded before the identity goes, so that a retried pass
-			// (a status conflict) still reports what happened remotely.
-			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering, removedRemotely+outcome)
-			if err := r.patchStatus(ctx, orig, fc); err != nil {
-				return ctrl.Result{}, err
-			}
-			orig = fc.DeepCopy()
+		// Recorded before the identity goes, so that a retried pass (after
+		// a status conflict) still reports what happened remotely.
+		decided := removedRemotely + outcome
+		if forced {
+			decided = forcedLocally
 		}
-	} else if strings.HasPrefix(cond.Message, removedRemotely) {
-		outcome = strings.TrimPrefix(cond.Message, removedRemotely)
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering, decided)
+		if err := r.patchStatus(ctx, orig, fc); err != nil {
+			return ctrl.Result{}, err
+		}
+		orig = fc.DeepCopy()
+	} else {
+		switch {
+		case strings.HasPrefix(cond.Message, removedRemotely):
+			outcome = strings.TrimPrefix(cond.Message, removedRemotely)
+		case cond.Message == forcedLocally:
+			forced = true
+		}
 	}
 	for _, obj := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: RemoteIdentitySecretName(provider)}},
