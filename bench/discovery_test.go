@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"sort"
 	"testing"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/liqo-go/liqo/internal/discovery/dnssd/dnstest"
 	"github.com/liqo-go/liqo/internal/discovery/mdns"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
 const benchZone = "bench.test."
@@ -37,40 +35,19 @@ type discoveryBench struct {
 
 func startDiscoveryBench(b *testing.B) *discoveryBench {
 	b.Helper()
-	dir, err := os.MkdirTemp("", "liqo-bench-") //nolint:usetesting // kept, with the logs, when the benchmark fails
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin, err := framework.BuildControllerManager(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
 	dns, err := dnstest.Start(benchZone)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(dns.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	p, err := playground.Up(ctx, playground.Options{
-		Dir: dir + "/pg", Clusters: 1, NodesPerCluster: 1, ControllerManagerBin: bin,
+	p := startPlayground(b, playground.Options{
+		Clusters: 1, NodesPerCluster: 1,
 		ControllerManagerArgs: []string{"--dns-server=" + dns.Addr},
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			spec.DiscoveryConfig.QueryIntervalSeconds = 1
 			spec.DiscoveryConfig.HealthCheckIntervalSeconds = 1
 		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = p.Stop()
-		if b.Failed() {
-			b.Logf("logs kept in %s", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
+	}, 3*time.Minute)
 	c, err := client.New(p.Members[0].RESTConfig, client.Options{Scheme: api.NewScheme()})
 	if err != nil {
 		b.Fatal(err)

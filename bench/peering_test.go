@@ -5,7 +5,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -25,7 +24,6 @@ import (
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
 // peeringProviders is how many providers the large case joins at once.
@@ -40,34 +38,13 @@ const peeringProviders = 8
 // administrator creating the same PeeringRequest directly in the provider,
 // through the same webhook.
 func BenchmarkPeering(b *testing.B) {
-	dir, err := os.MkdirTemp("", "liqo-bench-") //nolint:usetesting // kept, with the logs, when the benchmark fails
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin, err := framework.BuildControllerManager(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	p, err := playground.Up(ctx, playground.Options{
-		Dir: dir + "/pg", Clusters: 1 + peeringProviders, NodesPerCluster: 1, ControllerManagerBin: bin,
+	p := startPlayground(b, playground.Options{
+		Clusters: 1 + peeringProviders, NodesPerCluster: 1,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
 			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
 		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = p.Stop()
-		if b.Failed() {
-			b.Logf("logs kept in %s", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
+	}, 5*time.Minute)
 	consumer := p.Members[0]
 	c, err := client.New(consumer.RESTConfig, client.Options{Scheme: api.NewScheme()})
 	if err != nil {

@@ -31,9 +31,9 @@ func SelfSignedCertificate(hosts []string) (tls.Certificate, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
-// servingTemplate returns a new key and the template of a serving
-// certificate for hosts (names or IP addresses), valid for a year.
-func servingTemplate(commonName string, hosts []string) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+// newTemplate returns a new P-256 key and a certificate template with a
+// random serial, valid from an hour ago (clock skew) for lifetime.
+func newTemplate(commonName string, lifetime time.Duration) (*ecdsa.PrivateKey, *x509.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -42,14 +42,23 @@ func servingTemplate(commonName string, hosts []string) (*ecdsa.PrivateKey, *x50
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{
+	return key, &x509.Certificate{
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: commonName},
 		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		NotAfter:     time.Now().Add(lifetime),
+	}, nil
+}
+
+// servingTemplate returns a new key and the template of a serving
+// certificate for hosts (names or IP addresses), valid for a year.
+func servingTemplate(commonName string, hosts []string) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	key, tmpl, err := newTemplate(commonName, 365*24*time.Hour)
+	if err != nil {
+		return nil, nil, err
 	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
@@ -64,23 +73,12 @@ func servingTemplate(commonName string, hosts []string) (*ecdsa.PrivateKey, *x50
 // years: the controller manager's webhook CA, whose certificate the
 // ValidatingWebhookConfiguration carries as its caBundle.
 func NewCA(commonName string) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, tmpl, err := newTemplate(commonName, 10*365*24*time.Hour)
 	if err != nil {
 		return nil, nil, err
 	}
-	sn, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          sn,
-		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid, tmpl.IsCA = true, true
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, nil, err

@@ -17,11 +17,13 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -312,7 +314,7 @@ func (r *Incoming) markIncoming(ctx context.Context, pr *discoveryv1alpha1.Peeri
 			Spec: discoveryv1alpha1.ForeignClusterSpec{
 				ClusterIdentity:       pr.Spec.ClusterIdentity,
 				ForeignAuthURL:        pr.Spec.AuthURL,
-				InsecureSkipTLSVerify: ptrTo(true),
+				InsecureSkipTLSVerify: ptr.To(true),
 			},
 		}
 		if err := r.Client.Create(ctx, fc); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -329,8 +331,6 @@ func (r *Incoming) markIncoming(ctx context.Context, pr *discoveryv1alpha1.Peeri
 	fc.Status.IncomingPeering = incoming
 	return r.Client.Status().Patch(ctx, fc, patch)
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // revoke takes back everything issued to consumer id: its RBAC (so its
 // certificates are refused everything), its tenant namespace (and with it
@@ -408,31 +408,11 @@ func setPRCondition(pr *discoveryv1alpha1.PeeringRequest, t string, s metav1.Con
 }
 
 func (r *Incoming) patchStatus(ctx context.Context, orig, pr *discoveryv1alpha1.PeeringRequest) error {
-	if equalityStatus(orig, pr) {
+	if equality.Semantic.DeepEqual(orig.Status, pr.Status) {
 		return nil
 	}
 	// The Broadcaster writes a condition too: lose neither.
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pr, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
-}
-
-func equalityStatus(a, b *discoveryv1alpha1.PeeringRequest) bool {
-	return a.Status.TenantNamespace == b.Status.TenantNamespace &&
-		a.Status.VirtualKubeletCertificate == b.Status.VirtualKubeletCertificate &&
-		fmt.Sprint(a.Status.KubeconfigSecretRef) == fmt.Sprint(b.Status.KubeconfigSecretRef) &&
-		conditionsEqual(a.Status.Conditions, b.Status.Conditions)
-}
-
-func conditionsEqual(a, b []metav1.Condition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		c := meta.FindStatusCondition(b, a[i].Type)
-		if c == nil || c.Status != a[i].Status || c.Reason != a[i].Reason || c.Message != a[i].Message || c.ObservedGeneration != a[i].ObservedGeneration {
-			return false
-		}
-	}
-	return true
 }
 
 func reconcilePeriod(cfg func() *configv1alpha1.ClusterConfig) time.Duration {

@@ -111,7 +111,7 @@ func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, t
 		return nil, refuse(http.StatusServiceUnavailable, auth.ReasonNotReady, "%v", err)
 	}
 
-	if err := i.ensureConsumerRBAC(ctx, req.ClusterID); err != nil {
+	if err := ensureConsumerRBAC(ctx, i.Client, req.ClusterID); err != nil {
 		return nil, err
 	}
 	cert, err := identity.Issue(ctx, i.Client, nil, []byte(req.CSR), user, i.Lifetime)
@@ -209,15 +209,10 @@ func peerLabels(clusterID string) map[string]string {
 	}
 }
 
-// ensureConsumerRBAC lets liqo-consumer-<id> create PeeringRequests (the
-// webhook admits only its own) and read, update and delete its own.
-func (i *Issuer) ensureConsumerRBAC(ctx context.Context, clusterID string) error {
-	return EnsureConsumerRBAC(ctx, i.Client, clusterID)
-}
-
-// EnsureConsumerRBAC creates or repairs the consumer's ClusterRole and
-// ClusterRoleBinding.
-func EnsureConsumerRBAC(ctx context.Context, c client.Client, clusterID string) error {
+// ensureConsumerRBAC creates or repairs the ClusterRole and binding that
+// let liqo-consumer-<id> create PeeringRequests (the webhook admits only
+// its own) and read, update and delete its own.
+func ensureConsumerRBAC(ctx context.Context, c client.Client, clusterID string) error {
 	name := ConsumerRBACName(clusterID)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {

@@ -13,6 +13,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +37,7 @@ import (
 	"github.com/liqo-go/liqo/internal/sharing"
 )
 
-// Keys of the Secret liqo-remote-identity-<provider>, which a consumer
+// Keys of the Secret identity.RemoteSecretName(provider), which a consumer
 // keeps in its Liqo namespace for each provider it peers with.
 const (
 	IdentityKeyKey         = "tls.key"
@@ -46,14 +47,10 @@ const (
 	IdentityProviderCert   = "provider.crt"
 	IdentityVirtualKubelet = "virtual-kubelet.key"
 	IdentityVirtualCSR     = "virtual-kubelet.csr"
-	// IdentityVirtualCert and IdentityVirtualKubeconfig hold the virtual
-	// kubelet's certificate from the provider, and its kubeconfig.
-	IdentityVirtualCert       = "virtual-kubelet.crt"
-	IdentityVirtualKubeconfig = "virtual-kubelet.kubeconfig"
+	// IdentityVirtualCert holds the virtual kubelet's certificate from the
+	// provider; its kubeconfig is under identity.VirtualKubeletKubeconfigKey.
+	IdentityVirtualCert = "virtual-kubelet.crt"
 )
-
-// RemoteIdentitySecretName is the consumer's Secret for provider clusterID.
-func RemoteIdentitySecretName(clusterID string) string { return "liqo-remote-identity-" + clusterID }
 
 // removedRemotely prefixes the Unpeering message once the provider's side
 // is done.
@@ -104,6 +101,8 @@ type Outgoing struct {
 	ForceUnpeerAfter time.Duration
 	// Lifetime of the certificates this cluster issues to the provider.
 	Lifetime time.Duration
+
+	clients identity.Clients
 }
 
 // wantsPeering applies outgoingPeeringEnabled: Yes peers, No never does,
@@ -253,8 +252,23 @@ func containsAny(s string, subs ...string) bool {
 // credentials loads the identity in the provider, or returns nil when a
 // new one is needed (none yet, expiring, or for another API server or CA).
 func (r *Outgoing) credentials(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster) (*identity.Credentials, *corev1.Secret, error) {
+	creds, secret, err := r.storedCredentials(ctx, fc.Spec.ClusterIdentity.ClusterID)
+	if creds == nil || err != nil {
+		return nil, nil, err
+	}
+	_, notAfter, err := identity.CertificateUser(creds.Certificate)
+	if err != nil || time.Until(notAfter) < 24*time.Hour || len(secret.Data[IdentityProviderCert]) == 0 || creds.Server != fc.Status.APIServerURL {
+		return nil, nil, nil
+	}
+	return creds, secret, nil
+}
+
+// storedCredentials loads the identity in provider as stored, usable or
+// not (an expired one still tries to delete the PeeringRequest); nil when
+// there is none.
+func (r *Outgoing) storedCredentials(ctx context.Context, provider string) (*identity.Credentials, *corev1.Secret, error) {
 	var secret corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: RemoteIdentitySecretName(fc.Spec.ClusterIdentity.ClusterID)}, &secret)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: identity.RemoteSecretName(provider)}, &secret)
 	if apierrors.IsNotFound(err) {
 		return nil, nil, nil
 	}
@@ -262,9 +276,7 @@ func (r *Outgoing) credentials(ctx context.Context, fc *discoveryv1alpha1.Foreig
 		return nil, nil, err
 	}
 	d := secret.Data
-	_, notAfter, err := identity.CertificateUser(d[IdentityCertKey])
-	if err != nil || time.Until(notAfter) < 24*time.Hour || len(d[IdentityKeyKey]) == 0 || len(d[IdentityProviderCert]) == 0 ||
-		string(d[IdentityServerKey]) != fc.Status.APIServerURL {
+	if len(d[IdentityKeyKey]) == 0 || len(d[IdentityCertKey]) == 0 || len(d[IdentityServerKey]) == 0 {
 		return nil, nil, nil
 	}
 	return &identity.Credentials{Server: string(d[IdentityServerKey]), CACert: d[IdentityCAKey], Certificate: d[IdentityCertKey], Key: d[IdentityKeyKey]}, &secret, nil
@@ -338,7 +350,7 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	if err != nil {
 		return fail(ReasonAuthFailed, fmt.Errorf("issuing the provider's identity in this cluster: %w", err))
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: RemoteIdentitySecretName(provider)}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: identity.RemoteSecretName(provider)}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
 		secret.Labels = peerLabels(provider)
 		if secret.Annotations == nil {
@@ -371,7 +383,7 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 
 // storeVirtualKubeletIdentity keeps, next to its key, the certificate the
 // provider issued to the virtual kubelet, and the kubeconfig made of both
-// (key IdentityVirtualKubeconfig), which the provider's Advertisement
+// (key identity.VirtualKubeletKubeconfigKey), which the provider's Advertisement
 // points at.
 func (r *Outgoing) storeVirtualKubeletIdentity(ctx context.Context, secret *corev1.Secret, creds *identity.Credentials, pr *discoveryv1alpha1.PeeringRequest) error {
 	cert := []byte(pr.Status.VirtualKubeletCertificate)
@@ -384,7 +396,7 @@ func (r *Outgoing) storeVirtualKubeletIdentity(ctx context.Context, secret *core
 		return err
 	}
 	secret.Data[IdentityVirtualCert] = cert
-	secret.Data[IdentityVirtualKubeconfig] = kubeconfig
+	secret.Data[identity.VirtualKubeletKubeconfigKey] = kubeconfig
 	return r.Client.Update(ctx, secret)
 }
 
@@ -426,7 +438,9 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 	if err != nil {
 		return err
 	}
-	remote, err := client.New(creds.RESTConfig(), client.Options{Scheme: r.Scheme})
+	// Polled every few hundred milliseconds while pending: one client
+	// per identity, not one (and an API discovery) per call.
+	remote, err := r.clients.For(creds.RESTConfig(), r.Scheme)
 	if err != nil {
 		return err
 	}
@@ -499,15 +513,9 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 		cond = meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
 	}
 	forced := false
-	creds, _, err := r.credentials(ctx, fc)
+	creds, _, err := r.storedCredentials(ctx, provider)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	if creds == nil { // an identity past its use still deletes: try what is stored
-		creds, err = r.storedCredentials(ctx, provider)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	outcome := "no identity was held in the provider; the local side was removed"
 	if creds != nil {
@@ -544,7 +552,7 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 		}
 	}
 	for _, obj := range []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: RemoteIdentitySecretName(provider)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: identity.RemoteSecretName(provider)}},
 	} {
 		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
@@ -590,28 +598,12 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 	return ctrl.Result{}, nil
 }
 
-func (r *Outgoing) storedCredentials(ctx context.Context, provider string) (*identity.Credentials, error) {
-	var secret corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: RemoteIdentitySecretName(provider)}, &secret)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	d := secret.Data
-	if len(d[IdentityKeyKey]) == 0 || len(d[IdentityCertKey]) == 0 || len(d[IdentityServerKey]) == 0 {
-		return nil, nil
-	}
-	return &identity.Credentials{Server: string(d[IdentityServerKey]), CACert: d[IdentityCAKey], Certificate: d[IdentityCertKey], Key: d[IdentityKeyKey]}, nil
-}
-
 // deleteRemote deletes this cluster's PeeringRequest in the provider. Gone
 // already, or refused because the identity was revoked, both count as done.
 func (r *Outgoing) deleteRemote(ctx context.Context, creds *identity.Credentials) (string, error) {
 	cfg := creds.RESTConfig()
 	cfg.Timeout = 5 * time.Second
-	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	remote, err := r.clients.For(cfg, r.Scheme)
 	if err != nil {
 		return "", err
 	}
@@ -629,7 +621,7 @@ func setCondition(fc *discoveryv1alpha1.ForeignCluster, t string, s metav1.Condi
 }
 
 func (r *Outgoing) patchStatus(ctx context.Context, orig, fc *discoveryv1alpha1.ForeignCluster) error {
-	if conditionsEqual(orig.Status.Conditions, fc.Status.Conditions) {
+	if equality.Semantic.DeepEqual(orig.Status, fc.Status) {
 		return nil
 	}
 	err := r.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))

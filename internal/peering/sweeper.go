@@ -88,11 +88,9 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) error {
 		// Only the Secret this pass looked at: a new exchange meanwhile
 		// has another resource version and stays.
 		err = s.Client.Delete(ctx, secret, client.Preconditions{ResourceVersion: &secret.ResourceVersion})
-		if client.IgnoreNotFound(err) != nil && !isConflict(err) {
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return err
 		}
 	}
 	return nil
 }
-
-func isConflict(err error) bool { return apierrors.IsConflict(err) }

@@ -6,31 +6,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/identity"
 )
+
+// AdvertisementPrefix starts the name of every Advertisement.
+const AdvertisementPrefix = "advertisement-"
 
 // AdvertisementName is the name of the Advertisement provider writes into
 // its tenant namespace in a consumer.
-func AdvertisementName(providerID string) string { return "advertisement-" + providerID }
+func AdvertisementName(providerID string) string { return AdvertisementPrefix + providerID }
 
 // Defaults of the Broadcaster.
 const (
@@ -73,6 +82,10 @@ type Broadcaster struct {
 	// Changes receives a value when the ClusterConfig changed (the share
 	// percentage, the switch): every offer is recomputed.
 	Changes <-chan struct{}
+
+	clients identity.Clients
+	mu      sync.Mutex
+	written map[string]written // by PeeringRequest name
 }
 
 func (b *Broadcaster) now() time.Time {
@@ -106,24 +119,27 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	var pr discoveryv1alpha1.PeeringRequest
 	if err := b.Client.Get(ctx, req.NamespacedName, &pr); err != nil {
 		// Gone: the peering's revocation deletes the Advertisement.
+		b.forget(req.Name)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	consumer := pr.Spec.ClusterIdentity.ClusterID
 	if !pr.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(pr.Status.Conditions, discoveryv1alpha1.PeeringRequestAccepted) {
 		return ctrl.Result{}, nil
 	}
-	remote, err := b.remote(ctx, consumer)
-	if err != nil || remote == nil {
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, err
-	}
 	on, pct := b.sharing()
 	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.LocalClusterID), Name: AdvertisementName(b.LocalClusterID)}
 	if !on {
-		err := remote.Delete(ctx, &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+		b.forget(pr.Name)
+		remote, err := b.remote(ctx, consumer)
+		if err != nil || remote == nil {
+			return ctrl.Result{RequeueAfter: 5 * time.Second}, err
+		}
+		err = remote.Delete(ctx, &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 		return ctrl.Result{}, b.setCondition(ctx, &pr, metav1.ConditionFalse, "BroadcasterDisabled",
 			"spec.sharingConfig.enableBroadcaster is false: nothing is offered", client.IgnoreNotFound(err))
 	}
 
+	// Nodes and pods come from the cache: this runs on every pod change.
 	var nodes corev1.NodeList
 	if err := b.Client.List(ctx, &nodes); err != nil {
 		return ctrl.Result{}, err
@@ -132,40 +148,99 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if err := b.Client.List(ctx, &pods); err != nil {
 		return ctrl.Result{}, err
 	}
-	offer := Shared(nodes.Items, pods.Items, consumer, pct)
 	now := b.now()
 	want := sharingv1alpha1.AdvertisementSpec{
 		ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: b.LocalClusterID, ClusterName: b.LocalClusterName()},
-		Resources:       offer,
+		Resources:       Shared(nodes.Items, pods.Items, consumer, pct),
 		Labels:          commonLabels(nodes.Items),
 		Timestamp:       metav1.NewTime(now),
 		TimeToLive:      metav1.NewTime(now.Add(b.ttl())),
 		KubeconfigSecretRef: &discoveryv1alpha1.SecretReference{
-			Namespace: pr.Spec.Namespace, Name: "liqo-remote-identity-" + b.LocalClusterID,
+			Namespace: pr.Spec.Namespace, Name: identity.RemoteSecretName(b.LocalClusterID),
 		},
 	}
+	// The consumer is asked only when the offer is new to this
+	// PeeringRequest, moved beyond the threshold, or due for a refresh.
+	written, fresh := b.lastWritten(&pr, &want, now)
+	if !fresh {
+		var err error
+		if written, err = b.write(ctx, &pr, key, &want); written == nil {
+			// Failed (said in the Advertised condition) or no kubeconfig yet.
+			return ctrl.Result{RequeueAfter: 5 * time.Second}, err
+		}
+	}
+	// Refresh before half the time-to-live is gone.
+	next := time.Until(written.TimeToLive.Add(-b.ttl() / 2))
+	return ctrl.Result{RequeueAfter: max(next, time.Second)}, b.setCondition(ctx, &pr, metav1.ConditionTrue, "Advertised",
+		fmt.Sprintf("Offering %d%% of the free resources: %s", pct, describe(written.Resources)), nil)
+}
 
+// stale reports whether written must be replaced by want.
+func (b *Broadcaster) stale(written, want *sharingv1alpha1.AdvertisementSpec, now time.Time) bool {
+	return ChangedBeyond(written.Resources, want.Resources, ChangeThreshold) || now.After(written.TimeToLive.Add(-b.ttl()/2)) ||
+		!equalStrings(written.Labels, want.Labels) || written.ClusterIdentity != want.ClusterIdentity
+}
+
+// lastWritten returns what this process last wrote for pr, and whether it
+// is still good.
+func (b *Broadcaster) lastWritten(pr *discoveryv1alpha1.PeeringRequest, want *sharingv1alpha1.AdvertisementSpec, now time.Time) (*sharingv1alpha1.AdvertisementSpec, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w, ok := b.written[pr.Name]
+	if !ok || w.uid != pr.UID || b.stale(&w.spec, want, now) {
+		return nil, false
+	}
+	return &w.spec, true
+}
+
+func (b *Broadcaster) forget(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.written, name)
+}
+
+// write creates or refreshes the Advertisement in the consumer, unless
+// the one there is still good, and remembers what is there. It returns nil
+// when nothing could be written: no kubeconfig yet, or a failure recorded
+// in the Advertised condition.
+func (b *Broadcaster) write(ctx context.Context, pr *discoveryv1alpha1.PeeringRequest, key client.ObjectKey, want *sharingv1alpha1.AdvertisementSpec) (*sharingv1alpha1.AdvertisementSpec, error) {
+	fail := func(reason, msg string, err error) (*sharingv1alpha1.AdvertisementSpec, error) {
+		b.forget(pr.Name)
+		return nil, b.setCondition(ctx, pr, metav1.ConditionFalse, reason, msg+err.Error(), nil)
+	}
+	remote, err := b.remote(ctx, pr.Spec.ClusterIdentity.ClusterID)
+	if err != nil || remote == nil {
+		return nil, err
+	}
 	var adv sharingv1alpha1.Advertisement
 	err = remote.Get(ctx, key, &adv)
 	switch {
 	case apierrors.IsNotFound(err):
-		adv = sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Spec: want}
+		adv = sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}, Spec: *want}
 		if err := remote.Create(ctx, &adv); err != nil {
-			return ctrl.Result{RequeueAfter: 5 * time.Second}, b.setCondition(ctx, &pr, metav1.ConditionFalse, "WriteFailed", "Creating the Advertisement failed: "+err.Error(), nil)
+			return fail("WriteFailed", "Creating the Advertisement failed: ", err)
 		}
 	case err != nil:
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, b.setCondition(ctx, &pr, metav1.ConditionFalse, "ConsumerUnreachable", "Reading the Advertisement failed: "+err.Error(), nil)
-	case ChangedBeyond(adv.Spec.Resources, want.Resources, ChangeThreshold) || now.After(adv.Spec.TimeToLive.Add(-b.ttl()/2)) ||
-		!equalStrings(adv.Spec.Labels, want.Labels) || adv.Spec.ClusterIdentity != want.ClusterIdentity:
-		adv.Spec = want
+		return fail("ConsumerUnreachable", "Reading the Advertisement failed: ", err)
+	case b.stale(&adv.Spec, want, b.now()):
+		adv.Spec = *want
 		if err := remote.Update(ctx, &adv); err != nil {
-			return ctrl.Result{RequeueAfter: 5 * time.Second}, b.setCondition(ctx, &pr, metav1.ConditionFalse, "WriteFailed", "Refreshing the Advertisement failed: "+err.Error(), nil)
+			return fail("WriteFailed", "Refreshing the Advertisement failed: ", err)
 		}
 	}
-	// Refresh before half the time-to-live is gone.
-	next := time.Until(adv.Spec.TimeToLive.Add(-b.ttl() / 2))
-	return ctrl.Result{RequeueAfter: max(next, time.Second)}, b.setCondition(ctx, &pr, metav1.ConditionTrue, "Advertised",
-		fmt.Sprintf("Offering %s%% of the free resources: %s", fmt.Sprint(pct), describe(adv.Spec.Resources)), nil)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.written == nil {
+		b.written = map[string]written{}
+	}
+	b.written[pr.Name] = written{uid: pr.UID, spec: adv.Spec}
+	return &adv.Spec, nil
+}
+
+// written is the Advertisement last written for one PeeringRequest.
+type written struct {
+	uid  types.UID
+	spec sharingv1alpha1.AdvertisementSpec
 }
 
 func (b *Broadcaster) remote(ctx context.Context, consumer string) (client.Client, error) {
@@ -178,7 +253,7 @@ func (b *Broadcaster) remote(ctx context.Context, consumer string) (client.Clien
 		return nil, fmt.Errorf("the kubeconfig for %s: %w", consumer, err)
 	}
 	cfg.Timeout = 10 * time.Second
-	return client.New(cfg, client.Options{Scheme: b.Scheme})
+	return b.clients.For(cfg, b.Scheme)
 }
 
 func (b *Broadcaster) setCondition(ctx context.Context, pr *discoveryv1alpha1.PeeringRequest, s metav1.ConditionStatus, reason, msg string, err error) error {
@@ -249,25 +324,41 @@ func describe(l corev1.ResourceList) string {
 // SetupWithManager registers the Broadcaster: it recomputes on every
 // PeeringRequest change and whenever nodes or pods change.
 func (b *Broadcaster) SetupWithManager(mgr ctrl.Manager) error {
-	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list discoveryv1alpha1.PeeringRequestList
-		if err := mgr.GetClient().List(ctx, &list); err != nil {
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
-	})
+	all := enqueueAll(mgr, &discoveryv1alpha1.PeeringRequestList{})
+	// Pod status churns (kwok, kubelets): only what moves requests counts.
+	podMoved := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		return !ok1 || !ok2 || o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase ||
+			!equality.Semantic.DeepEqual(PodRequests(o), PodRequests(n))
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&discoveryv1alpha1.PeeringRequest{}).
 		Watches(&corev1.Node{}, all).
-		Watches(&corev1.Pod{}, all).
+		Watches(&corev1.Pod{}, all, builder.WithPredicates(podMoved)).
 		WatchesRawSource(configSource(mgr, b.Changes, &discoveryv1alpha1.PeeringRequest{}, all)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("broadcaster").
 		Complete(b)
+}
+
+// enqueueAll returns a handler that enqueues every object of list's kind.
+func enqueueAll(mgr ctrl.Manager, list client.ObjectList) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := mgr.GetClient().List(ctx, l); err != nil {
+			return nil
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(items))
+		for _, it := range items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(it.(client.Object))})
+		}
+		return reqs
+	})
 }
 
 // configSource turns ClusterConfig changes into events for h.

@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -160,17 +158,7 @@ func (o *Operator) reflect(ctx context.Context, provider string, phase sharingv1
 
 // SetupWithManager registers the operator.
 func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
-	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var list sharingv1alpha1.AdvertisementList
-		if err := mgr.GetClient().List(ctx, &list); err != nil {
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
-	})
+	all := enqueueAll(mgr, &sharingv1alpha1.AdvertisementList{})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sharingv1alpha1.Advertisement{}).
 		WatchesRawSource(configSource(mgr, o.Changes, &sharingv1alpha1.Advertisement{}, all)).

@@ -32,6 +32,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/sharing"
 )
 
@@ -45,8 +46,6 @@ const (
 	// leaseDuration is the virtual nodes' Lease duration; renewed every
 	// quarter of it, as the kubelet does.
 	leaseDuration = 40 * time.Second
-	// advertisementPrefix is the name prefix of an Advertisement.
-	advertisementPrefix = "advertisement-"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
@@ -72,7 +71,7 @@ func (r *NodeReconciler) now() time.Time {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	provider := strings.TrimPrefix(req.Name, advertisementPrefix)
+	provider := strings.TrimPrefix(req.Name, sharing.AdvertisementPrefix)
 	var adv sharingv1alpha1.Advertisement
 	err := r.Client.Get(ctx, req.NamespacedName, &adv)
 	if client.IgnoreNotFound(err) != nil {
@@ -240,9 +239,9 @@ func (r *NodeReconciler) probe(ctx context.Context, adv *sharingv1alpha1.Adverti
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
 		return fmt.Errorf("reading the virtual kubelet's kubeconfig: %w", err)
 	}
-	kc := secret.Data["virtual-kubelet.kubeconfig"]
+	kc := secret.Data[identity.VirtualKubeletKubeconfigKey]
 	if len(kc) == 0 {
-		return fmt.Errorf("secret %s/%s has no virtual-kubelet.kubeconfig yet", ref.Namespace, ref.Name)
+		return fmt.Errorf("secret %s/%s has no %s yet", ref.Namespace, ref.Name, identity.VirtualKubeletKubeconfigKey)
 	}
 	if r.Probe != nil {
 		return r.Probe(ctx, kc)
@@ -317,11 +316,11 @@ func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Secret for the provider: look at once.
 	identityChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		provider := o.GetLabels()[discoveryv1alpha1.ClusterIDLabel]
-		if provider == "" || o.GetName() != "liqo-remote-identity-"+provider {
+		if provider == "" || o.GetName() != identity.RemoteSecretName(provider) {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{
-			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: advertisementPrefix + provider,
+			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharing.AdvertisementName(provider),
 		}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).

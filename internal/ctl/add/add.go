@@ -26,6 +26,7 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/peering"
 )
 
 // TokenSecretName is the Secret, in the Liqo namespace, holding the peering
@@ -192,7 +193,7 @@ func checkPinnedCA(ctx context.Context, c client.Client, namespace, clusterID st
 // definitive are the Authenticated reasons that retrying will not fix.
 var definitive = map[string]bool{
 	auth.ReasonWrongToken: true, auth.ReasonTokenRequired: true, auth.ReasonPolicy: true,
-	"RefusedByProvider": true, "CAMismatch": true, "CANotTrusted": true, auth.ReasonExpired: true,
+	peering.ReasonRefusedByProvider: true, peering.ReasonCAMismatch: true, peering.ReasonCANotTrusted: true, auth.ReasonExpired: true,
 }
 
 // waitPeered waits until the ForeignCluster shows the PeeringRequest

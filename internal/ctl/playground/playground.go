@@ -25,7 +25,9 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/sharing"
 )
 
 // DefaultDir is where the playground lives unless --dir says otherwise.
@@ -255,7 +257,7 @@ func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
 			state = "Ready"
 		}
 		st.nodes = append(st.nodes, fmt.Sprintf("%s (%s)", n.Name, state))
-		if n.Labels["type"] == "virtual-node" && state == "Ready" {
+		if sharing.IsVirtual(&n) && state == "Ready" {
 			st.virtualReady++
 		}
 	}
@@ -267,7 +269,7 @@ func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
 		outgoing := "-"
 		if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil {
 			outgoing = c.Reason
-			if c.Reason == "Accepted" {
+			if c.Reason == peering.ReasonAccepted {
 				st.accepted++
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
-	"github.com/liqo-go/liqo/internal/peering"
+	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -93,10 +93,10 @@ func TestAdvertisement(t *testing.T) {
 		if err := inA.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
 			return err
 		}
-		if len(secret.Data[peering.IdentityVirtualKubeconfig]) == 0 {
-			return errorf("Secret %s/%s has no %s yet", ref.Namespace, ref.Name, peering.IdentityVirtualKubeconfig)
+		if len(secret.Data[identity.VirtualKubeletKubeconfigKey]) == 0 {
+			return errorf("Secret %s/%s has no %s yet", ref.Namespace, ref.Name, identity.VirtualKubeletKubeconfigKey)
 		}
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[peering.IdentityVirtualKubeconfig])
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[identity.VirtualKubeletKubeconfigKey])
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
@@ -87,7 +88,7 @@ func TestLANPeering(t *testing.T) {
 			if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] != string(discoveryv1alpha1.LanDiscovery) {
 				t.Fatalf("%s's ForeignCluster for %s is of type %s, want LAN", m.Name, other.Name, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])
 			}
-			if secret := getSecretAnnotation(t, m, peering.RemoteIdentitySecretName(other.ClusterID), peering.AuthenticatedByAnnotation); secret != "lan-trust" {
+			if secret := getSecretAnnotation(t, m, identity.RemoteSecretName(other.ClusterID), peering.AuthenticatedByAnnotation); secret != "lan-trust" {
 				t.Fatalf("%s authenticated to %s by %q, want lan-trust (no token was given)", m.Name, other.Name, secret)
 			}
 		}

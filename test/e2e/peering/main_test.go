@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -200,4 +202,29 @@ func waitNoPeeringObjects(t *testing.T, consumer, provider *playground.Member, t
 		}
 		return nil
 	})
+}
+
+// stopAPIServer stops m's API server and returns the function that starts
+// it again as it was and waits until it serves; cleanup calls it too, so
+// that the server is back (once) even when the test fails.
+func stopAPIServer(t *testing.T, m *playground.Member) (restart func()) {
+	t.Helper()
+	bin, args := m.Process(localcluster.KubeAPIServer).Command()
+	if err := m.StopProcess(localcluster.KubeAPIServer); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	restart = func() {
+		once.Do(func() {
+			if _, err := m.Launch(localcluster.KubeAPIServer, bin, args); err != nil {
+				t.Error(err)
+				return
+			}
+			framework.Eventually(t, 60*time.Second, func() error {
+				return framework.Client(t, m).List(context.Background(), &discoveryv1alpha1.PeeringRequestList{})
+			})
+		})
+	}
+	t.Cleanup(restart)
+	return restart
 }

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
-	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -46,5 +45,4 @@ func TestManualPeering(t *testing.T) {
 		}
 		return nil
 	})
-	_ = peering.ReasonAccepted
 }

@@ -14,7 +14,6 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
-	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -91,7 +90,6 @@ func TestWebhookPolicy(t *testing.T) {
 		}
 		return errorf("PeeringRequest conditions %+v, want Accepted=False for lack of a token exchange", pr.Status.Conditions)
 	})
-	_ = peering.ValidatePath
 }
 
 func conditionMessage(pr discoveryv1alpha1.PeeringRequest, condType string) string {

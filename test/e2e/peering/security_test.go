@@ -322,7 +322,7 @@ func readToken(t *testing.T, m *playground.Member) string {
 func identityConfig(t *testing.T, consumer *playground.Member, providerID string) *rest.Config {
 	t.Helper()
 	var s corev1.Secret
-	if err := framework.Client(t, consumer).Get(context.Background(), client.ObjectKey{Namespace: install.DefaultNamespace, Name: peering.RemoteIdentitySecretName(providerID)}, &s); err != nil {
+	if err := framework.Client(t, consumer).Get(context.Background(), client.ObjectKey{Namespace: install.DefaultNamespace, Name: identity.RemoteSecretName(providerID)}, &s); err != nil {
 		t.Fatal(err)
 	}
 	return (&identity.Credentials{Server: string(s.Data[peering.IdentityServerKey]), CACert: s.Data[peering.IdentityCAKey],
@@ -348,7 +348,7 @@ func providerKubeconfig(t *testing.T, provider *playground.Member, consumerID st
 func virtualKubeletConfig(t *testing.T, consumer, provider *playground.Member) *rest.Config {
 	t.Helper()
 	var s corev1.Secret
-	if err := framework.Client(t, consumer).Get(context.Background(), client.ObjectKey{Namespace: install.DefaultNamespace, Name: peering.RemoteIdentitySecretName(provider.ClusterID)}, &s); err != nil {
+	if err := framework.Client(t, consumer).Get(context.Background(), client.ObjectKey{Namespace: install.DefaultNamespace, Name: identity.RemoteSecretName(provider.ClusterID)}, &s); err != nil {
 		t.Fatal(err)
 	}
 	var pr discoveryv1alpha1.PeeringRequest

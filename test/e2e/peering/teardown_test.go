@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
-	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -76,25 +75,7 @@ func TestUnpeerWithProviderDown(t *testing.T) {
 	a, _, c := members()
 	framework.LogOnFailure(t, a, c)
 	peer(t, a, c)
-	apiserver := c.Process(localcluster.KubeAPIServer)
-	bin, args := apiserver.Command()
-	if err := c.StopProcess(localcluster.KubeAPIServer); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	restart := func() {
-		if restarted {
-			return
-		}
-		restarted = true
-		if _, err := c.Launch(localcluster.KubeAPIServer, bin, args); err != nil {
-			t.Fatal(err)
-		}
-		framework.Eventually(t, 60*time.Second, func() error {
-			return framework.Client(t, c).List(context.Background(), &discoveryv1alpha1.PeeringRequestList{})
-		})
-	}
-	t.Cleanup(restart)
+	restart := stopAPIServer(t, c)
 
 	start := time.Now()
 	setJoin(t, a, c.ClusterID, false)

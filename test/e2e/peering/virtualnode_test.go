@@ -15,7 +15,6 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
-	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -111,21 +110,7 @@ func TestVirtualNode(t *testing.T) {
 	t.Logf("the virtual node's capacity followed the provider's share in %s", time.Since(start).Round(time.Millisecond))
 
 	// The provider's API server stopped: NotReady; back: Ready again.
-	apiserver := c.Process(localcluster.KubeAPIServer)
-	bin, args := apiserver.Command()
-	if err := c.StopProcess(localcluster.KubeAPIServer); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	restart := func() {
-		if !restarted {
-			restarted = true
-			if _, err := c.Launch(localcluster.KubeAPIServer, bin, args); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(restart)
+	restart := stopAPIServer(t, c)
 	framework.Eventually(t, 30*time.Second, func() error {
 		n, err := virtualNode(t, inA, c.ClusterID)
 		if err != nil {
