@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -165,12 +164,10 @@ func Run(ctx context.Context, o *Options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:        scheme,
 		WebhookServer: wh.server,
-		// Liqo's own ConfigMaps and Secrets live in its namespace; caching
-		// them cluster-wide would cost memory and rights it does not need.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
-			&corev1.Secret{}:    {Namespaces: map[string]cache.Config{o.Namespace: {}}},
-		}},
+		// ConfigMaps and Secrets are cached in every namespace: the
+		// virtual kubelet reflects those of offloaded namespaces. Managed
+		// fields are never read, and are most of an object's size.
+		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElect,

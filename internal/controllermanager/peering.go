@@ -16,6 +16,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
+	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
@@ -43,7 +44,10 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 	if err := mgr.Add(&webhookRegistrar{client: direct, caBundle: wh.caBundle, url: wh.url, every: 30 * time.Second}); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("setup").Info("PeeringRequest webhook", "url", wh.url)
+	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
+		Handler: &offloading.PodMutator{Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())},
+	})
+	ctrl.Log.WithName("setup").Info("Webhooks", "url", wh.url)
 
 	if err := mgr.Add(&peering.Sweeper{Client: direct, Namespace: o.Namespace, TTL: o.ExchangeTTL}); err != nil {
 		return err
@@ -59,7 +63,10 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the outgoing peering controller: %w", err)
 	}
-	return setupSharing(mgr, o, direct, clusterID, store)
+	if err := setupSharing(mgr, o, direct, clusterID, store); err != nil {
+		return err
+	}
+	return setupOffloading(mgr, o, direct, clusterID)
 }
 
 // setupSharing adds the Broadcaster (provider) and the Advertisement
@@ -83,8 +90,38 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 	if err := (&sharing.Operator{Client: mgr.GetClient(), Config: config, Changes: store.Subscribe()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Advertisement operator: %w", err)
 	}
-	if err := (&virtualkubelet.NodeReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	return nil
+}
+
+// setupOffloading adds the virtual kubelet (virtual nodes, pod and object
+// reflection) and the NamespaceOffloading controller (consumer), and the
+// NamespaceMap controller (provider).
+func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string) error {
+	remotes := &virtualkubelet.Remotes{Client: direct, Namespace: o.Namespace, Scheme: mgr.GetScheme()}
+	sessions := &virtualkubelet.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
+	if err := mgr.Add(sessions); err != nil {
+		return err
+	}
+	if err := (&virtualkubelet.NodeReconciler{Client: mgr.GetClient(), Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the virtual node controller: %w", err)
+	}
+	if err := (&virtualkubelet.PodReflector{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sessions: sessions, LocalClusterID: clusterID,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the pod reflector: %w", err)
+	}
+	for _, r := range virtualkubelet.NewObjectReflectors(mgr.GetClient(), sessions, clusterID) {
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the object reflectors: %w", err)
+		}
+	}
+	if err := (&offloading.NamespaceOffloadingReconciler{
+		Client: mgr.GetClient(), Remotes: remotes, LocalClusterID: clusterID, Released: sessions.StopNamespace,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NamespaceOffloading controller: %w", err)
+	}
+	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NamespaceMap controller: %w", err)
 	}
 	return nil
 }

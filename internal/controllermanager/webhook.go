@@ -15,6 +15,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -26,6 +27,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/peering"
 )
 
@@ -37,15 +39,19 @@ const (
 	// WebhookConfigurationName is the ValidatingWebhookConfiguration the
 	// controller manager registers and keeps current.
 	WebhookConfigurationName = "liqo-peeringrequests"
+	// PodWebhookConfigurationName is the MutatingWebhookConfiguration that
+	// lets the pods of offloaded namespaces onto virtual nodes.
+	PodWebhookConfigurationName = "liqo-pods"
 )
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch
 
-// webhookSetup is what the manager needs to serve the webhook.
+// webhookSetup is what the manager needs to serve the webhooks.
 type webhookSetup struct {
 	server   webhook.Server
 	caBundle []byte
-	url      string
+	// url is the base URL the API server calls; each webhook has a path.
+	url string
 }
 
 // newWebhookServer loads (or creates) the webhook CA, signs a serving
@@ -88,7 +94,7 @@ func newWebhookServer(ctx context.Context, c client.Client, o *Options) (*webhoo
 			cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
 		}},
 	})
-	return &webhookSetup{server: srv, caBundle: caCert, url: u.String() + peering.ValidatePath}, nil
+	return &webhookSetup{server: srv, caBundle: caCert, url: u.String()}, nil
 }
 
 func ensureWebhookCA(ctx context.Context, c client.Client, namespace string) (certPEM, keyPEM []byte, err error) {
@@ -118,22 +124,71 @@ func ensureWebhookCA(ctx context.Context, c client.Client, namespace string) (ce
 	return certPEM, keyPEM, nil
 }
 
-// webhookRegistrar keeps the ValidatingWebhookConfiguration pointing at
-// this controller manager with the current CA bundle, repairing drift.
+// webhookRegistrar keeps the webhook configurations pointing at this
+// controller manager with the current CA bundle, repairing drift.
 type webhookRegistrar struct {
 	client   client.Client
 	caBundle []byte
-	url      string
-	every    time.Duration
+	// url is the base URL; each webhook appends its path.
+	url   string
+	every time.Duration
 }
 
 func (w *webhookRegistrar) ensure(ctx context.Context) error {
+	if err := w.ensurePeeringRequests(ctx); err != nil {
+		return fmt.Errorf("registering the PeeringRequest webhook: %w", err)
+	}
+	if err := w.ensurePods(ctx); err != nil {
+		return fmt.Errorf("registering the pod webhook: %w", err)
+	}
+	return nil
+}
+
+// ensurePods registers the pod webhook for the namespaces labelled as
+// offloaded only: if this controller manager is down, pods elsewhere are
+// created as usual, and pods of an offloaded namespace wait (failure
+// policy Fail) rather than land where their strategy forbids.
+func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: PodWebhookConfigurationName}}
+	_, err := controllerutil.CreateOrUpdate(ctx, w.client, mwc, func() error {
+		mwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
+		url := w.url + offloading.MutatePodPath
+		selector := &metav1.LabelSelector{MatchLabels: map[string]string{offloading.EnabledLabel: "true"}}
+		if len(mwc.Webhooks) == 1 && bytes.Equal(mwc.Webhooks[0].ClientConfig.CABundle, w.caBundle) &&
+			ptr.Deref(mwc.Webhooks[0].ClientConfig.URL, "") == url && equality.Semantic.DeepEqual(mwc.Webhooks[0].NamespaceSelector, selector) &&
+			ptr.Deref(mwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail && len(mwc.Webhooks[0].Rules) == 1 {
+			return nil
+		}
+		mwc.Webhooks = []admissionregistrationv1.MutatingWebhook{{
+			Name:         "pods.offloading.liqo.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url), CABundle: w.caBundle},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+					Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+				},
+			}},
+			NamespaceSelector:       selector,
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To(int32(5)),
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+		}}
+		return nil
+	})
+	return err
+}
+
+func (w *webhookRegistrar) ensurePeeringRequests(ctx context.Context) error {
+	url := w.url + peering.ValidatePath
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigurationName}}
 	_, err := controllerutil.CreateOrUpdate(ctx, w.client, vwc, func() error {
 		vwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
 		want := admissionregistrationv1.ValidatingWebhook{
 			Name:         "peeringrequests.discovery.liqo.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(w.url), CABundle: w.caBundle},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url), CABundle: w.caBundle},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule: admissionregistrationv1.Rule{
@@ -157,7 +212,7 @@ func (w *webhookRegistrar) ensure(ctx context.Context) error {
 			}},
 		}
 		if len(vwc.Webhooks) == 1 && bytes.Equal(vwc.Webhooks[0].ClientConfig.CABundle, w.caBundle) &&
-			ptr.Deref(vwc.Webhooks[0].ClientConfig.URL, "") == w.url && len(vwc.Webhooks[0].Rules) == 1 &&
+			ptr.Deref(vwc.Webhooks[0].ClientConfig.URL, "") == url && len(vwc.Webhooks[0].Rules) == 1 &&
 			ptr.Deref(vwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail && len(vwc.Webhooks[0].MatchConditions) == 1 &&
 			vwc.Webhooks[0].MatchConditions[0] == want.MatchConditions[0] {
 			// keep server-side defaults (namespaceSelector, ...) untouched
@@ -176,7 +231,7 @@ func (w *webhookRegistrar) Start(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if err := w.ensure(ctx); err != nil && ctx.Err() == nil {
-			log.Error(err, "Registering the PeeringRequest webhook")
+			log.Error(err, "Registering the webhooks")
 		}
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 
 	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
+	"github.com/liqo-go/liqo/internal/ctl/offload"
 	"github.com/liqo-go/liqo/internal/ctl/playground"
 	"github.com/liqo-go/liqo/internal/ctl/remove"
 	"github.com/liqo-go/liqo/internal/ctl/status"
@@ -25,6 +26,6 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		SilenceErrors: true,
 	}
 	cmd.AddCommand(playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx), add.NewCommand(ctx),
-		remove.NewCommand(ctx), status.NewCommand(ctx))
+		remove.NewCommand(ctx), status.NewCommand(ctx), offload.NewCommand(ctx))
 	return cmd
 }

@@ -20,6 +20,7 @@ func TestCRDsAreComplete(t *testing.T) {
 		"peeringrequests.discovery.liqo.io":       true,
 		"advertisements.sharing.liqo.io":          true,
 		"namespaceoffloadings.offloading.liqo.io": true,
+		"namespacemaps.offloading.liqo.io":        true,
 	}
 	for _, crd := range crds {
 		if !want[crd.Name] {

@@ -38,6 +38,7 @@ import (
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/sharing"
 )
 
@@ -378,6 +379,10 @@ func (r *Incoming) withdrawAdvertisement(ctx context.Context, id string) {
 func (r *Incoming) dropAccepted(ctx context.Context, id string) error {
 	fc, err := foreigncluster.Find(ctx, r.Client, id)
 	if err != nil {
+		return err
+	}
+	// The namespaces id offloads to go first: their pods with them.
+	if err := offloading.DeleteNamespaces(ctx, r.Client, id, nil); err != nil {
 		return err
 	}
 	// This cluster's own peering towards id shares the tenant namespace.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/offloading"
 )
 
 // ensureTenant creates or repairs the tenant namespace for peer, a Role in
@@ -35,22 +36,8 @@ func ensureTenant(ctx context.Context, c client.Client, peer, roleName, user str
 	}); err != nil {
 		return "", fmt.Errorf("tenant namespace %s: %w", nsName, err)
 	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: roleName}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
-		role.Labels = peerLabels(peer)
-		role.Rules = rules
-		return nil
-	}); err != nil {
-		return "", fmt.Errorf("role %s/%s: %w", nsName, roleName, err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: roleName}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error {
-		binding.Labels = peerLabels(peer)
-		binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: roleName}
-		binding.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-		return nil
-	}); err != nil {
-		return "", fmt.Errorf("RoleBinding %s/%s: %w", nsName, roleName, err)
+	if err := offloading.EnsureRoleBinding(ctx, c, nsName, roleName, user, rules, peerLabels(peer)); err != nil {
+		return "", err
 	}
 	return nsName, nil
 }
@@ -86,18 +73,18 @@ const (
 )
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods;services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=sharing.liqo.io,resources=advertisements;advertisements/status,verbs=get;list;watch;create;update;patch;delete
 
 var (
 	objectVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
-	// virtualKubeletRules: what a consumer's virtual kubelet does in the
-	// namespaces it offloads to (issue 5 binds the same Role there).
+	// virtualKubeletRules: what a consumer's virtual kubelet does in its
+	// tenant namespace: ask for the namespaces it offloads to, where the
+	// provider binds offloading.VirtualKubeletRules.
 	virtualKubeletRules = []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "services", "configmaps", "secrets"}, Verbs: objectVerbs},
-		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: objectVerbs},
+		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps"}, Verbs: objectVerbs},
+		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps/status"}, Verbs: []string{"get"}},
 	}
 	// providerRules: what a provider does in its tenant namespace in the
 	// consumer: manage its Advertisements.

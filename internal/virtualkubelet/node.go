@@ -60,6 +60,9 @@ type NodeReconciler struct {
 	Probe func(ctx context.Context, kubeconfig []byte) error
 	// Now is injectable for tests.
 	Now func() time.Time
+	// Removed, if set, is called with the provider whose virtual node
+	// went, to end what else runs for it.
+	Removed func(provider string)
 }
 
 func (r *NodeReconciler) now() time.Time {
@@ -81,6 +84,9 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		req.Namespace != discoveryv1alpha1.TenantNamespace(provider) {
 		if err := r.removeNodes(ctx, provider); err != nil {
 			return ctrl.Result{}, err
+		}
+		if r.Removed != nil {
+			r.Removed(provider)
 		}
 		return ctrl.Result{}, r.reflect(ctx, provider, "", "", "")
 	}
@@ -145,6 +151,7 @@ func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Ad
 			}
 		}
 		node.Spec.Taints = taints
+		node.Spec.Unschedulable = false // cordoned only while removed
 		return nil
 	})
 	if err != nil {
@@ -213,15 +220,34 @@ func (r *NodeReconciler) renewLease(ctx context.Context, node *corev1.Node) erro
 	return err
 }
 
-// removeNodes deletes the virtual nodes of provider (their Leases go with
-// them, being owned by them); the pods bound to them are then removed as
-// from any deleted node.
+// removeNodes drains and deletes the virtual nodes of provider (their
+// Leases go with them, being owned by them). Draining deletes the pods
+// bound to the node at once, as a kubelet confirms their end, so that
+// their controllers replace them without waiting for the pod garbage
+// collector; the pod reflector deletes their provider copies.
 func (r *NodeReconciler) removeNodes(ctx context.Context, provider string) error {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{RemoteClusterLabel: provider}); err != nil {
 		return err
 	}
 	for i := range nodes.Items {
+		// Cordoned first, so that the scheduler stops placing pods on it.
+		if !nodes.Items[i].Spec.Unschedulable {
+			patch := client.MergeFrom(nodes.Items[i].DeepCopy())
+			nodes.Items[i].Spec.Unschedulable = true
+			if err := r.Client.Patch(ctx, &nodes.Items[i], patch); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("cordoning virtual node %s: %w", nodes.Items[i].Name, err)
+			}
+		}
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{nodeNameField: nodes.Items[i].Name}); err != nil {
+			return err
+		}
+		for j := range pods.Items {
+			if err := r.Client.Delete(ctx, &pods.Items[j], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("draining virtual node %s: %w", nodes.Items[i].Name, err)
+			}
+		}
 		if err := r.Client.Delete(ctx, &nodes.Items[i]); client.IgnoreNotFound(err) != nil {
 			return err
 		}
@@ -323,6 +349,9 @@ func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharing.AdvertisementName(provider),
 		}}}
 	})
+	if err := indexPodsByNode(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sharingv1alpha1.Advertisement{}).
 		Watches(&corev1.Secret{}, identityChanged).

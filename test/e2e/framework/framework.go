@@ -174,7 +174,7 @@ func stdoutLogger() logr.Logger {
 }
 
 // Client returns an admin controller-runtime client for a member.
-func Client(t *testing.T, m *playground.Member) client.Client {
+func Client(t testing.TB, m *playground.Member) client.Client {
 	t.Helper()
 	c, err := client.New(m.RESTConfig, client.Options{Scheme: api.NewScheme()})
 	if err != nil {
@@ -184,7 +184,7 @@ func Client(t *testing.T, m *playground.Member) client.Client {
 }
 
 // LogOnFailure prints where a member's logs are when the test fails.
-func LogOnFailure(t *testing.T, members ...*playground.Member) {
+func LogOnFailure(t testing.TB, members ...*playground.Member) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -197,7 +197,7 @@ func LogOnFailure(t *testing.T, members ...*playground.Member) {
 
 // Eventually polls cond every interval until it returns nil or timeout
 // passes, then fails the test with the last error.
-func Eventually(t *testing.T, timeout time.Duration, cond func() error) {
+func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -214,7 +214,7 @@ func Eventually(t *testing.T, timeout time.Duration, cond func() error) {
 
 // Metric returns the sum of a Prometheus counter or gauge, over the series
 // whose labels include all of labels, from a member's controller manager.
-func Metric(t *testing.T, m *playground.Member, name string, labels map[string]string) float64 {
+func Metric(t testing.TB, m *playground.Member, name string, labels map[string]string) float64 {
 	t.Helper()
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", m.MetricsPort)) //nolint:noctx // a test helper on loopback
 	if err != nil {

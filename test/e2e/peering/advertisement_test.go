@@ -16,6 +16,7 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/playground"
@@ -100,8 +101,8 @@ func TestAdvertisement(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		allowed(t, "the virtual kubelet lists pods in its tenant namespace",
-			clientFor(t, cfg).List(ctx, &corev1.PodList{}, client.InNamespace(discoveryv1alpha1.TenantNamespace(a.ClusterID))))
+		allowed(t, "the virtual kubelet lists NamespaceMaps in its tenant namespace",
+			clientFor(t, cfg).List(ctx, &offloadingv1alpha1.NamespaceMapList{}, client.InNamespace(discoveryv1alpha1.TenantNamespace(a.ClusterID))))
 		return nil
 	})
 

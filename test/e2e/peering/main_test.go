@@ -8,13 +8,9 @@
 package peering_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,11 +24,7 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
-	"github.com/liqo-go/liqo/internal/ctl/add"
-	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
-	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -69,30 +61,12 @@ func members() (a, b, c *playground.Member) {
 	return suite.Members[0], suite.Members[1], suite.Members[2]
 }
 
-// addWithToken runs, on consumer, the command provider's
-// generate-add-command prints.
-func addWithToken(t *testing.T, consumer, provider *playground.Member) {
-	t.Helper()
-	var out bytes.Buffer
-	if err := (&generateaddcommand.Options{Kubeconfig: provider.Kubeconfig, Namespace: install.DefaultNamespace}).Run(t.Context(), &out); err != nil {
-		t.Fatal(err)
-	}
-	f := regexp.MustCompile(`--auth-url (\S+) --id (\S+) --token (\S+)`).FindStringSubmatch(out.String())
-	if f == nil {
-		t.Fatalf("unexpected generate-add-command output %q", out.String())
-	}
-	o := &add.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, AuthURL: f[1], ClusterID: f[2], Token: f[3], Timeout: 5 * time.Second}
-	if err := o.Run(t.Context(), io.Discard); err != nil {
-		t.Fatalf("liqoctl add on %s: %v", consumer.Name, err)
-	}
-}
-
 // peer adds provider to consumer with a token, waits until the consumer's
 // ForeignCluster shows the PeeringRequest accepted, and registers the
 // unpeering (checked complete on both sides) as cleanup.
 func peer(t *testing.T, consumer, provider *playground.Member) {
 	t.Helper()
-	addWithToken(t, consumer, provider)
+	framework.AddWithToken(t, consumer, provider)
 	waitCondition(t, consumer, provider.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, peering.ReasonAccepted, 30*time.Second)
 	t.Cleanup(func() { unpeer(t, consumer, provider) })
 }
@@ -202,29 +176,4 @@ func waitNoPeeringObjects(t *testing.T, consumer, provider *playground.Member, t
 		}
 		return nil
 	})
-}
-
-// stopAPIServer stops m's API server and returns the function that starts
-// it again as it was and waits until it serves; cleanup calls it too, so
-// that the server is back (once) even when the test fails.
-func stopAPIServer(t *testing.T, m *playground.Member) (restart func()) {
-	t.Helper()
-	bin, args := m.Process(localcluster.KubeAPIServer).Command()
-	if err := m.StopProcess(localcluster.KubeAPIServer); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	restart = func() {
-		once.Do(func() {
-			if _, err := m.Launch(localcluster.KubeAPIServer, bin, args); err != nil {
-				t.Error(err)
-				return
-			}
-			framework.Eventually(t, 60*time.Second, func() error {
-				return framework.Client(t, m).List(context.Background(), &discoveryv1alpha1.PeeringRequestList{})
-			})
-		})
-	}
-	t.Cleanup(restart)
-	return restart
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/identity"
@@ -293,10 +294,12 @@ func TestSecurity(t *testing.T) {
 		denied(t, "list namespaces", provider.List(ctx, &corev1.NamespaceList{}))
 	})
 
-	t.Run("the virtual kubelet's identity works in the tenant namespace only", func(t *testing.T) {
-		allowed(t, "list pods in the tenant namespace", vk.List(ctx, &corev1.PodList{}, client.InNamespace(tenantInB)))
+	t.Run("the virtual kubelet's identity may only ask for namespaces in its tenant namespace", func(t *testing.T) {
+		allowed(t, "list NamespaceMaps in the tenant namespace", vk.List(ctx, &offloadingv1alpha1.NamespaceMapList{}, client.InNamespace(tenantInB)))
+		denied(t, "list pods in the tenant namespace", vk.List(ctx, &corev1.PodList{}, client.InNamespace(tenantInB)))
 		denied(t, "list pods in default", vk.List(ctx, &corev1.PodList{}, client.InNamespace("default")))
 		denied(t, "list nodes", vk.List(ctx, &corev1.NodeList{}))
+		denied(t, "create a namespace", vk.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "intrusion"}}))
 	})
 
 	unpeer(t, a, b)
@@ -304,7 +307,7 @@ func TestSecurity(t *testing.T) {
 		denied(t, "consumer gets its PeeringRequest", consumer.Get(ctx, client.ObjectKey{Name: a.ClusterID}, &discoveryv1alpha1.PeeringRequest{}))
 		denied(t, "consumer creates its PeeringRequest", clientFor(t, consumerCfg).Create(ctx, prFor(a.ClusterID)))
 		denied(t, "provider lists Advertisements", provider.List(ctx, &sharingv1alpha1.AdvertisementList{}, client.InNamespace(tenantInA)))
-		denied(t, "virtual kubelet lists pods", vk.List(ctx, &corev1.PodList{}, client.InNamespace(tenantInB)))
+		denied(t, "virtual kubelet lists NamespaceMaps", vk.List(ctx, &offloadingv1alpha1.NamespaceMapList{}, client.InNamespace(tenantInB)))
 	})
 }
 

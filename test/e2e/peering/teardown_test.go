@@ -75,7 +75,7 @@ func TestUnpeerWithProviderDown(t *testing.T) {
 	a, _, c := members()
 	framework.LogOnFailure(t, a, c)
 	peer(t, a, c)
-	restart := stopAPIServer(t, c)
+	restart := framework.StopAPIServer(t, c)
 
 	start := time.Now()
 	setJoin(t, a, c.ClusterID, false)

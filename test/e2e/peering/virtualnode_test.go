@@ -110,7 +110,7 @@ func TestVirtualNode(t *testing.T) {
 	t.Logf("the virtual node's capacity followed the provider's share in %s", time.Since(start).Round(time.Millisecond))
 
 	// The provider's API server stopped: NotReady; back: Ready again.
-	restart := stopAPIServer(t, c)
+	restart := framework.StopAPIServer(t, c)
 	framework.Eventually(t, 30*time.Second, func() error {
 		n, err := virtualNode(t, inA, c.ClusterID)
 		if err != nil {

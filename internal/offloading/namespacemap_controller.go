@@ -1,0 +1,218 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
+)
+
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+
+// NamespaceMapReconciler runs in the provider: for each consumer's
+// NamespaceMap it creates the namespaces asked for, labelled with the
+// consumer's ClusterID, binds the consumer's virtual kubelet in each, and
+// deletes the consumer's namespaces no longer asked for. A namespace that
+// exists and is not the consumer's is never touched: the mapping fails.
+type NamespaceMapReconciler struct {
+	// Client reads NamespaceMaps and Namespaces (cached) and writes them.
+	Client client.Client
+	// Direct reads and writes Roles and RoleBindings uncached, so that the
+	// provider does not watch every Role in the cluster.
+	Direct client.Client
+	// Resync is how often the RBAC of each namespace is checked again;
+	// zero means one minute.
+	Resync time.Duration
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	consumer, ok := strings.CutPrefix(req.Namespace, discoveryv1alpha1.TenantNamespace(""))
+	if !ok || consumer == "" || req.Name != offloadingv1alpha1.NamespaceMapName {
+		return ctrl.Result{}, nil
+	}
+	var nm offloadingv1alpha1.NamespaceMap
+	err := r.Client.Get(ctx, req.NamespacedName, &nm)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	desired := map[string]string{}
+	if err == nil && nm.DeletionTimestamp.IsZero() {
+		for local, remote := range nm.Spec.Mappings {
+			desired[local] = string(remote)
+		}
+	}
+
+	status := map[string]offloadingv1alpha1.MappedNamespaceStatus{}
+	claimed := map[string]string{} // provider namespace -> consumer namespace
+	retry := false
+	locals := make([]string, 0, len(desired))
+	for local := range desired {
+		locals = append(locals, local)
+	}
+	slices.Sort(locals)
+	for _, local := range locals {
+		remote := desired[local]
+		if other, dup := claimed[remote]; dup {
+			status[local] = failed(remote, fmt.Sprintf("namespace %s is already mapped to %s", remote, other))
+			continue
+		}
+		st := r.ensureNamespace(ctx, consumer, local, remote)
+		if st.Phase == offloadingv1alpha1.RemoteNamespaceReady {
+			claimed[remote] = local
+		}
+		retry = retry || st.Phase == offloadingv1alpha1.RemoteNamespacePending
+		status[local] = st
+	}
+	if err := DeleteNamespaces(ctx, r.Client, consumer, func(name string) bool { _, keep := claimed[name]; return keep }); err != nil {
+		return ctrl.Result{}, err
+	}
+	if apierrors.IsNotFound(err) || !nm.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if !equality.Semantic.DeepEqual(nm.Status.Namespaces, status) || nm.Status.ObservedGeneration != nm.Generation {
+		nm.Status.Namespaces, nm.Status.ObservedGeneration = status, nm.Generation
+		if err := r.Client.Status().Update(ctx, &nm); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if retry {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.resync()}, nil
+}
+
+func (r *NamespaceMapReconciler) resync() time.Duration {
+	if r.Resync > 0 {
+		return r.Resync
+	}
+	return time.Minute
+}
+
+func failed(remote, msg string) offloadingv1alpha1.MappedNamespaceStatus {
+	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespaceFailed, Message: msg}
+}
+
+// ensureNamespace creates (or repairs) the provider namespace remote for
+// the consumer's namespace local, and the virtual kubelet's Role in it.
+func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, local, remote string) offloadingv1alpha1.MappedNamespaceStatus {
+	var ns corev1.Namespace
+	err := r.Client.Get(ctx, client.ObjectKey{Name: remote}, &ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		ns = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name:        remote,
+			Labels:      map[string]string{sharing.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue},
+			Annotations: map[string]string{virtualkubelet.OriginNamespaceAnnotation: local},
+		}}
+		if err := r.Client.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return failed(remote, fmt.Sprintf("creating namespace %s: %v", remote, err))
+		}
+	case err != nil:
+		return failed(remote, fmt.Sprintf("reading namespace %s: %v", remote, err))
+	case ns.Labels[sharing.OriginClusterLabel] != consumer:
+		return failed(remote, fmt.Sprintf("namespace %s already exists in the provider and is not this consumer's: choose another remote name", remote))
+	case !ns.DeletionTimestamp.IsZero():
+		return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
+			Message: fmt.Sprintf("namespace %s is being deleted; it is created again once gone", remote)}
+	case ns.Annotations[virtualkubelet.OriginNamespaceAnnotation] != local:
+		patch := client.MergeFrom(ns.DeepCopy())
+		metav1.SetMetaDataAnnotation(&ns.ObjectMeta, virtualkubelet.OriginNamespaceAnnotation, local)
+		if err := r.Client.Patch(ctx, &ns, patch); err != nil {
+			return failed(remote, fmt.Sprintf("annotating namespace %s: %v", remote, err))
+		}
+	}
+	if err := EnsureRoleBinding(ctx, r.Direct, remote, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+consumer, VirtualKubeletRules,
+		map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
+		return failed(remote, err.Error())
+	}
+	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespaceReady}
+}
+
+// EnsureRoleBinding creates or repairs, in namespace, a Role with rules and
+// a RoleBinding of it to user.
+func EnsureRoleBinding(ctx context.Context, c client.Client, namespace, name, user string, rules []rbacv1.PolicyRule, labels map[string]string) error {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
+		role.Labels = labels
+		role.Rules = rules
+		return nil
+	}); err != nil {
+		return fmt.Errorf("role %s/%s: %w", namespace, name, err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error {
+		binding.Labels = labels
+		binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
+		binding.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("RoleBinding %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// DeleteNamespaces deletes the provider namespaces created for consumer,
+// except those keep says to keep; their pods and objects go with them.
+func DeleteNamespaces(ctx context.Context, c client.Client, consumer string, keep func(name string) bool) error {
+	var list corev1.NamespaceList
+	if err := c.List(ctx, &list, client.MatchingLabels{sharing.OriginClusterLabel: consumer}); err != nil {
+		return fmt.Errorf("listing the namespaces of %s: %w", consumer, err)
+	}
+	for i := range list.Items {
+		ns := &list.Items[i]
+		if (keep != nil && keep(ns.Name)) || !ns.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := c.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Offloaded namespace released", "namespace", ns.Name, "consumer", consumer)
+	}
+	return nil
+}
+
+// SetupWithManager registers the reconciler.
+func (r *NamespaceMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Direct == nil {
+		return fmt.Errorf("NamespaceMapReconciler needs Client and Direct")
+	}
+	// A consumer's namespace deleted or changed by hand is repaired.
+	nsChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		consumer := o.GetLabels()[sharing.OriginClusterLabel]
+		if consumer == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{
+			Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: offloadingv1alpha1.NamespaceMapName,
+		}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&offloadingv1alpha1.NamespaceMap{}).
+		Watches(&corev1.Namespace{}, nsChanged).
+		Named("namespacemap").
+		Complete(r)
+}

@@ -1,0 +1,346 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
+)
+
+// ConditionReady is the NamespaceOffloading condition that says whether
+// every selected provider has its namespace.
+const ConditionReady = "Ready"
+
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespaceoffloadings,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespaceoffloadings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// NamespaceOffloadingReconciler runs in the consumer: for each
+// NamespaceOffloading it selects the providers (by their virtual nodes'
+// labels), asks each for the namespace through its NamespaceMap, and lists
+// the provider namespaces and their state in the status.
+type NamespaceOffloadingReconciler struct {
+	// Client reads NamespaceOffloadings and Nodes (cached) and writes them
+	// and Namespaces.
+	Client client.Client
+	// Remotes gives the virtual kubelet's client in each provider.
+	Remotes *virtualkubelet.Remotes
+	// LocalClusterID names the default provider namespaces.
+	LocalClusterID string
+	// Released, if set, is called with a namespace and the providers it
+	// still offloads to, once the others released it.
+	Released func(namespace string, keep map[string]bool)
+}
+
+// RemoteNamespaceName is the provider namespace of the consumer namespace
+// local: <local>-<first 8 characters of the consumer's ClusterID> by
+// default (cut to 63 characters), the same name, or the selected one.
+func RemoteNamespaceName(local, consumerID string, spec *offloadingv1alpha1.NamespaceOffloadingSpec) string {
+	switch spec.NamespaceMappingStrategy {
+	case offloadingv1alpha1.EnforceSameNameMapping:
+		return local
+	case offloadingv1alpha1.SelectedNameMapping:
+		return spec.RemoteNamespaceName
+	}
+	suffix := strings.ToLower(consumerID)
+	if len(suffix) > 8 {
+		suffix = suffix[:8]
+	}
+	suffix = strings.Trim(suffix, "-")
+	base := local
+	if max := 63 - len(suffix) - 1; len(base) > max {
+		base = strings.TrimRight(base[:max], "-")
+	}
+	return base + "-" + suffix
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := r.Client.Get(ctx, req.NamespacedName, &no); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if no.Name != offloadingv1alpha1.NamespaceOffloadingName {
+		return ctrl.Result{}, nil
+	}
+	if !no.DeletionTimestamp.IsZero() {
+		return r.release(ctx, &no)
+	}
+	if controllerutil.AddFinalizer(&no, Finalizer) {
+		if err := r.Client.Update(ctx, &no); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.labelNamespace(ctx, no.Namespace, true); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	providers, err := r.selectProviders(&no)
+	if err != nil {
+		return ctrl.Result{}, r.setStatus(ctx, &no, no.Status.RemoteNamespaces, metav1.ConditionFalse, "InvalidClusterSelector", err.Error())
+	}
+	remoteName := RemoteNamespaceName(no.Namespace, r.LocalClusterID, &no.Spec)
+	previous := map[string]offloadingv1alpha1.RemoteNamespaceStatus{}
+	for _, st := range no.Status.RemoteNamespaces {
+		previous[st.ClusterID] = st
+	}
+	var entries []offloadingv1alpha1.RemoteNamespaceStatus
+	pending := false
+	var problems []string
+	for _, p := range providers {
+		st, err := r.requestNamespace(ctx, p, no.Namespace, remoteName)
+		if err != nil {
+			// The provider cannot be asked now: what it said last stands.
+			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
+			if prev, ok := previous[p]; ok && prev.Namespace == remoteName {
+				st = prev
+			} else {
+				st = offloadingv1alpha1.RemoteNamespaceStatus{ClusterID: p, Namespace: remoteName, Phase: offloadingv1alpha1.RemoteNamespacePending, Message: err.Error()}
+			}
+		}
+		pending = pending || st.Phase != offloadingv1alpha1.RemoteNamespaceReady
+		if st.Phase == offloadingv1alpha1.RemoteNamespaceFailed {
+			problems = append(problems, fmt.Sprintf("%s: %s", p, st.Message))
+		}
+		entries = append(entries, st)
+		delete(previous, p)
+	}
+	// Providers no longer selected: release their namespace.
+	for p, st := range previous {
+		if err := r.releaseNamespace(ctx, p, no.Namespace); err != nil {
+			st.Phase, st.Message = offloadingv1alpha1.RemoteNamespaceTerminating, err.Error()
+			entries = append(entries, st)
+			pending = true
+		}
+	}
+	if r.Released != nil {
+		keep := map[string]bool{}
+		for _, st := range entries {
+			keep[st.ClusterID] = true
+		}
+		r.Released(no.Namespace, keep)
+	}
+	slices.SortFunc(entries, func(a, b offloadingv1alpha1.RemoteNamespaceStatus) int {
+		return strings.Compare(a.ClusterID, b.ClusterID)
+	})
+
+	status, reason, msg := metav1.ConditionTrue, "NamespacesReady", fmt.Sprintf("Namespace %s is ready in %d provider(s)", remoteName, len(entries))
+	switch {
+	case len(problems) > 0:
+		status, reason, msg = metav1.ConditionFalse, "NamespacesNotReady", strings.Join(problems, "; ")
+	case pending:
+		status, reason, msg = metav1.ConditionFalse, "NamespacesPending", "Waiting for the providers to create namespace "+remoteName
+	case len(entries) == 0:
+		status, reason, msg = metav1.ConditionFalse, "NoProviderSelected", "No virtual node matches the cluster selector"
+	}
+	if err := r.setStatus(ctx, &no, entries, status, reason, msg); err != nil {
+		return ctrl.Result{}, err
+	}
+	if pending || len(problems) > 0 {
+		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
+	}
+	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+// selectProviders returns the ClusterIDs of the providers whose virtual
+// nodes match the cluster selector.
+func (r *NamespaceOffloadingReconciler) selectProviders(no *offloadingv1alpha1.NamespaceOffloading) ([]string, error) {
+	var sel *nodeaffinity.NodeSelector
+	if no.Spec.ClusterSelector != nil && len(no.Spec.ClusterSelector.NodeSelectorTerms) > 0 {
+		s, err := nodeaffinity.NewNodeSelector(no.Spec.ClusterSelector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.clusterSelector: %w", err)
+		}
+		sel = s
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(context.Background(), &nodes, client.MatchingLabels{sharing.VirtualNodeLabel: sharing.VirtualNodeValue}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		p := n.Labels[virtualkubelet.RemoteClusterLabel]
+		if p == "" || slices.Contains(out, p) || (sel != nil && !sel.Match(n)) {
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// requestNamespace adds local -> remote to provider's NamespaceMap and
+// returns what the provider reports for it.
+func (r *NamespaceOffloadingReconciler) requestNamespace(ctx context.Context, provider, local, remote string) (offloadingv1alpha1.RemoteNamespaceStatus, error) {
+	st := offloadingv1alpha1.RemoteNamespaceStatus{ClusterID: provider, Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
+		Message: "Waiting for the provider"}
+	c, err := r.Remotes.For(ctx, provider)
+	if err != nil {
+		return st, err
+	}
+	nm := &offloadingv1alpha1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: discoveryv1alpha1.TenantNamespace(r.LocalClusterID), Name: offloadingv1alpha1.NamespaceMapName,
+	}}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(nm), nm); apierrors.IsNotFound(err) {
+		nm.Spec.Mappings = map[string]offloadingv1alpha1.NamespaceName{local: offloadingv1alpha1.NamespaceName(remote)}
+		if err := c.Create(ctx, nm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return st, fmt.Errorf("creating the NamespaceMap: %w", err)
+		}
+		return st, nil
+	} else if err != nil {
+		return st, fmt.Errorf("reading the NamespaceMap: %w", err)
+	}
+	if string(nm.Spec.Mappings[local]) != remote {
+		if err := patchMapping(ctx, c, nm, local, &remote); err != nil {
+			return st, err
+		}
+		return st, nil
+	}
+	if got, ok := nm.Status.Namespaces[local]; ok && nm.Status.ObservedGeneration == nm.Generation && got.Namespace == remote {
+		st.Phase, st.Message = got.Phase, got.Message
+	}
+	return st, nil
+}
+
+// releaseNamespace removes local from provider's NamespaceMap; a provider
+// that no longer lets this cluster in (unpeered) has released it already.
+func (r *NamespaceOffloadingReconciler) releaseNamespace(ctx context.Context, provider, local string) error {
+	c, err := r.Remotes.For(ctx, provider)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	nm := &offloadingv1alpha1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: discoveryv1alpha1.TenantNamespace(r.LocalClusterID), Name: offloadingv1alpha1.NamespaceMapName,
+	}}
+	err = patchMapping(ctx, c, nm, local, nil)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil
+	}
+	return err
+}
+
+// patchMapping sets (or, with a nil remote, removes) one key of the
+// NamespaceMap with a merge patch, which touches no other key.
+func patchMapping(ctx context.Context, c client.Client, nm *offloadingv1alpha1.NamespaceMap, local string, remote *string) error {
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"mappings": map[string]*string{local: remote}}})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, nm, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("updating the NamespaceMap: %w", err)
+	}
+	return nil
+}
+
+// release removes the namespace from every provider, then the label and
+// the finalizer.
+func (r *NamespaceOffloadingReconciler) release(ctx context.Context, no *offloadingv1alpha1.NamespaceOffloading) (ctrl.Result, error) {
+	var left []offloadingv1alpha1.RemoteNamespaceStatus
+	var problems []string
+	for _, st := range no.Status.RemoteNamespaces {
+		if err := r.releaseNamespace(ctx, st.ClusterID, no.Namespace); err != nil {
+			st.Phase, st.Message = offloadingv1alpha1.RemoteNamespaceTerminating, err.Error()
+			left = append(left, st)
+			problems = append(problems, fmt.Sprintf("%s: %v", st.ClusterID, err))
+		}
+	}
+	if len(left) > 0 {
+		err := r.setStatus(ctx, no, left, metav1.ConditionFalse, "Releasing", strings.Join(problems, "; "))
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, err
+	}
+	if r.Released != nil {
+		r.Released(no.Namespace, nil)
+	}
+	if err := r.labelNamespace(ctx, no.Namespace, false); err != nil {
+		return ctrl.Result{}, err
+	}
+	if controllerutil.RemoveFinalizer(no, Finalizer) {
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, no))
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *NamespaceOffloadingReconciler) labelNamespace(ctx context.Context, name string, on bool) error {
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if (ns.Labels[EnabledLabel] == "true") == on {
+		return nil
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	if on {
+		metav1.SetMetaDataLabel(&ns.ObjectMeta, EnabledLabel, "true")
+	} else {
+		delete(ns.Labels, EnabledLabel)
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, &ns, patch))
+}
+
+func (r *NamespaceOffloadingReconciler) setStatus(ctx context.Context, no *offloadingv1alpha1.NamespaceOffloading,
+	entries []offloadingv1alpha1.RemoteNamespaceStatus, status metav1.ConditionStatus, reason, msg string,
+) error {
+	orig := no.DeepCopy()
+	no.Status.RemoteNamespaces = entries
+	meta.SetStatusCondition(&no.Status.Conditions, metav1.Condition{
+		Type: ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: no.Generation,
+	})
+	if equality.Semantic.DeepEqual(orig.Status, no.Status) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, no, client.MergeFrom(orig)))
+}
+
+// SetupWithManager registers the reconciler.
+func (r *NamespaceOffloadingReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Remotes == nil || r.LocalClusterID == "" {
+		return fmt.Errorf("NamespaceOffloadingReconciler needs Client, Remotes and LocalClusterID")
+	}
+	// A virtual node that comes, goes or changes labels may change which
+	// providers each namespace offloads to.
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if o.GetLabels()[sharing.VirtualNodeLabel] != sharing.VirtualNodeValue {
+			return nil
+		}
+		var list offloadingv1alpha1.NamespaceOffloadingList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&offloadingv1alpha1.NamespaceOffloading{}).
+		Watches(&corev1.Node{}, all).
+		Named("namespaceoffloading").
+		Complete(r)
+}

@@ -1,0 +1,121 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
+)
+
+// MutatePodPath is where the pod webhook is served.
+const MutatePodPath = "/mutate-v1-pod"
+
+// PodMutator lets the pods of an offloaded namespace onto virtual nodes: it
+// adds the toleration of the virtual-node taint and, for the Remote
+// strategy or a cluster selector, a required node affinity.
+type PodMutator struct {
+	// Reader reads NamespaceOffloadings.
+	Reader client.Reader
+	// Decoder decodes admission requests.
+	Decoder admission.Decoder
+}
+
+// Handle implements admission.Handler.
+func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	var pod corev1.Pod
+	if err := m.Decoder.Decode(req, &pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	var no offloadingv1alpha1.NamespaceOffloading
+	err := m.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no)
+	if apierrors.IsNotFound(err) || (err == nil && !no.DeletionTimestamp.IsZero()) {
+		return admission.Allowed("namespace not offloaded")
+	}
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if !MutatePod(&pod, &no.Spec) {
+		return admission.Allowed("nothing to change")
+	}
+	raw, err := json.Marshal(&pod)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// MutatePod applies an offloading spec to pod, and says whether it changed.
+func MutatePod(pod *corev1.Pod, spec *offloadingv1alpha1.NamespaceOffloadingSpec) bool {
+	strategy := spec.PodOffloadingStrategy
+	if strategy == "" {
+		strategy = offloadingv1alpha1.PodOffloadingLocalAndRemote
+	}
+	if strategy == offloadingv1alpha1.PodOffloadingLocal {
+		return false
+	}
+	changed := false
+	toleration := corev1.Toleration{Key: virtualkubelet.Taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	if !slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&toleration) }) {
+		pod.Spec.Tolerations = append(pod.Spec.Tolerations, toleration)
+		changed = true
+	}
+	virtual := corev1.NodeSelectorRequirement{Key: sharing.VirtualNodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{sharing.VirtualNodeValue}}
+	var terms []corev1.NodeSelectorTerm
+	if spec.ClusterSelector != nil && len(spec.ClusterSelector.NodeSelectorTerms) > 0 {
+		for _, t := range spec.ClusterSelector.NodeSelectorTerms {
+			t = *t.DeepCopy()
+			t.MatchExpressions = append(t.MatchExpressions, virtual)
+			terms = append(terms, t)
+		}
+	} else if strategy == offloadingv1alpha1.PodOffloadingRemote {
+		terms = []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{virtual}}}
+	}
+	if len(terms) == 0 {
+		return changed
+	}
+	if strategy == offloadingv1alpha1.PodOffloadingLocalAndRemote {
+		terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+			Key: sharing.VirtualNodeLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{sharing.VirtualNodeValue},
+		}}})
+	}
+	return mergeRequiredAffinity(pod, terms) || changed
+}
+
+// mergeRequiredAffinity ANDs terms with the pod's own required node
+// affinity: node selector terms are ORed, so the result is their cross
+// product.
+func mergeRequiredAffinity(pod *corev1.Pod, terms []corev1.NodeSelectorTerm) bool {
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := pod.Spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: terms}
+		return true
+	}
+	var merged []corev1.NodeSelectorTerm
+	for _, own := range na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, t := range terms {
+			m := *own.DeepCopy()
+			m.MatchExpressions = append(m.MatchExpressions, t.MatchExpressions...)
+			m.MatchFields = append(m.MatchFields, t.MatchFields...)
+			merged = append(merged, m)
+		}
+	}
+	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = merged
+	return true
+}

@@ -1,0 +1,151 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package virtualkubelet
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/liqo-go/liqo/internal/sharing"
+)
+
+const (
+	// OriginUIDAnnotation records, on a provider copy, the UID of the
+	// consumer object it reflects: a copy of an older object of the same
+	// name is replaced, never taken for the new one.
+	OriginUIDAnnotation = "liqo.io/origin-uid"
+	// OriginNamespaceAnnotation records, on a provider copy or namespace,
+	// the consumer namespace it comes from.
+	OriginNamespaceAnnotation = "liqo.io/origin-namespace"
+	// lastAppliedAnnotation is kubectl's; it describes the local object
+	// and is not copied.
+	lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+)
+
+// forgeMeta is the metadata of the provider copy of a local object.
+func forgeMeta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.ObjectMeta {
+	labels := maps.Clone(local.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[sharing.OriginClusterLabel] = consumerID
+	annotations := maps.Clone(local.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	delete(annotations, lastAppliedAnnotation)
+	annotations[OriginUIDAnnotation] = string(local.UID)
+	annotations[OriginNamespaceAnnotation] = local.Namespace
+	return metav1.ObjectMeta{Namespace: remoteNS, Name: local.Name, Labels: labels, Annotations: annotations}
+}
+
+// ForgeRemotePod returns the pod the provider runs for local. What only
+// makes sense in the consumer goes: the node, node selection (it selected
+// the virtual node), priority classes, runtime classes and readiness gates
+// the provider may not have, and the consumer's service account token; the
+// provider's scheduler places the pod on one of its own nodes.
+func ForgeRemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
+	spec := local.Spec.DeepCopy()
+	spec.NodeName = ""
+	spec.NodeSelector = nil
+	if spec.Affinity != nil {
+		spec.Affinity.NodeAffinity = nil
+	}
+	spec.SchedulerName = ""
+	spec.Priority, spec.PriorityClassName, spec.PreemptionPolicy = nil, "", nil
+	spec.RuntimeClassName, spec.Overhead = nil, nil
+	spec.ReadinessGates = nil
+	spec.EphemeralContainers = nil
+	spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == Taint })
+
+	// The consumer's token must not reach the provider: the pod runs as
+	// the provider namespace's default service account, with no token.
+	spec.ServiceAccountName, spec.DeprecatedServiceAccount = "", ""
+	spec.AutomountServiceAccountToken = ptr.To(false)
+	dropped := map[string]bool{}
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool {
+		if v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }) {
+			dropped[v.Name] = true
+			return true
+		}
+		return false
+	})
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return dropped[m.Name] })
+		}
+	}
+	return &corev1.Pod{ObjectMeta: forgeMeta(&local.ObjectMeta, remoteNS, consumerID), Spec: *spec}
+}
+
+// podDrifted says whether someone changed the provider pod's labels or
+// images away from what the consumer asked.
+func podDrifted(remote, desired *corev1.Pod) bool {
+	if !equality.Semantic.DeepEqual(remote.Labels, desired.Labels) {
+		return true
+	}
+	for i := range desired.Spec.Containers {
+		if i >= len(remote.Spec.Containers) || remote.Spec.Containers[i].Image != desired.Spec.Containers[i].Image {
+			return true
+		}
+	}
+	return false
+}
+
+// correctPod returns remote with labels and images set back to desired;
+// the only fields of a running pod's spec that may change.
+func correctPod(remote, desired *corev1.Pod) *corev1.Pod {
+	out := remote.DeepCopy()
+	out.Labels = desired.Labels
+	for i := range out.Spec.Containers {
+		if i < len(desired.Spec.Containers) {
+			out.Spec.Containers[i].Image = desired.Spec.Containers[i].Image
+		}
+	}
+	return out
+}
+
+// ForgeLocalStatus returns local's status as the provider reports it: phase,
+// conditions, container statuses, IPs and start time. The consumer's own
+// scheduling condition (it scheduled the pod on the virtual node) stays.
+func ForgeLocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
+	st := *local.Status.DeepCopy()
+	rs := remote.Status.DeepCopy()
+	st.Phase, st.Reason, st.Message = rs.Phase, rs.Reason, rs.Message
+	st.PodIP, st.PodIPs = rs.PodIP, rs.PodIPs
+	st.HostIP, st.HostIPs = rs.HostIP, rs.HostIPs
+	st.StartTime = rs.StartTime
+	st.ContainerStatuses, st.InitContainerStatuses = rs.ContainerStatuses, rs.InitContainerStatuses
+	var conds []corev1.PodCondition
+	for _, c := range local.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			conds = append(conds, c)
+		}
+	}
+	for _, c := range rs.Conditions {
+		if c.Type != corev1.PodScheduled {
+			c.ObservedGeneration = 0 // the provider pod's generation
+			conds = append(conds, c)
+		}
+	}
+	st.Conditions = conds
+	return st
+}
+
+// statusReflected says whether current already shows what forged
+// reflects; generations, which the API server may set, do not count.
+func statusReflected(current, forged *corev1.PodStatus) bool {
+	a, b := current.DeepCopy(), forged.DeepCopy()
+	for _, st := range []*corev1.PodStatus{a, b} {
+		st.ObservedGeneration = 0
+		for i := range st.Conditions {
+			st.Conditions[i].ObservedGeneration = 0
+		}
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}

@@ -1,0 +1,120 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package virtualkubelet
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/liqo-go/liqo/internal/sharing"
+)
+
+func TestForgeRemotePod(t *testing.T) {
+	local := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-1", UID: "uid-1", Labels: map[string]string{"app": "web"},
+			Annotations: map[string]string{lastAppliedAnnotation: "{}", "keep": "me"}},
+		Spec: corev1.PodSpec{
+			NodeName:           "liqo-provider",
+			NodeSelector:       map[string]string{"type": "virtual-node"},
+			Affinity:           &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}, PodAntiAffinity: &corev1.PodAntiAffinity{}},
+			Priority:           ptr.To(int32(10)),
+			PriorityClassName:  "high",
+			ServiceAccountName: "builder",
+			Tolerations:        []corev1.Toleration{{Key: Taint, Operator: corev1.TolerationOpExists}, {Key: "other"}},
+			Volumes: []corev1.Volume{
+				{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+					Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
+				}}},
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+			},
+			Containers: []corev1.Container{{Name: "app", Image: "web:1", VolumeMounts: []corev1.VolumeMount{
+				{Name: "kube-api-access-x", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}, {Name: "config", MountPath: "/etc/config"},
+			}}},
+		},
+	}
+	got := ForgeRemotePod(local, "demo-abc", "consumer-id")
+	if got.Namespace != "demo-abc" || got.Name != "web-1" {
+		t.Errorf("remote pod %s/%s, want demo-abc/web-1", got.Namespace, got.Name)
+	}
+	if got.Labels["app"] != "web" || got.Labels[sharing.OriginClusterLabel] != "consumer-id" {
+		t.Errorf("labels %v", got.Labels)
+	}
+	if got.Annotations[OriginUIDAnnotation] != "uid-1" || got.Annotations[OriginNamespaceAnnotation] != "demo" ||
+		got.Annotations["keep"] != "me" || got.Annotations[lastAppliedAnnotation] != "" {
+		t.Errorf("annotations %v", got.Annotations)
+	}
+	s := got.Spec
+	if s.NodeName != "" || s.NodeSelector != nil || s.Affinity.NodeAffinity != nil || s.Affinity.PodAntiAffinity == nil ||
+		s.Priority != nil || s.PriorityClassName != "" {
+		t.Errorf("node selection or priority kept: %+v", s)
+	}
+	if s.ServiceAccountName != "" || ptr.Deref(s.AutomountServiceAccountToken, true) {
+		t.Errorf("service account %q automount %v, want the provider's default without a token", s.ServiceAccountName, s.AutomountServiceAccountToken)
+	}
+	if len(s.Volumes) != 1 || s.Volumes[0].Name != "config" || len(s.Containers[0].VolumeMounts) != 1 || s.Containers[0].VolumeMounts[0].Name != "config" {
+		t.Errorf("the consumer's token volume reached the provider: %+v %+v", s.Volumes, s.Containers[0].VolumeMounts)
+	}
+	if len(s.Tolerations) != 1 || s.Tolerations[0].Key != "other" {
+		t.Errorf("tolerations %+v", s.Tolerations)
+	}
+	if local.Spec.NodeName != "liqo-provider" || len(local.Spec.Volumes) != 2 {
+		t.Error("the local pod was modified")
+	}
+	// The provider's copy drifts when its labels or images change.
+	drifted := got.DeepCopy()
+	drifted.Spec.Containers[0].Image = "evil:1"
+	if !podDrifted(drifted, got) || podDrifted(got.DeepCopy(), got) {
+		t.Error("podDrifted does not see an image change, or sees one where there is none")
+	}
+	if fixed := correctPod(drifted, got); fixed.Spec.Containers[0].Image != "web:1" {
+		t.Errorf("corrected image %q", fixed.Spec.Containers[0].Image)
+	}
+}
+
+func TestForgeLocalStatus(t *testing.T) {
+	scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "local"}
+	local := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort, Conditions: []corev1.PodCondition{scheduled}}}
+	start := metav1.Now()
+	remote := &corev1.Pod{Status: corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: "10.0.0.7", PodIPs: []corev1.PodIP{{IP: "10.0.0.7"}}, StartTime: &start,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "remote"},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, ObservedGeneration: 3},
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", RestartCount: 2, Ready: true}},
+	}}
+	st := ForgeLocalStatus(local, remote)
+	if st.Phase != corev1.PodRunning || st.PodIP != "10.0.0.7" || st.StartTime == nil || st.QOSClass != corev1.PodQOSBestEffort {
+		t.Errorf("status %+v", st)
+	}
+	if len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].RestartCount != 2 {
+		t.Errorf("remote restarts not shown: %+v", st.ContainerStatuses)
+	}
+	if len(st.Conditions) != 2 || st.Conditions[0].Reason != "local" || st.Conditions[1].Type != corev1.PodReady {
+		t.Errorf("conditions %+v, want the local PodScheduled and the remote Ready", st.Conditions)
+	}
+	after := local.DeepCopy()
+	after.Status = st
+	if !statusReflected(&after.Status, &st) || statusReflected(&local.Status, &st) {
+		t.Error("statusReflected is wrong")
+	}
+}
+
+func TestResourceOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/x/pods":                                       "pods",
+		"/api/v1/namespaces/x/pods/y":                                     "pods",
+		"/api/v1/namespaces/x/pods/y/status":                              "pods/status",
+		"/apis/offloading.liqo.io/v1alpha1/namespaces/t/namespacemaps/nm": "namespacemaps",
+		"/api/v1/namespaces/x":                                            "namespaces",
+		"/api/v1/nodes/n":                                                 "nodes",
+		"/healthz":                                                        "other",
+	} {
+		if got := resourceOf(path); got != want {
+			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

@@ -1,0 +1,282 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package virtualkubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets;services,verbs=get;list;watch
+
+// objectKind says how one kind of object is reflected.
+type objectKind struct {
+	name string
+	// newObject returns an empty object of the kind.
+	newObject func() client.Object
+	// newList returns an empty list of the kind.
+	newList func() client.ObjectList
+	// forge returns the provider copy of local, or nil when local is not
+	// reflected.
+	forge func(local client.Object, remoteNS, consumerID string) client.Object
+	// same says whether the provider copy already matches the forged one.
+	same func(remote, desired client.Object) bool
+}
+
+// ObjectKinds are the kinds reflected into each provider namespace:
+// ConfigMaps and Secrets offloaded pods mount, and Services (with their
+// selector, so that the provider's endpoints controller fills them with the
+// provider pods).
+var objectKinds = []objectKind{
+	{
+		name:      KindConfigMap,
+		newObject: func() client.Object { return &corev1.ConfigMap{} },
+		newList:   func() client.ObjectList { return &corev1.ConfigMapList{} },
+		forge: func(o client.Object, ns, id string) client.Object {
+			cm := o.(*corev1.ConfigMap)
+			// Every namespace has its own CA bundle from its own cluster.
+			if cm.Name == "kube-root-ca.crt" {
+				return nil
+			}
+			return &corev1.ConfigMap{ObjectMeta: forgeMeta(&cm.ObjectMeta, ns, id), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable}
+		},
+		same: func(r, d client.Object) bool {
+			a, b := r.(*corev1.ConfigMap), d.(*corev1.ConfigMap)
+			return sameMeta(a, b) && equality.Semantic.DeepEqual(a.Data, b.Data) && equality.Semantic.DeepEqual(a.BinaryData, b.BinaryData)
+		},
+	},
+	{
+		name:      KindSecret,
+		newObject: func() client.Object { return &corev1.Secret{} },
+		newList:   func() client.ObjectList { return &corev1.SecretList{} },
+		forge: func(o client.Object, ns, id string) client.Object {
+			s := o.(*corev1.Secret)
+			// The consumer's service account tokens never leave it.
+			if s.Type == corev1.SecretTypeServiceAccountToken {
+				return nil
+			}
+			return &corev1.Secret{ObjectMeta: forgeMeta(&s.ObjectMeta, ns, id), Data: s.Data, Type: s.Type, Immutable: s.Immutable}
+		},
+		same: func(r, d client.Object) bool {
+			a, b := r.(*corev1.Secret), d.(*corev1.Secret)
+			return sameMeta(a, b) && equality.Semantic.DeepEqual(a.Data, b.Data)
+		},
+	},
+	{
+		name:      KindService,
+		newObject: func() client.Object { return &corev1.Service{} },
+		newList:   func() client.ObjectList { return &corev1.ServiceList{} },
+		forge: func(o client.Object, ns, id string) client.Object {
+			svc := o.(*corev1.Service)
+			if svc.Spec.Type == corev1.ServiceTypeExternalName {
+				return &corev1.Service{ObjectMeta: forgeMeta(&svc.ObjectMeta, ns, id), Spec: corev1.ServiceSpec{
+					Type: corev1.ServiceTypeExternalName, ExternalName: svc.Spec.ExternalName, Ports: svc.Spec.Ports,
+				}}
+			}
+			// Addresses and node ports are the provider's to allocate.
+			ports := make([]corev1.ServicePort, len(svc.Spec.Ports))
+			for i, p := range svc.Spec.Ports {
+				p.NodePort = 0
+				ports[i] = p
+			}
+			return &corev1.Service{ObjectMeta: forgeMeta(&svc.ObjectMeta, ns, id), Spec: corev1.ServiceSpec{
+				Type: corev1.ServiceTypeClusterIP, Selector: svc.Spec.Selector, Ports: ports,
+				PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses, SessionAffinity: svc.Spec.SessionAffinity,
+			}}
+		},
+		same: func(r, d client.Object) bool {
+			a, b := r.(*corev1.Service), d.(*corev1.Service)
+			if !sameMeta(a, b) || a.Spec.Type != b.Spec.Type || !equality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector) ||
+				len(a.Spec.Ports) != len(b.Spec.Ports) || a.Spec.ExternalName != b.Spec.ExternalName {
+				return false
+			}
+			for i := range a.Spec.Ports {
+				pa, pb := a.Spec.Ports[i], b.Spec.Ports[i]
+				if pa.Name != pb.Name || pa.Port != pb.Port || pa.TargetPort != pb.TargetPort || pa.Protocol != pb.Protocol {
+					return false
+				}
+			}
+			return true
+		},
+	},
+}
+
+func sameMeta(a, b client.Object) bool {
+	return equality.Semantic.DeepEqual(a.GetLabels(), b.GetLabels()) && equality.Semantic.DeepEqual(a.GetAnnotations(), b.GetAnnotations())
+}
+
+// ObjectReflector keeps, for one kind, a copy of each object of an
+// offloaded namespace in every provider the namespace offloads to, follows
+// its updates, and deletes copies whose object is gone.
+type ObjectReflector struct {
+	// Client reads the local objects and NamespaceOffloadings (cached).
+	Client client.Client
+	// Sessions are the connections to the providers.
+	Sessions *Sessions
+	// LocalClusterID labels the copies.
+	LocalClusterID string
+
+	kind objectKind
+}
+
+// NewObjectReflectors returns one reflector per reflected kind.
+func NewObjectReflectors(c client.Client, sessions *Sessions, localClusterID string) []*ObjectReflector {
+	out := make([]*ObjectReflector, 0, len(objectKinds))
+	for _, k := range objectKinds {
+		out = append(out, &ObjectReflector{Client: c, Sessions: sessions, LocalClusterID: localClusterID, kind: k})
+	}
+	return out
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *ObjectReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	local := r.kind.newObject()
+	err := r.Client.Get(ctx, req.NamespacedName, local)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	exists := err == nil && local.GetDeletionTimestamp().IsZero()
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	var errs []error
+	retry := false
+	reached := map[string]bool{}
+	for _, st := range no.Status.RemoteNamespaces {
+		if st.Phase != offloadingv1alpha1.RemoteNamespaceReady {
+			continue
+		}
+		sess, err := r.Sessions.get(ctx, st.ClusterID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		reached[st.ClusterID] = true
+		w, err := r.Sessions.watch(sess, req.Namespace, st.Namespace)
+		if errors.Is(err, errNotSynced) {
+			retry = true
+			continue
+		}
+		var desired client.Object
+		if exists {
+			desired = r.kind.forge(local, st.Namespace, r.LocalClusterID)
+		}
+		if err := r.sync(ctx, sess, w, req.Name, desired); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Copies in providers the namespace no longer offloads to go.
+	for _, w := range r.Sessions.watches(req.Namespace) {
+		if reached[w.session.provider] {
+			continue
+		}
+		if err := r.sync(ctx, w.session, w.nsWatch, req.Name, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if retry {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// sync makes the provider copy of name match desired; a nil desired
+// deletes it.
+func (r *ObjectReflector) sync(ctx context.Context, sess *session, w *nsWatch, name string, desired client.Object) error {
+	cur, found := w.get(r.kind.name, name)
+	switch {
+	case desired == nil && !found:
+		return nil
+	case desired == nil:
+		obj := cur.(client.Object)
+		err := sess.writer.Delete(ctx, obj)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s/%s in %s: %w", r.kind.name, obj.GetNamespace(), name, sess.provider, err)
+		}
+		return nil
+	case !found:
+		err := sess.writer.Create(ctx, desired)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s %s/%s in %s: %w", r.kind.name, desired.GetNamespace(), name, sess.provider, err)
+		}
+		return nil
+	}
+	remote := cur.(client.Object)
+	if r.kind.same(remote, desired) {
+		return nil
+	}
+	desired.SetResourceVersion(remote.GetResourceVersion())
+	if svc, ok := desired.(*corev1.Service); ok { // allocated by the provider
+		rs := remote.(*corev1.Service)
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs, svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = rs.Spec.ClusterIP, rs.Spec.ClusterIPs, rs.Spec.IPFamilies, rs.Spec.IPFamilyPolicy
+		svc.Spec.InternalTrafficPolicy = rs.Spec.InternalTrafficPolicy
+	}
+	if err := sess.writer.Update(ctx, desired); err != nil {
+		if apierrors.IsInvalid(err) { // immutable: replace
+			return sess.writer.Delete(ctx, remote)
+		}
+		return fmt.Errorf("updating %s %s/%s in %s: %w", r.kind.name, desired.GetNamespace(), name, sess.provider, err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the reflector.
+func (r *ObjectReflector) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Sessions == nil || r.LocalClusterID == "" {
+		return fmt.Errorf("ObjectReflector needs Client, Sessions and LocalClusterID")
+	}
+	// A namespace offloaded to one more provider: all its objects go there.
+	offloaded := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := r.kind.newList()
+		if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		_ = forEachItem(list, func(obj client.Object) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		})
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(r.kind.newObject()).
+		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
+		WatchesRawSource(r.Sessions.Source(r.kind.name, &handler.EnqueueRequestForObject{})).
+		Named("virtualkubelet-" + r.kind.name).
+		Complete(r)
+}
+
+func forEachItem(list client.ObjectList, f func(client.Object)) error {
+	switch l := list.(type) {
+	case *corev1.ConfigMapList:
+		for i := range l.Items {
+			f(&l.Items[i])
+		}
+	case *corev1.SecretList:
+		for i := range l.Items {
+			f(&l.Items[i])
+		}
+	case *corev1.ServiceList:
+		for i := range l.Items {
+			f(&l.Items[i])
+		}
+	default:
+		return fmt.Errorf("unexpected list %T", list)
+	}
+	return nil
+}

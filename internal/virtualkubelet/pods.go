@@ -1,0 +1,328 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package virtualkubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/sharing"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// PodReflector is the pod controller of the virtual kubelet: each pod bound
+// to a virtual node runs as a pod of the same name in the provider
+// namespace its namespace maps to. The provider pod's status flows back by
+// watch; the provider sees one create and one delete per pod. Deleting the
+// local pod deletes the provider pod with the same grace period, and the
+// local pod goes once the provider pod is gone, as a kubelet confirms a
+// deletion; a provider pod deleted or changed by someone else is created
+// again or corrected; a provider pod with no local pod is deleted.
+type PodReflector struct {
+	// Client reads pods, nodes and NamespaceOffloadings (cached) and writes
+	// local pod status.
+	Client client.Client
+	// APIReader confirms, uncached, that a node is gone.
+	APIReader client.Reader
+	// Sessions are the connections to the providers.
+	Sessions *Sessions
+	// LocalClusterID labels the provider pods.
+	LocalClusterID string
+	// Recorder emits events on local pods.
+	Recorder events.EventRecorder
+	// Workers is how many pods are reflected at once; zero means 32.
+	Workers int
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var pod corev1.Pod
+	err := r.Client.Get(ctx, req.NamespacedName, &pod)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, r.deleteOrphans(ctx, req.Namespace, req.Name, "", "")
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	provider, err := r.providerOf(ctx, &pod)
+	if err != nil || provider == "" {
+		return ctrl.Result{}, err
+	}
+	// A provider pod of an older pod of this name, or in another provider,
+	// goes.
+	if err := r.deleteOrphans(ctx, pod.Namespace, pod.Name, provider, pod.UID); err != nil {
+		return ctrl.Result{}, err
+	}
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	remoteNS, ok := ReadyRemoteNamespace(&no, provider)
+	if !ok {
+		if pod.DeletionTimestamp != nil {
+			return ctrl.Result{}, r.confirmDeletion(ctx, &pod)
+		}
+		r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "NamespaceNotOffloaded", "Offload",
+			"Namespace %s has no ready namespace in provider %s yet (see its NamespaceOffloading)", pod.Namespace, provider)
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	sess, err := r.Sessions.get(ctx, provider)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	w, err := r.Sessions.watch(sess, pod.Namespace, remoteNS)
+	if errors.Is(err, errNotSynced) {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	var remote *corev1.Pod
+	if obj, ok := w.get(KindPod, pod.Name); ok {
+		remote = obj.(*corev1.Pod)
+	}
+
+	if pod.DeletionTimestamp != nil {
+		switch {
+		case remote == nil:
+			return ctrl.Result{}, r.confirmDeletion(ctx, &pod)
+		case remote.DeletionTimestamp == nil:
+			return ctrl.Result{}, r.deleteRemote(ctx, sess, remote, pod.DeletionGracePeriodSeconds)
+		}
+		return ctrl.Result{}, nil // the provider pod's deletion wakes this up again
+	}
+	desired := ForgeRemotePod(&pod, remoteNS, r.LocalClusterID)
+	if remote == nil {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			return ctrl.Result{}, nil // finished: nothing to run again
+		}
+		return r.createRemote(ctx, sess, &pod, desired)
+	}
+	if podDrifted(remote, desired) && remote.DeletionTimestamp == nil {
+		corrected := correctPod(remote, desired)
+		if _, err := sess.cs.CoreV1().Pods(remoteNS).Update(ctx, corrected, metav1.UpdateOptions{}); err != nil {
+			return ctrl.Result{}, fmt.Errorf("correcting provider pod %s/%s: %w", remoteNS, remote.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Provider pod corrected", "provider", provider, "pod", remoteNS+"/"+remote.Name)
+	}
+	status := ForgeLocalStatus(&pod, remote)
+	if statusReflected(&pod.Status, &status) {
+		return ctrl.Result{}, nil
+	}
+	// The provider's status is authoritative: a patch without
+	// resourceVersion cannot conflict with the consumer's own writers.
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Status = status
+	if err := r.Client.Status().Patch(ctx, &pod, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// providerOf returns the provider of the virtual node pod is bound to, or
+// "" for a pod not bound to a virtual node.
+func (r *PodReflector) providerOf(ctx context.Context, pod *corev1.Pod) (string, error) {
+	if pod.Spec.NodeName == "" {
+		return "", nil
+	}
+	var node corev1.Node
+	err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &node)
+	if apierrors.IsNotFound(err) {
+		return "", r.deleteIfNodeGone(ctx, pod)
+	}
+	if err != nil {
+		return "", err
+	}
+	if !sharing.IsVirtual(&node) {
+		return "", nil
+	}
+	return node.Labels[RemoteClusterLabel], nil
+}
+
+// deleteIfNodeGone deletes an offloadable pod bound to a node that no
+// longer exists: a virtual node removed while the scheduler still placed
+// pods on it. No kubelet will ever run it, and the pod garbage collector
+// would wait 40 s; the API server, not the cache, confirms the node is gone.
+func (r *PodReflector) deleteIfNodeGone(ctx context.Context, pod *corev1.Pod) error {
+	if r.APIReader == nil || !slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == Taint }) {
+		return nil
+	}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &corev1.Node{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleting a pod bound to a removed virtual node", "node", pod.Spec.NodeName)
+	return r.confirmDeletion(ctx, pod)
+}
+
+func (r *PodReflector) createRemote(ctx context.Context, sess *session, pod, desired *corev1.Pod) (ctrl.Result, error) {
+	_, err := sess.cs.CoreV1().Pods(desired.Namespace).Create(ctx, desired, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// The watch has not shown it yet: it will wake this up.
+		return ctrl.Result{}, nil
+	case err != nil:
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Creating the pod in provider %s: %v", sess.provider, err)
+		return ctrl.Result{}, fmt.Errorf("creating provider pod %s/%s in %s: %w", desired.Namespace, desired.Name, sess.provider, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *PodReflector) deleteRemote(ctx context.Context, sess *session, remote *corev1.Pod, grace *int64) error {
+	err := sess.cs.CoreV1().Pods(remote.Namespace).Delete(ctx, remote.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: ptr.To(remote.UID)},
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting provider pod %s/%s in %s: %w", remote.Namespace, remote.Name, sess.provider, err)
+	}
+	return nil
+}
+
+// confirmDeletion removes the local pod once nothing runs for it, as a
+// kubelet does once the containers stopped.
+func (r *PodReflector) confirmDeletion(ctx context.Context, pod *corev1.Pod) error {
+	err := r.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: ptr.To(pod.UID)})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// deleteOrphans deletes the provider pods named name made for local
+// namespace ns, except the one in provider keepProvider made for keepUID.
+func (r *PodReflector) deleteOrphans(ctx context.Context, ns, name, keepProvider string, keepUID types.UID) error {
+	for _, w := range r.Sessions.watches(ns) {
+		obj, ok := w.get(KindPod, name)
+		if !ok {
+			continue
+		}
+		remote := obj.(*corev1.Pod)
+		if w.session.provider == keepProvider && remote.Annotations[OriginUIDAnnotation] == string(keepUID) {
+			continue
+		}
+		if remote.DeletionTimestamp != nil {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleting orphan provider pod", "provider", w.session.provider, "pod", remote.Namespace+"/"+remote.Name)
+		if err := r.deleteRemote(ctx, w.session, remote, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetupWithManager registers the reflector.
+func (r *PodReflector) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Sessions == nil || r.LocalClusterID == "" {
+		return fmt.Errorf("PodReflector needs Client, Sessions and LocalClusterID")
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("liqo-virtual-kubelet")
+	}
+	workers := r.Workers
+	if workers == 0 {
+		workers = 32
+	}
+	// Only bound pods concern a kubelet; a pod's status written back by
+	// this reflector does not need another look.
+	bound := predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return e.Object.(*corev1.Pod).Spec.NodeName != "" },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return e.Object.(*corev1.Pod).Spec.NodeName != "" },
+		GenericFunc: func(event.GenericEvent) bool { return true },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+			return n.Spec.NodeName != "" && (o.Spec.NodeName != n.Spec.NodeName || n.Generation != o.Generation ||
+				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !mapsEqual(o.Labels, n.Labels))
+		},
+	}
+	if err := indexPodsByNode(mgr); err != nil {
+		return err
+	}
+	// A virtual node Ready again: its pods' status, which the node
+	// lifecycle controller may have changed meanwhile, is reflected again.
+	nodeReady := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{nodeNameField: o.GetName()}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(pods.Items))
+		for i := range pods.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
+		}
+		return reqs
+	})
+	readyChanged := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+			return sharing.IsVirtual(n) && nodeReadyStatus(o) != nodeReadyStatus(n)
+		},
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&corev1.Pod{}, builder.WithPredicates(bound)).
+		Watches(&corev1.Node{}, nodeReady, builder.WithPredicates(readyChanged)).
+		WatchesRawSource(r.Sessions.Source(KindPod, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Named("virtualkubelet-pods").
+		Complete(r)
+}
+
+// nodeNameField indexes pods by the node they are bound to.
+const nodeNameField = "spec.nodeName"
+
+// indexPodsByNode adds the nodeNameField index, once per manager.
+func indexPodsByNode(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	})
+	if err != nil && strings.Contains(err.Error(), "indexer conflict") {
+		return nil // the other controller of this package added it
+	}
+	return err
+}
+
+func nodeReadyStatus(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

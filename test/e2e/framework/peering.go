@@ -1,0 +1,64 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package framework
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/liqo-go/liqo/internal/ctl/add"
+	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/playground"
+)
+
+// AddWithToken runs, on consumer, the command provider's
+// generate-add-command prints, as an operator would.
+func AddWithToken(t testing.TB, consumer, provider *playground.Member) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := (&generateaddcommand.Options{Kubeconfig: provider.Kubeconfig, Namespace: install.DefaultNamespace}).Run(t.Context(), &out); err != nil {
+		t.Fatal(err)
+	}
+	f := regexp.MustCompile(`--auth-url (\S+) --id (\S+) --token (\S+)`).FindStringSubmatch(out.String())
+	if f == nil {
+		t.Fatalf("unexpected generate-add-command output %q", out.String())
+	}
+	o := &add.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, AuthURL: f[1], ClusterID: f[2], Token: f[3], Timeout: 5 * time.Second}
+	if err := o.Run(t.Context(), io.Discard); err != nil {
+		t.Fatalf("liqoctl add on %s: %v", consumer.Name, err)
+	}
+}
+
+// StopAPIServer stops m's API server and returns the function that starts
+// it again as it was and waits until it serves; cleanup calls it too, so
+// that the server is back (once) even when the test fails.
+func StopAPIServer(t testing.TB, m *playground.Member) (restart func()) {
+	t.Helper()
+	bin, args := m.Process(localcluster.KubeAPIServer).Command()
+	if err := m.StopProcess(localcluster.KubeAPIServer); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	restart = func() {
+		once.Do(func() {
+			if _, err := m.Launch(localcluster.KubeAPIServer, bin, args); err != nil {
+				t.Error(err)
+				return
+			}
+			Eventually(t, 60*time.Second, func() error {
+				return Client(t, m).List(context.Background(), &corev1.NamespaceList{})
+			})
+		})
+	}
+	t.Cleanup(restart)
+	return restart
+}

@@ -1,0 +1,277 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package offloading_test checks pod offloading against three real
+// clusters: cluster-1 consumes, cluster-2 and cluster-3 provide. A
+// Deployment in an offloaded namespace runs in the providers with its
+// status reflected back; its ConfigMaps, Secrets and Services follow; the
+// whole survives a provider's API server stopped and the consumer's
+// controller manager restarted; unpeering leaves nothing.
+package offloading_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/offloading"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+var suite *framework.Suite
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.Main(m, framework.Options{
+		Clusters: 3,
+		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
+			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
+			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
+			spec.PeeringConfig.ReconcilePeriodSeconds = 3
+		},
+	}, &suite))
+}
+
+func members() (consumer, p1, p2 *playground.Member) {
+	return suite.Members[0], suite.Members[1], suite.Members[2]
+}
+
+var peerOnce sync.Once
+
+// peered peers the consumer with both providers once for the suite and
+// waits for a Ready virtual node per provider.
+func peered(t *testing.T) {
+	t.Helper()
+	a, b, c := members()
+	framework.LogOnFailure(t, a, b, c)
+	peerOnce.Do(func() {
+		framework.AddWithToken(t, a, b)
+		framework.AddWithToken(t, a, c)
+	})
+	for _, p := range []*playground.Member{b, c} {
+		framework.Eventually(t, 60*time.Second, func() error {
+			n, err := virtualNode(framework.Client(t, a), p.ClusterID)
+			if err != nil {
+				return err
+			}
+			if nodeReady(n) != corev1.ConditionTrue {
+				return fmt.Errorf("virtual node %s not Ready", n.Name)
+			}
+			return nil
+		})
+	}
+}
+
+func virtualNode(c client.Client, providerID string) (*corev1.Node, error) {
+	var nodes corev1.NodeList
+	if err := c.List(context.Background(), &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: providerID}); err != nil {
+		return nil, err
+	}
+	if len(nodes.Items) != 1 {
+		return nil, fmt.Errorf("%d virtual nodes for %s, want 1", len(nodes.Items), providerID)
+	}
+	return &nodes.Items[0], nil
+}
+
+func nodeReady(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+// offload creates namespace ns in the consumer with a NamespaceOffloading
+// and waits until every selected provider has its namespace; it returns
+// the status entries.
+func offload(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec, providers int) []offloadingv1alpha1.RemoteNamespaceStatus {
+	t.Helper()
+	a, _, _ := members()
+	c := framework.Client(t, a)
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, Spec: spec}
+	if err := c.Create(ctx, no); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(no), no); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady)
+		if cond == nil || cond.Status != metav1.ConditionTrue || len(no.Status.RemoteNamespaces) != providers {
+			return fmt.Errorf("NamespaceOffloading %s: %+v", ns, no.Status)
+		}
+		return nil
+	})
+	return no.Status.RemoteNamespaces
+}
+
+// deployment is a Deployment of replicas pods labelled app=name that read
+// a ConfigMap and a Secret.
+func deployment(ns, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name: "app", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}},
+						EnvFrom: []corev1.EnvFromSource{
+							{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name + "-config"}}},
+							{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name + "-secret"}}},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// podPairs compares the consumer's pods of namespace ns with the provider
+// pods that back them. It returns an error unless every local pod bound to
+// a virtual node has exactly one provider pod (same name, its UID), every
+// provider pod has its local pod, and want local pods exist.
+func podPairs(t *testing.T, ns string, want int) error {
+	t.Helper()
+	a, b, c := members()
+	ctx := context.Background()
+	var local corev1.PodList
+	if err := framework.Client(t, a).List(ctx, &local, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	byUID := map[string]*corev1.Pod{}
+	for i := range local.Items {
+		p := &local.Items[i]
+		if p.DeletionTimestamp == nil {
+			byUID[string(p.UID)] = p
+		}
+	}
+	if len(byUID) != want {
+		return fmt.Errorf("%d local pods, want %d", len(byUID), want)
+	}
+	backed := map[string]int{}
+	for _, p := range []*playground.Member{b, c} {
+		var remote corev1.PodList
+		if err := framework.Client(t, p).List(ctx, &remote, client.MatchingLabels{sharing.OriginClusterLabel: a.ClusterID}); err != nil {
+			return err
+		}
+		for _, rp := range remote.Items {
+			if rp.Annotations[virtualkubelet.OriginNamespaceAnnotation] != ns || rp.DeletionTimestamp != nil {
+				continue
+			}
+			uid := rp.Annotations[virtualkubelet.OriginUIDAnnotation]
+			lp, ok := byUID[uid]
+			if !ok {
+				return fmt.Errorf("provider %s runs %s/%s for no local pod", p.Name, rp.Namespace, rp.Name)
+			}
+			if lp.Name != rp.Name {
+				return fmt.Errorf("provider pod %s backs local pod %s", rp.Name, lp.Name)
+			}
+			backed[uid]++
+		}
+	}
+	for uid, p := range byUID {
+		if backed[uid] != 1 {
+			return fmt.Errorf("local pod %s (node %q, phase %s) has %d provider pods, want 1", p.Name, p.Spec.NodeName, p.Status.Phase, backed[uid])
+		}
+	}
+	return nil
+}
+
+// allRunning checks that want pods of ns run in the consumer, on virtual
+// nodes, Ready, with an IP.
+func allRunning(t *testing.T, ns string, want int) error {
+	t.Helper()
+	a, _, _ := members()
+	var pods corev1.PodList
+	if err := framework.Client(t, a).List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	running := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		if p.Status.Phase == corev1.PodRunning && ready && p.Status.PodIP != "" {
+			running++
+		}
+	}
+	if running != want || len(pods.Items) != want {
+		return fmt.Errorf("%d of %d pods Running and Ready, want %d", running, len(pods.Items), want)
+	}
+	return nil
+}
+
+// cleanupNamespace deletes ns in the consumer and waits until its provider
+// namespaces are gone too.
+func cleanupNamespace(t *testing.T, ns string) {
+	a, b, c := members()
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = framework.Client(t, a).Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		framework.Eventually(t, 90*time.Second, func() error {
+			for _, p := range []*playground.Member{b, c} {
+				var list corev1.NamespaceList
+				if err := framework.Client(t, p).List(ctx, &list, client.MatchingLabels{sharing.OriginClusterLabel: a.ClusterID}); err != nil {
+					return err
+				}
+				for _, n := range list.Items {
+					if n.Annotations[virtualkubelet.OriginNamespaceAnnotation] == ns {
+						return fmt.Errorf("%s still has namespace %s (%s)", p.Name, n.Name, n.Status.Phase)
+					}
+				}
+			}
+			if err := framework.Client(t, a).Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("namespace %s still there (%w)", ns, err)
+			}
+			return nil
+		})
+	})
+}
+
+// remotePods counts the provider pods, terminating ones included, made for
+// the consumer namespace ns.
+func remotePods(t *testing.T, ns string, providers ...*playground.Member) int {
+	t.Helper()
+	a, _, _ := members()
+	n := 0
+	for _, p := range providers {
+		var pods corev1.PodList
+		if err := framework.Client(t, p).List(context.Background(), &pods, client.MatchingLabels{sharing.OriginClusterLabel: a.ClusterID}); err != nil {
+			t.Fatal(err)
+		}
+		for _, rp := range pods.Items {
+			if rp.Annotations[virtualkubelet.OriginNamespaceAnnotation] == ns {
+				n++
+			}
+		}
+	}
+	return n
+}

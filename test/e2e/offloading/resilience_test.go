@@ -1,0 +1,179 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// TestProviderAPIServerDown: with a provider's API server stopped for 30 s
+// its virtual node goes NotReady and no pod is lost or duplicated; once it
+// is back, every local pod is Running again with exactly one provider pod.
+func TestProviderAPIServerDown(t *testing.T) {
+	peered(t)
+	a, b, _ := members()
+	ctx := context.Background()
+	cl := framework.Client(t, a)
+	const ns, replicas = "offload-outage", 30
+	cleanupNamespace(t, ns)
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	createConfig(t, ns, "web")
+	if err := cl.Create(ctx, deployment(ns, "web", replicas)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, func() error { return allRunning(t, ns, replicas) })
+	framework.Eventually(t, 30*time.Second, func() error { return podPairs(t, ns, replicas) })
+	before := localPodUIDs(t, ns)
+
+	stoppedAt := time.Now()
+	restart := framework.StopAPIServer(t, b)
+	framework.Eventually(t, 30*time.Second, func() error {
+		n, err := virtualNode(cl, b.ClusterID)
+		if err != nil {
+			return err
+		}
+		if nodeReady(n) != corev1.ConditionFalse {
+			return fmt.Errorf("virtual node %s is %s, want NotReady while the provider is down", n.Name, nodeReady(n))
+		}
+		return nil
+	})
+	// No pod is lost or duplicated while the provider is away.
+	for time.Since(stoppedAt) < 30*time.Second {
+		if now := localPodUIDs(t, ns); !sameSet(before, now) {
+			t.Fatalf("local pods changed while the provider was down: %d before, %d now", len(before), len(now))
+		}
+		time.Sleep(time.Second)
+	}
+	restart()
+	framework.Eventually(t, 60*time.Second, func() error {
+		n, err := virtualNode(cl, b.ClusterID)
+		if err != nil {
+			return err
+		}
+		if nodeReady(n) != corev1.ConditionTrue {
+			return fmt.Errorf("virtual node %s not Ready again", n.Name)
+		}
+		return nil
+	})
+	framework.Eventually(t, 90*time.Second, func() error { return allRunning(t, ns, replicas) })
+	framework.Eventually(t, 30*time.Second, func() error { return podPairs(t, ns, replicas) })
+	if after := localPodUIDs(t, ns); !sameSet(before, after) {
+		t.Errorf("the local pods were replaced during the outage: %d kept of %d", len(intersect(before, after)), len(before))
+	}
+}
+
+// TestControllerManagerRestart: the consumer's controller manager is
+// stopped in the middle of a burst; meanwhile the Deployment scales and a
+// local pod is force-deleted, leaving an orphan in a provider. Restarted,
+// it converges: every local pod has exactly one provider pod, and no
+// provider pod is left without its local pod.
+func TestControllerManagerRestart(t *testing.T) {
+	peered(t)
+	a, b, c := members()
+	ctx := context.Background()
+	cl := framework.Client(t, a)
+	const ns = "offload-restart"
+	cleanupNamespace(t, ns)
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	createConfig(t, ns, "burst")
+	if err := cl.Create(ctx, deployment(ns, "burst", 200)); err != nil {
+		t.Fatal(err)
+	}
+	// Mid-burst: some provider pods exist, not all.
+	framework.Eventually(t, 60*time.Second, func() error {
+		if n := remotePods(t, ns, b, c); n < 20 {
+			return fmt.Errorf("%d provider pods so far", n)
+		}
+		return nil
+	})
+	if err := a.StopControllerManager(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = a.StartControllerManager(context.Background())
+		}
+	})
+	t.Logf("controller manager stopped with %d provider pods of 200", remotePods(t, ns, b, c))
+	// While it is down: the Deployment shrinks, and a running pod is
+	// force-deleted (its provider pod is now an orphan).
+	scale(t, ns, "burst", 120)
+	var pods corev1.PodList
+	if err := cl.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if pods.Items[i].Status.Phase == corev1.PodRunning {
+			if err := cl.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	time.Sleep(3 * time.Second)
+	if err := a.StartControllerManager(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	framework.Eventually(t, 3*time.Minute, func() error { return allRunning(t, ns, 120) })
+	framework.Eventually(t, 60*time.Second, func() error { return podPairs(t, ns, 120) })
+	framework.Eventually(t, 60*time.Second, func() error {
+		if n := remotePods(t, ns, b, c); n != 120 {
+			return fmt.Errorf("%d provider pods (terminating included), want 120", n)
+		}
+		return nil
+	})
+}
+
+func createConfig(t *testing.T, ns, name string) {
+	t.Helper()
+	a, _, _ := members()
+	cl := framework.Client(t, a)
+	for _, o := range []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-config"}, Data: map[string]string{"K": "v"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-secret"}, StringData: map[string]string{"S": "v"}},
+	} {
+		if err := cl.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func localPodUIDs(t *testing.T, ns string) map[string]bool {
+	t.Helper()
+	a, _, _ := members()
+	var pods corev1.PodList
+	if err := framework.Client(t, a).List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[string(p.UID)] = true
+		}
+	}
+	return out
+}
+
+func sameSet(a, b map[string]bool) bool { return len(a) == len(b) && len(intersect(a, b)) == len(a) }
+
+func intersect(a, b map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		if b[k] {
+			out[k] = true
+		}
+	}
+	return out
+}

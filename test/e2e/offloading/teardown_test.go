@@ -1,0 +1,128 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// TestUnpeerDrains runs last: unpeering a provider drains its virtual node
+// (the pods it ran are deleted there, and replaced on the other provider),
+// and unpeering both leaves no Liqo-created object on any side.
+func TestUnpeerDrains(t *testing.T) {
+	peered(t)
+	a, b, c := members()
+	ctx := context.Background()
+	cl := framework.Client(t, a)
+	const ns, replicas = "offload-teardown", 40
+	cleanupNamespace(t, ns)
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	createConfig(t, ns, "web")
+	if err := cl.Create(ctx, deployment(ns, "web", replicas)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, func() error { return allRunning(t, ns, replicas) })
+	if n := remotePods(t, ns, c); n == 0 {
+		t.Fatalf("no pod runs in %s: the test needs both providers", c.Name)
+	}
+
+	t.Run("unpeering a provider moves its pods to the other", func(t *testing.T) {
+		unpeer(t, a, c)
+		framework.Eventually(t, 60*time.Second, func() error { return leftovers(t, a, c) })
+		framework.Eventually(t, 2*time.Minute, func() error { return allRunning(t, ns, replicas) })
+		framework.Eventually(t, 30*time.Second, func() error { return podPairs(t, ns, replicas) })
+		if n := remotePods(t, ns, b); n != replicas {
+			t.Errorf("%s runs %d pods, want all %d", b.Name, n, replicas)
+		}
+	})
+
+	t.Run("unpeering the last provider leaves nothing", func(t *testing.T) {
+		unpeer(t, a, b)
+		framework.Eventually(t, 60*time.Second, func() error { return leftovers(t, a, b) })
+		var pods corev1.PodList
+		if err := cl.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				t.Errorf("pod %s still bound to %s with no provider left", p.Name, p.Spec.NodeName)
+			}
+		}
+	})
+}
+
+// unpeer sets join=false on consumer's ForeignCluster for provider.
+func unpeer(t *testing.T, consumer, provider *playground.Member) {
+	t.Helper()
+	ctx := context.Background()
+	cl := framework.Client(t, consumer)
+	fc, err := foreigncluster.Find(ctx, cl, provider.ClusterID)
+	if err != nil || fc == nil {
+		t.Fatalf("no ForeignCluster for %s (%v)", provider.Name, err)
+	}
+	patch := client.MergeFrom(fc.DeepCopy())
+	fc.Spec.Join = false
+	if err := cl.Patch(ctx, fc, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leftovers reports what an offloading peering left on either side: the
+// provider's namespaces and pods for the consumer and its NamespaceMap,
+// the consumer's virtual node for the provider, and pods still bound to it.
+func leftovers(t *testing.T, consumer, provider *playground.Member) error {
+	t.Helper()
+	ctx := context.Background()
+	pc, cc := framework.Client(t, provider), framework.Client(t, consumer)
+	var nss corev1.NamespaceList
+	if err := pc.List(ctx, &nss, client.MatchingLabels{sharing.OriginClusterLabel: consumer.ClusterID}); err != nil {
+		return err
+	}
+	if len(nss.Items) > 0 {
+		return fmt.Errorf("%s keeps %d namespaces for %s (first %s, %s)", provider.Name, len(nss.Items), consumer.Name, nss.Items[0].Name, nss.Items[0].Status.Phase)
+	}
+	var pods corev1.PodList
+	if err := pc.List(ctx, &pods, client.MatchingLabels{sharing.OriginClusterLabel: consumer.ClusterID}); err != nil {
+		return err
+	}
+	if len(pods.Items) > 0 {
+		return fmt.Errorf("%s keeps %d pods for %s", provider.Name, len(pods.Items), consumer.Name)
+	}
+	err := pc.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: offloadingv1alpha1.NamespaceMapName},
+		&offloadingv1alpha1.NamespaceMap{})
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s keeps the NamespaceMap of %s (%w)", provider.Name, consumer.Name, err)
+	}
+	var nodes corev1.NodeList
+	if err := cc.List(ctx, &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: provider.ClusterID}); err != nil {
+		return err
+	}
+	if len(nodes.Items) > 0 {
+		return fmt.Errorf("%s keeps virtual node %s", consumer.Name, nodes.Items[0].Name)
+	}
+	var local corev1.PodList
+	if err := cc.List(ctx, &local); err != nil {
+		return err
+	}
+	for _, p := range local.Items {
+		if p.Spec.NodeName == virtualkubelet.NodeName(discoveryv1alpha1.ClusterIdentity{ClusterID: provider.ClusterID, ClusterName: provider.Name}) {
+			return fmt.Errorf("pod %s/%s still bound to the removed virtual node", p.Namespace, p.Name)
+		}
+	}
+	return nil
+}
