@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -17,6 +20,8 @@ import (
 // in), stopped when the benchmark ends; its logs are kept when it fails.
 func startPlayground(b *testing.B, opts playground.Options, timeout time.Duration) *playground.Playground {
 	b.Helper()
+	// controller-runtime's clients log through this; without it they warn.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "liqo-bench-") //nolint:usetesting // kept, with the logs, when the benchmark fails
 	if err != nil {
 		b.Fatal(err)

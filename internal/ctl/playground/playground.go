@@ -114,6 +114,12 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	first := filepath.Join(p.Dir, playground.ClusterName(1)+".kubeconfig")
+	if o.Peer && o.Clusters > 1 {
+		fmt.Fprintf(out, "\nOffloading namespace %s of %s:\n", demoNamespace, playground.ClusterName(1))
+		if err := runDemoWorkload(ctx, out, first); err != nil {
+			return fmt.Errorf("the demo workload: %w", err)
+		}
+	}
 	liqoctl := "liqoctl"
 	if exe, err := os.Executable(); err == nil {
 		liqoctl = exe
@@ -132,10 +138,12 @@ Use a cluster:
   %s get foreignclusters
   %s status -v
   %s get peeringrequests
+  %s get pods -n %s -o wide
+  %s get namespaceoffloadings -A
 Logs of every component: %s/clusters/<name>/logs/
 Stop everything:
   %s playground down --dir %s
-`, first, kubectl, kubectl, kubectl, liqoctl, kubectl, p.Dir, liqoctl, p.Dir)
+`, first, kubectl, kubectl, kubectl, liqoctl, kubectl, kubectl, demoNamespace, kubectl, p.Dir, liqoctl, p.Dir)
 	return nil
 }
 

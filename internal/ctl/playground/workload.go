@@ -1,0 +1,97 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package playground
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
+	"github.com/liqo-go/liqo/internal/ctl/offload"
+)
+
+// The demo workload: a Deployment in an offloaded namespace of the first
+// cluster, spread over the virtual nodes.
+const (
+	demoNamespace = "demo"
+	demoReplicas  = 6
+)
+
+// runDemoWorkload offloads the demo namespace of the cluster behind
+// kubeconfig (Remote strategy) and runs the demo Deployment there, then
+// prints where its pods run.
+func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string) error {
+	c, _, err := kubeclient.New(kubeconfig, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := (&offload.Options{
+		Kubeconfig: kubeconfig, Namespace: demoNamespace, Strategy: string(offloadingv1alpha1.PodOffloadingRemote),
+		Mapping: string(offloadingv1alpha1.DefaultNameMapping), Timeout: time.Minute,
+	}).Run(ctx, out); err != nil {
+		return err
+	}
+	labels := map[string]string{"app": "hello"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "hello"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(demoReplicas)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "hello", Image: "registry.k8s.io/pause:3.10"}},
+					// One pod per virtual node in turn: the Deployment spreads
+					// over the providers.
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
+						LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+					}},
+				},
+			},
+		},
+	}
+	if err := c.Create(ctx, dep); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	start := time.Now()
+	var pods corev1.PodList
+	for time.Since(start) < time.Minute {
+		if err := c.List(ctx, &pods, client.InNamespace(demoNamespace), client.MatchingLabels(labels)); err != nil {
+			return err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if running == demoReplicas && len(pods.Items) == demoReplicas {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fmt.Fprintf(out, "\nDeployment %s/hello, offloaded (pods Running after %s):\n", demoNamespace, time.Since(start).Round(100*time.Millisecond))
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATUS\tIP\tNODE")
+	for _, p := range pods.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Status.Phase, p.Status.PodIP, p.Spec.NodeName)
+	}
+	return tw.Flush()
+}
