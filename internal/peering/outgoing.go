@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -82,6 +83,12 @@ const (
 
 // Outgoing is the consumer's peering reconciler on ForeignClusters.
 type Outgoing struct {
+	// refusedSince records, per provider, when its API server first
+	// refused the identity (401/403): an API server that just restarted
+	// refuses everyone until its authorizer has synced, and that must not
+	// cost a new identity (and the virtual node with it).
+	refusedSince sync.Map
+
 	// Client reads through to the API server and writes.
 	Client client.Client
 	// Scheme builds clients for the provider.
@@ -211,7 +218,16 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 			}
 		}
 		err = r.ensurePeeringRequest(ctx, fc, creds, secret)
-		if (errors.Is(err, errNotVerified) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !isWebhookDenial(err) && attempt == 0 {
+		refused := (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !isWebhookDenial(err)
+		if !refused {
+			r.refusedSince.Delete(provider)
+		} else if first, _ := r.refusedSince.LoadOrStore(provider, time.Now()); time.Since(first.(time.Time)) < refusalGrace {
+			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRequestFailed,
+				fmt.Sprintf("%s refuses the peering identity (%v); authenticating again if it still does after %s", provider, err, refusalGrace))
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		if (errors.Is(err, errNotVerified) || refused) && attempt == 0 {
+			r.refusedSince.Delete(provider)
 			// The provider revoked the identity, its RBAC was lost, or it
 			// cannot verify us with the key of the last exchange:
 			// authenticate again once.
@@ -228,6 +244,10 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 	}
 	return ctrl.Result{}, nil
 }
+
+// refusalGrace is how long a provider must keep refusing the identity
+// before this cluster authenticates again.
+const refusalGrace = 10 * time.Second
 
 // isWebhookDenial tells a policy refusal by the provider's webhook apart
 // from an RBAC refusal.
