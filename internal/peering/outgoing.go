@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -221,7 +222,7 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 		refused := (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !isWebhookDenial(err)
 		if !refused {
 			r.refusedSince.Delete(provider)
-		} else if first, _ := r.refusedSince.LoadOrStore(provider, time.Now()); time.Since(first.(time.Time)) < refusalGrace {
+		} else if first, _ := r.refusedSince.LoadOrStore(provider, time.Now()); time.Since(first.(time.Time)) < refusalGrace && !providerReady(ctx, creds) {
 			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRequestFailed,
 				fmt.Sprintf("%s refuses the peering identity (%v); authenticating again if it still does after %s", provider, err, refusalGrace))
 			return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -245,9 +246,23 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 	return ctrl.Result{}, nil
 }
 
-// refusalGrace is how long a provider must keep refusing the identity
-// before this cluster authenticates again.
+// refusalGrace is how long a provider that is not ready must keep
+// refusing the identity before this cluster authenticates again; a ready
+// provider that refuses it has revoked it, and is answered at once.
 const refusalGrace = 10 * time.Second
+
+// providerReady says whether the provider's API server reports itself
+// ready (its informers, RBAC's included, synced).
+func providerReady(ctx context.Context, creds *identity.Credentials) bool {
+	cfg := creds.RESTConfig()
+	cfg.Timeout = 3 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false
+	}
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	return err == nil && string(body) == "ok"
+}
 
 // isWebhookDenial tells a policy refusal by the provider's webhook apart
 // from an RBAC refusal.
