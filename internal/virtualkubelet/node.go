@@ -80,6 +80,14 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
+	// An offer not yet judged (a provider that just wrote it again) keeps
+	// the node it has: removing it would drain every pod it runs.
+	if adv.Status.Phase == "" && err == nil && adv.DeletionTimestamp.IsZero() {
+		var nodes corev1.NodeList
+		if lerr := r.Client.List(ctx, &nodes, client.MatchingLabels{RemoteClusterLabel: provider}); lerr == nil && len(nodes.Items) > 0 {
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+	}
 	if apierrors.IsNotFound(err) || !adv.DeletionTimestamp.IsZero() || adv.Status.Phase != sharingv1alpha1.AdvertisementAccepted ||
 		req.Namespace != discoveryv1alpha1.TenantNamespace(provider) {
 		if err := r.removeNodes(ctx, provider); err != nil {
