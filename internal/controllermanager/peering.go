@@ -97,7 +97,7 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 // reflection) and the NamespaceOffloading controller (consumer), and the
 // NamespaceMap controller (provider).
 func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string) error {
-	remotes := &virtualkubelet.Remotes{Client: direct, Namespace: o.Namespace, Scheme: mgr.GetScheme()}
+	remotes := &virtualkubelet.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
 	sessions := &virtualkubelet.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
 	if err := mgr.Add(sessions); err != nil {
 		return err

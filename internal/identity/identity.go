@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -217,4 +218,23 @@ func (c *Credentials) Kubeconfig(user, namespace string) ([]byte, error) {
 	cfg.Contexts[user] = &clientcmdapi.Context{Cluster: "peer", AuthInfo: user, Namespace: namespace}
 	cfg.CurrentContext = user
 	return clientcmd.Write(*cfg)
+}
+
+// Readyz asks the API server of cfg whether it is ready (GET /readyz: all
+// its informers, RBAC's included, synced), within 3 s.
+func Readyz(ctx context.Context, cfg *rest.Config) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 3 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	if string(body) != "ok" {
+		return fmt.Errorf("/readyz answered %q", string(body))
+	}
+	return nil
 }

@@ -97,7 +97,7 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 		return ctrl.Result{}, err
 	}
 
-	providers, err := r.selectProviders(&no)
+	providers, err := r.selectProviders(ctx, &no)
 	if err != nil {
 		return ctrl.Result{}, r.setStatus(ctx, &no, no.Status.RemoteNamespaces, metav1.ConditionFalse, "InvalidClusterSelector", err.Error())
 	}
@@ -166,7 +166,7 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 
 // selectProviders returns the ClusterIDs of the providers whose virtual
 // nodes match the cluster selector.
-func (r *NamespaceOffloadingReconciler) selectProviders(no *offloadingv1alpha1.NamespaceOffloading) ([]string, error) {
+func (r *NamespaceOffloadingReconciler) selectProviders(ctx context.Context, no *offloadingv1alpha1.NamespaceOffloading) ([]string, error) {
 	var sel *nodeaffinity.NodeSelector
 	if no.Spec.ClusterSelector != nil && len(no.Spec.ClusterSelector.NodeSelectorTerms) > 0 {
 		s, err := nodeaffinity.NewNodeSelector(no.Spec.ClusterSelector)
@@ -176,7 +176,7 @@ func (r *NamespaceOffloadingReconciler) selectProviders(no *offloadingv1alpha1.N
 		sel = s
 	}
 	var nodes corev1.NodeList
-	if err := r.Client.List(context.Background(), &nodes, client.MatchingLabels{sharing.VirtualNodeLabel: sharing.VirtualNodeValue}); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{sharing.VirtualNodeLabel: sharing.VirtualNodeValue}); err != nil {
 		return nil, err
 	}
 	var out []string

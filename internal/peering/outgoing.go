@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -222,7 +221,7 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 		refused := (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !isWebhookDenial(err)
 		if !refused {
 			r.refusedSince.Delete(provider)
-		} else if first, _ := r.refusedSince.LoadOrStore(provider, time.Now()); time.Since(first.(time.Time)) < refusalGrace && !providerReady(ctx, creds) {
+		} else if first, _ := r.refusedSince.LoadOrStore(provider, time.Now()); time.Since(first.(time.Time)) < refusalGrace && identity.Readyz(ctx, creds.RESTConfig()) != nil {
 			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRequestFailed,
 				fmt.Sprintf("%s refuses the peering identity (%v); authenticating again if it still does after %s", provider, err, refusalGrace))
 			return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -250,19 +249,6 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 // refusing the identity before this cluster authenticates again; a ready
 // provider that refuses it has revoked it, and is answered at once.
 const refusalGrace = 10 * time.Second
-
-// providerReady says whether the provider's API server reports itself
-// ready (its informers, RBAC's included, synced).
-func providerReady(ctx context.Context, creds *identity.Credentials) bool {
-	cfg := creds.RESTConfig()
-	cfg.Timeout = 3 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return false
-	}
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	return err == nil && string(body) == "ok"
-}
 
 // isWebhookDenial tells a policy refusal by the provider's webhook apart
 // from an RBAC refusal.

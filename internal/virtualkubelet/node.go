@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -80,16 +79,14 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
-	// An offer not yet judged (a provider that just wrote it again) keeps
-	// the node it has: removing it would drain every pod it runs.
-	if adv.Status.Phase == "" && err == nil && adv.DeletionTimestamp.IsZero() {
-		var nodes corev1.NodeList
-		if lerr := r.Client.List(ctx, &nodes, client.MatchingLabels{RemoteClusterLabel: provider}); lerr == nil && len(nodes.Items) > 0 {
-			return ctrl.Result{RequeueAfter: time.Second}, nil
-		}
+	gone := apierrors.IsNotFound(err) || !adv.DeletionTimestamp.IsZero() || req.Namespace != discoveryv1alpha1.TenantNamespace(provider)
+	if !gone && adv.Status.Phase == "" {
+		// Not judged yet (a provider that just wrote it again): whatever
+		// node there is stays, as removing it drains every pod it runs;
+		// the operator's verdict wakes this up.
+		return ctrl.Result{}, nil
 	}
-	if apierrors.IsNotFound(err) || !adv.DeletionTimestamp.IsZero() || adv.Status.Phase != sharingv1alpha1.AdvertisementAccepted ||
-		req.Namespace != discoveryv1alpha1.TenantNamespace(provider) {
+	if gone || adv.Status.Phase != sharingv1alpha1.AdvertisementAccepted {
 		if err := r.removeNodes(ctx, provider); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -288,19 +285,7 @@ func readyz(ctx context.Context, kubeconfig []byte) error {
 	if err != nil {
 		return err
 	}
-	cfg.Timeout = 3 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		return err
-	}
-	if string(body) != "ok" {
-		return fmt.Errorf("/readyz answered %q", string(body))
-	}
-	return nil
+	return identity.Readyz(ctx, cfg)
 }
 
 // reflect sets (or, with an empty status, removes) VirtualNodeReady on

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -41,7 +43,7 @@ type objectKind struct {
 // provider pods).
 var objectKinds = []objectKind{
 	{
-		name:      KindConfigMap,
+		name:      kindConfigMap,
 		newObject: func() client.Object { return &corev1.ConfigMap{} },
 		newList:   func() client.ObjectList { return &corev1.ConfigMapList{} },
 		forge: func(o client.Object, ns, id string) client.Object {
@@ -58,7 +60,7 @@ var objectKinds = []objectKind{
 		},
 	},
 	{
-		name:      KindSecret,
+		name:      kindSecret,
 		newObject: func() client.Object { return &corev1.Secret{} },
 		newList:   func() client.ObjectList { return &corev1.SecretList{} },
 		forge: func(o client.Object, ns, id string) client.Object {
@@ -75,7 +77,7 @@ var objectKinds = []objectKind{
 		},
 	},
 	{
-		name:      KindService,
+		name:      kindService,
 		newObject: func() client.Object { return &corev1.Service{} },
 		newList:   func() client.ObjectList { return &corev1.ServiceList{} },
 		forge: func(o client.Object, ns, id string) client.Object {
@@ -248,8 +250,9 @@ func (r *ObjectReflector) SetupWithManager(mgr ctrl.Manager) error {
 			return nil
 		}
 		var reqs []reconcile.Request
-		_ = forEachItem(list, func(obj client.Object) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		_ = meta.EachListItem(list, func(obj runtime.Object) error {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj.(client.Object))})
+			return nil
 		})
 		return reqs
 	})
@@ -259,24 +262,4 @@ func (r *ObjectReflector) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(r.Sessions.Source(r.kind.name, &handler.EnqueueRequestForObject{})).
 		Named("virtualkubelet-" + r.kind.name).
 		Complete(r)
-}
-
-func forEachItem(list client.ObjectList, f func(client.Object)) error {
-	switch l := list.(type) {
-	case *corev1.ConfigMapList:
-		for i := range l.Items {
-			f(&l.Items[i])
-		}
-	case *corev1.SecretList:
-		for i := range l.Items {
-			f(&l.Items[i])
-		}
-	case *corev1.ServiceList:
-		for i := range l.Items {
-			f(&l.Items[i])
-		}
-	default:
-		return fmt.Errorf("unexpected list %T", list)
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -85,9 +86,10 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if pod.DeletionTimestamp != nil {
 			return ctrl.Result{}, r.confirmDeletion(ctx, &pod)
 		}
+		// The NamespaceOffloading's status, once ready, wakes this up.
 		r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "NamespaceNotOffloaded", "Offload",
 			"Namespace %s has no ready namespace in provider %s yet (see its NamespaceOffloading)", pod.Namespace, provider)
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		return ctrl.Result{}, nil
 	}
 	sess, err := r.Sessions.get(ctx, provider)
 	if err != nil {
@@ -98,7 +100,7 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	var remote *corev1.Pod
-	if obj, ok := w.get(KindPod, pod.Name); ok {
+	if obj, ok := w.get(kindPod, pod.Name); ok {
 		remote = obj.(*corev1.Pod)
 	}
 
@@ -215,7 +217,7 @@ func (r *PodReflector) confirmDeletion(ctx context.Context, pod *corev1.Pod) err
 // namespace ns, except the one in provider keepProvider made for keepUID.
 func (r *PodReflector) deleteOrphans(ctx context.Context, ns, name, keepProvider string, keepUID types.UID) error {
 	for _, w := range r.Sessions.watches(ns) {
-		obj, ok := w.get(KindPod, name)
+		obj, ok := w.get(kindPod, name)
 		if !ok {
 			continue
 		}
@@ -255,24 +257,34 @@ func (r *PodReflector) SetupWithManager(mgr ctrl.Manager) error {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 			return n.Spec.NodeName != "" && (o.Spec.NodeName != n.Spec.NodeName || n.Generation != o.Generation ||
-				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !mapsEqual(o.Labels, n.Labels))
+				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !maps.Equal(o.Labels, n.Labels))
 		},
 	}
 	if err := indexPodsByNode(mgr); err != nil {
 		return err
 	}
-	// A virtual node Ready again: its pods' status, which the node
-	// lifecycle controller may have changed meanwhile, is reflected again.
-	nodeReady := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	enqueuePods := func(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.MatchingFields{nodeNameField: o.GetName()}); err != nil {
+		if err := r.Client.List(ctx, &pods, opts...); err != nil {
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(pods.Items))
 		for i := range pods.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
+			if pods.Items[i].Spec.NodeName != "" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
+			}
 		}
 		return reqs
+	}
+	// A virtual node Ready again: its pods' status, which the node
+	// lifecycle controller may have changed meanwhile, is reflected again.
+	nodeReady := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return enqueuePods(ctx, client.MatchingFields{nodeNameField: o.GetName()})
+	})
+	// A namespace offloaded to one more provider: its bound pods that
+	// waited for it go now.
+	offloaded := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return enqueuePods(ctx, client.InNamespace(o.GetNamespace()))
 	})
 	readyChanged := predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -280,13 +292,14 @@ func (r *PodReflector) SetupWithManager(mgr ctrl.Manager) error {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-			return sharing.IsVirtual(n) && nodeReadyStatus(o) != nodeReadyStatus(n)
+			return sharing.IsVirtual(n) && NodeReady(o) != NodeReady(n)
 		},
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Pod{}, builder.WithPredicates(bound)).
 		Watches(&corev1.Node{}, nodeReady, builder.WithPredicates(readyChanged)).
-		WatchesRawSource(r.Sessions.Source(KindPod, &handler.EnqueueRequestForObject{})).
+		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
+		WatchesRawSource(r.Sessions.Source(kindPod, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("virtualkubelet-pods").
 		Complete(r)
@@ -306,23 +319,12 @@ func indexPodsByNode(mgr ctrl.Manager) error {
 	return err
 }
 
-func nodeReadyStatus(n *corev1.Node) corev1.ConditionStatus {
+// NodeReady returns the status of n's Ready condition (Unknown without one).
+func NodeReady(n *corev1.Node) corev1.ConditionStatus {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status
 		}
 	}
 	return corev1.ConditionUnknown
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

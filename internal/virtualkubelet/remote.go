@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -38,24 +37,12 @@ var providerWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() { metrics.Registry.MustRegister(providerWrites) }
 
-// ProviderWrites returns the write requests of every verb sent to provider
-// for resource so far; for benchmarks and tests in this process.
-func ProviderWrites(provider, resource string) float64 {
-	var total float64
-	for _, verb := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		var m dto.Metric
-		if err := providerWrites.WithLabelValues(provider, verb, resource).Write(&m); err == nil {
-			total += m.GetCounter().GetValue()
-		}
-	}
-	return total
-}
-
 // Remotes gives the virtual kubelet's clients towards each provider, built
 // from the kubeconfig the provider issued (the consumer keeps it in
 // identity.RemoteSecretName(provider)). Safe for concurrent use.
 type Remotes struct {
-	// Client reads the local identity Secrets.
+	// Client reads the local identity Secrets; a cached reader, as every
+	// pod and object reconcile asks for its provider's config.
 	Client client.Reader
 	// Namespace is the local Liqo namespace.
 	Namespace string

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,13 +27,13 @@ import (
 
 // The kinds a session watches in each provider namespace.
 const (
-	KindPod       = "pods"
-	KindConfigMap = "configmaps"
-	KindSecret    = "secrets"
-	KindService   = "services"
+	kindPod       = "pods"
+	kindConfigMap = "configmaps"
+	kindSecret    = "secrets"
+	kindService   = "services"
 )
 
-var watchedKinds = []string{KindPod, KindConfigMap, KindSecret, KindService}
+var watchedKinds = []string{kindPod, kindConfigMap, kindSecret, kindService}
 
 // errNotSynced is returned while a provider namespace's informers fill.
 var errNotSynced = errors.New("the provider namespace's watch has not synced yet")
@@ -111,7 +110,7 @@ func (s *Sessions) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for p, sess := range s.sessions {
-		sess.stop()
+		sess.cancel()
 		delete(s.sessions, p)
 	}
 	return nil
@@ -144,7 +143,7 @@ func (s *Sessions) get(ctx context.Context, provider string) (*session, error) {
 		if sess.host == cfg.Host && sess.cert == string(cfg.CertData) {
 			return sess, nil
 		}
-		sess.stop()
+		sess.cancel()
 		delete(s.sessions, provider)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -195,7 +194,7 @@ func (s *Sessions) Stop(provider string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sess, ok := s.sessions[provider]; ok {
-		sess.stop()
+		sess.cancel()
 		delete(s.sessions, provider)
 	}
 }
@@ -227,10 +226,6 @@ func (s *Sessions) all() []*session {
 	return out
 }
 
-func (sess *session) stop() {
-	sess.cancel()
-}
-
 // watch returns the watch of the provider namespace remote for the local
 // namespace local, starting it if needed; errNotSynced until its informers
 // have listed.
@@ -259,10 +254,10 @@ func (s *Sessions) startWatch(sess *session, local, remote string) *nsWatch {
 			o.LabelSelector = sharing.OriginClusterLabel + "=" + s.LocalClusterID
 		}))
 	w := &nsWatch{local: local, remote: remote, cancel: cancel, informers: map[string]cache.SharedIndexInformer{
-		KindPod:       factory.Core().V1().Pods().Informer(),
-		KindConfigMap: factory.Core().V1().ConfigMaps().Informer(),
-		KindSecret:    factory.Core().V1().Secrets().Informer(),
-		KindService:   factory.Core().V1().Services().Informer(),
+		kindPod:       factory.Core().V1().Pods().Informer(),
+		kindConfigMap: factory.Core().V1().ConfigMaps().Informer(),
+		kindSecret:    factory.Core().V1().Secrets().Informer(),
+		kindService:   factory.Core().V1().Services().Informer(),
 	}}
 	for kind, inf := range w.informers {
 		ch := s.channels[kind]
@@ -274,7 +269,8 @@ func (s *Sessions) startWatch(sess *session, local, remote string) *nsWatch {
 			if err != nil {
 				return
 			}
-			ev := event.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: local, Name: m.GetName()}}}
+			// The local object of the same name, whatever its kind.
+			ev := event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: local, Name: m.GetName()}}}
 			select {
 			case ch <- ev:
 			case <-ctx.Done():

@@ -5,18 +5,24 @@ package framework
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"regexp"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
 )
 
 // AddWithToken runs, on consumer, the command provider's
@@ -62,4 +68,33 @@ func StopAPIServer(t testing.TB, m *playground.Member) (restart func()) {
 	}
 	t.Cleanup(restart)
 	return restart
+}
+
+// VirtualNode returns the virtual node for providerID in c's cluster, or an
+// error saying why there is not exactly one.
+func VirtualNode(c client.Client, providerID string) (*corev1.Node, error) {
+	var nodes corev1.NodeList
+	if err := c.List(context.Background(), &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: providerID}); err != nil {
+		return nil, err
+	}
+	if len(nodes.Items) != 1 {
+		return nil, fmt.Errorf("%d virtual nodes for %s, want 1", len(nodes.Items), providerID)
+	}
+	return &nodes.Items[0], nil
+}
+
+// SetJoin sets join on m's ForeignCluster for clusterID.
+func SetJoin(t testing.TB, m *playground.Member, clusterID string, join bool) {
+	t.Helper()
+	ctx := context.Background()
+	c := Client(t, m)
+	fc, err := foreigncluster.Find(ctx, c, clusterID)
+	if err != nil || fc == nil {
+		t.Fatalf("%s has no ForeignCluster for %s (%v)", m.Name, clusterID, err)
+	}
+	patch := client.MergeFrom(fc.DeepCopy())
+	fc.Spec.Join = join
+	if err := c.Patch(ctx, fc, patch); err != nil {
+		t.Fatal(err)
+	}
 }

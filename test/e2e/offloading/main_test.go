@@ -64,36 +64,16 @@ func peered(t *testing.T) {
 	})
 	for _, p := range []*playground.Member{b, c} {
 		framework.Eventually(t, 60*time.Second, func() error {
-			n, err := virtualNode(framework.Client(t, a), p.ClusterID)
+			n, err := framework.VirtualNode(framework.Client(t, a), p.ClusterID)
 			if err != nil {
 				return err
 			}
-			if nodeReady(n) != corev1.ConditionTrue {
+			if virtualkubelet.NodeReady(n) != corev1.ConditionTrue {
 				return fmt.Errorf("virtual node %s not Ready", n.Name)
 			}
 			return nil
 		})
 	}
-}
-
-func virtualNode(c client.Client, providerID string) (*corev1.Node, error) {
-	var nodes corev1.NodeList
-	if err := c.List(context.Background(), &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: providerID}); err != nil {
-		return nil, err
-	}
-	if len(nodes.Items) != 1 {
-		return nil, fmt.Errorf("%d virtual nodes for %s, want 1", len(nodes.Items), providerID)
-	}
-	return &nodes.Items[0], nil
-}
-
-func nodeReady(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return corev1.ConditionUnknown
 }
 
 // offload creates namespace ns in the consumer with a NamespaceOffloading

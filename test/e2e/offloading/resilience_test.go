@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -38,12 +39,12 @@ func TestProviderAPIServerDown(t *testing.T) {
 	stoppedAt := time.Now()
 	restart := framework.StopAPIServer(t, b)
 	framework.Eventually(t, 30*time.Second, func() error {
-		n, err := virtualNode(cl, b.ClusterID)
+		n, err := framework.VirtualNode(cl, b.ClusterID)
 		if err != nil {
 			return err
 		}
-		if nodeReady(n) != corev1.ConditionFalse {
-			return fmt.Errorf("virtual node %s is %s, want NotReady while the provider is down", n.Name, nodeReady(n))
+		if virtualkubelet.NodeReady(n) != corev1.ConditionFalse {
+			return fmt.Errorf("virtual node %s is %s, want NotReady while the provider is down", n.Name, virtualkubelet.NodeReady(n))
 		}
 		return nil
 	})
@@ -56,11 +57,11 @@ func TestProviderAPIServerDown(t *testing.T) {
 	}
 	restart()
 	framework.Eventually(t, 60*time.Second, func() error {
-		n, err := virtualNode(cl, b.ClusterID)
+		n, err := framework.VirtualNode(cl, b.ClusterID)
 		if err != nil {
 			return err
 		}
-		if nodeReady(n) != corev1.ConditionTrue {
+		if virtualkubelet.NodeReady(n) != corev1.ConditionTrue {
 			return fmt.Errorf("virtual node %s not Ready again", n.Name)
 		}
 		return nil
@@ -121,7 +122,15 @@ func TestControllerManagerRestart(t *testing.T) {
 			break
 		}
 	}
-	time.Sleep(3 * time.Second)
+	// The scale-down happens while the controller manager is down: the
+	// ReplicaSet marks the surplus pods for deletion, which only the
+	// virtual kubelet can confirm.
+	framework.Eventually(t, 30*time.Second, func() error {
+		if n := len(localPodUIDs(t, ns)); n > 120 {
+			return fmt.Errorf("%d pods not being deleted, want at most 120", n)
+		}
+		return nil
+	})
 	if err := a.StartControllerManager(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
@@ -42,7 +41,7 @@ func TestUnpeerDrains(t *testing.T) {
 	}
 
 	t.Run("unpeering a provider moves its pods to the other", func(t *testing.T) {
-		unpeer(t, a, c)
+		framework.SetJoin(t, a, c.ClusterID, false)
 		framework.Eventually(t, 60*time.Second, func() error { return leftovers(t, a, c) })
 		framework.Eventually(t, 2*time.Minute, func() error { return allRunning(t, ns, replicas) })
 		framework.Eventually(t, 30*time.Second, func() error { return podPairs(t, ns, replicas) })
@@ -52,7 +51,7 @@ func TestUnpeerDrains(t *testing.T) {
 	})
 
 	t.Run("unpeering the last provider leaves nothing", func(t *testing.T) {
-		unpeer(t, a, b)
+		framework.SetJoin(t, a, b.ClusterID, false)
 		framework.Eventually(t, 60*time.Second, func() error { return leftovers(t, a, b) })
 		var pods corev1.PodList
 		if err := cl.List(ctx, &pods, client.InNamespace(ns)); err != nil {
@@ -64,22 +63,6 @@ func TestUnpeerDrains(t *testing.T) {
 			}
 		}
 	})
-}
-
-// unpeer sets join=false on consumer's ForeignCluster for provider.
-func unpeer(t *testing.T, consumer, provider *playground.Member) {
-	t.Helper()
-	ctx := context.Background()
-	cl := framework.Client(t, consumer)
-	fc, err := foreigncluster.Find(ctx, cl, provider.ClusterID)
-	if err != nil || fc == nil {
-		t.Fatalf("no ForeignCluster for %s (%v)", provider.Name, err)
-	}
-	patch := client.MergeFrom(fc.DeepCopy())
-	fc.Spec.Join = false
-	if err := cl.Patch(ctx, fc, patch); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // leftovers reports what an offloading peering left on either side: the

@@ -119,7 +119,7 @@ func lanCleanup(t *testing.T) {
 	for _, m := range suite.Members {
 		for _, other := range suite.Members {
 			if fc := getFC(t, m, other.ClusterID); m != other && fc != nil && fc.Spec.Join {
-				setJoin(t, m, other.ClusterID, false)
+				framework.SetJoin(t, m, other.ClusterID, false)
 			}
 		}
 	}

@@ -26,7 +26,7 @@ func TestTeardown(t *testing.T) {
 	if left := peeringObjects(t, a, b); len(left) == 0 {
 		t.Fatal("a live peering shows no objects: the teardown check would prove nothing")
 	}
-	setJoin(t, a, b.ClusterID, false)
+	framework.SetJoin(t, a, b.ClusterID, false)
 	waitNoPeeringObjects(t, a, b, 30*time.Second)
 	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, peering.ReasonUnpeered, 5*time.Second)
 }
@@ -78,7 +78,7 @@ func TestUnpeerWithProviderDown(t *testing.T) {
 	restart := framework.StopAPIServer(t, c)
 
 	start := time.Now()
-	setJoin(t, a, c.ClusterID, false)
+	framework.SetJoin(t, a, c.ClusterID, false)
 	framework.Eventually(t, 60*time.Second, func() error {
 		fc := getFC(t, a, c.ClusterID)
 		if len(fc.Finalizers) > 0 {
@@ -105,20 +105,6 @@ func TestUnpeerWithProviderDown(t *testing.T) {
 	waitNoPeeringObjects(t, a, c, 150*time.Second)
 }
 
-func setJoin(t *testing.T, m *playground.Member, clusterID string, join bool) {
-	t.Helper()
-	c := framework.Client(t, m)
-	fc := getFC(t, m, clusterID)
-	if fc == nil {
-		t.Fatalf("%s has no ForeignCluster for %s", m.Name, clusterID)
-	}
-	patch := client.MergeFrom(fc.DeepCopy())
-	fc.Spec.Join = join
-	if err := c.Patch(context.Background(), fc, patch); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestTwoWayUnpeerOneDirection: A and B peer both ways and share one tenant
 // namespace per side; unpeering A from B leaves B's peering with A whole.
 func TestTwoWayUnpeerOneDirection(t *testing.T) {
@@ -126,7 +112,7 @@ func TestTwoWayUnpeerOneDirection(t *testing.T) {
 	framework.LogOnFailure(t, a, b)
 	peer(t, a, b)
 	peer(t, b, a)
-	setJoin(t, a, b.ClusterID, false)
+	framework.SetJoin(t, a, b.ClusterID, false)
 	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, peering.ReasonUnpeered, 30*time.Second)
 
 	roleIn := func(m *playground.Member, peerID, role string) bool {

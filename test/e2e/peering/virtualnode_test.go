@@ -3,7 +3,6 @@
 package peering_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -20,29 +19,6 @@ import (
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
-// virtualNode returns A's virtual node for provider, or an error saying
-// why it is not there yet.
-func virtualNode(t *testing.T, c client.Client, providerID string) (*corev1.Node, error) {
-	t.Helper()
-	var nodes corev1.NodeList
-	if err := c.List(context.Background(), &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: providerID}); err != nil {
-		return nil, err
-	}
-	if len(nodes.Items) != 1 {
-		return nil, errorf("%d virtual nodes for %s, want 1", len(nodes.Items), providerID)
-	}
-	return &nodes.Items[0], nil
-}
-
-func nodeReady(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return corev1.ConditionUnknown
-}
-
 // TestVirtualNode: an accepted Advertisement becomes one Ready virtual node
 // with the advertised capacity, labelled and tainted, with a Lease renewed
 // as a kubelet does; a new share percentage changes its capacity within
@@ -56,7 +32,7 @@ func TestVirtualNode(t *testing.T) {
 	ctx := t.Context()
 	advKey := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(c.ClusterID), Name: sharing.AdvertisementName(c.ClusterID)}
 	sameAsOffer := func() (*corev1.Node, error) {
-		n, err := virtualNode(t, inA, c.ClusterID)
+		n, err := framework.VirtualNode(inA, c.ClusterID)
 		if err != nil {
 			return nil, err
 		}
@@ -65,8 +41,8 @@ func TestVirtualNode(t *testing.T) {
 			return nil, err
 		}
 		offer, got := adv.Spec.Resources[corev1.ResourceCPU], n.Status.Allocatable[corev1.ResourceCPU]
-		if got.Cmp(offer) != 0 || nodeReady(n) != corev1.ConditionTrue {
-			return nil, errorf("node %s: cpu %s ready %s; want the offer's cpu %s and Ready", n.Name, got.String(), nodeReady(n), offer.String())
+		if got.Cmp(offer) != 0 || virtualkubelet.NodeReady(n) != corev1.ConditionTrue {
+			return nil, errorf("node %s: cpu %s ready %s; want the offer's cpu %s and Ready", n.Name, got.String(), virtualkubelet.NodeReady(n), offer.String())
 		}
 		return n, nil
 	}
@@ -112,12 +88,12 @@ func TestVirtualNode(t *testing.T) {
 	// The provider's API server stopped: NotReady; back: Ready again.
 	restart := framework.StopAPIServer(t, c)
 	framework.Eventually(t, 30*time.Second, func() error {
-		n, err := virtualNode(t, inA, c.ClusterID)
+		n, err := framework.VirtualNode(inA, c.ClusterID)
 		if err != nil {
 			return err
 		}
-		if nodeReady(n) != corev1.ConditionFalse {
-			return errorf("node %s Ready=%s with the provider down", n.Name, nodeReady(n))
+		if virtualkubelet.NodeReady(n) != corev1.ConditionFalse {
+			return errorf("node %s Ready=%s with the provider down", n.Name, virtualkubelet.NodeReady(n))
 		}
 		return nil
 	})
@@ -126,7 +102,7 @@ func TestVirtualNode(t *testing.T) {
 	framework.Eventually(t, 90*time.Second, func() error { _, err := sameAsOffer(); return err })
 
 	unpeer(t, a, c)
-	if _, err := virtualNode(t, inA, c.ClusterID); err == nil {
+	if _, err := framework.VirtualNode(inA, c.ClusterID); err == nil {
 		t.Fatal("the virtual node outlived the peering")
 	}
 }
