@@ -66,6 +66,13 @@ type Options struct {
 	// WebhookURL is the webhook's base URL as the API server reaches it;
 	// derived from WebhookBindAddress when empty.
 	WebhookURL string
+	// KubeletBindAddress is where the virtual nodes' kubelet API (logs,
+	// exec) listens; "0" disables it.
+	KubeletBindAddress string
+	// KubeletAddress is the address the API server reaches that API at,
+	// which the virtual nodes carry as their InternalIP; derived from
+	// KubeletBindAddress, or $POD_IP, when empty.
+	KubeletAddress string
 	// ForceUnpeerAfter bounds an unpeering from an unreachable provider.
 	ForceUnpeerAfter time.Duration
 	// ExchangeTTL is how long a token exchange may wait for its
@@ -81,6 +88,7 @@ func NewOptions() *Options {
 		HealthProbeBindAddress: ":8081",
 		AuthBindAddress:        ":8443",
 		WebhookBindAddress:     ":9443",
+		KubeletBindAddress:     ":10250",
 		ForceUnpeerAfter:       peering.DefaultForceUnpeerAfter,
 		ExchangeTTL:            peering.DefaultExchangeTTL,
 		KubeAPIQPS:             200,
@@ -104,6 +112,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
 	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", o.WebhookBindAddress, "Address the admission webhook listens on")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Base URL the API server reaches the webhook at (default: https:// and the bind address, or the host name when it binds all addresses)")
+	fs.StringVar(&o.KubeletBindAddress, "kubelet-bind-address", o.KubeletBindAddress, "Address the virtual nodes' kubelet API (kubectl logs, exec) listens on; 0 disables it")
+	fs.StringVar(&o.KubeletAddress, "kubelet-address", o.KubeletAddress, "IP address the API server reaches the virtual nodes' kubelet API at (default: the bind address's host, or $POD_IP)")
 	fs.DurationVar(&o.ExchangeTTL, "peering-exchange-ttl", o.ExchangeTTL, "How long a token exchange may wait for its PeeringRequest before the identity it issued is revoked")
 	fs.DurationVar(&o.ForceUnpeerAfter, "force-unpeer-after", o.ForceUnpeerAfter, "How long an unpeering waits for an unreachable provider before removing the local side alone")
 	fs.StringVar(&o.APIServerURL, "api-server-url", o.APIServerURL, "URL peers reach this cluster's API server at (default: the kubeconfig's server)")

@@ -5,6 +5,8 @@ package controllermanager
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +68,7 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 	if err := setupSharing(mgr, o, direct, clusterID, store); err != nil {
 		return err
 	}
-	return setupOffloading(mgr, o, direct, clusterID)
+	return setupOffloading(mgr, o, direct, clusterID, wh)
 }
 
 // setupSharing adds the Broadcaster (provider) and the Advertisement
@@ -96,13 +98,17 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 // setupOffloading adds the virtual kubelet (virtual nodes, pod and object
 // reflection) and the NamespaceOffloading controller (consumer), and the
 // NamespaceMap controller (provider).
-func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string) error {
+func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, wh *webhookSetup) error {
 	remotes := &virtualkubelet.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
 	sessions := &virtualkubelet.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
 	if err := mgr.Add(sessions); err != nil {
 		return err
 	}
-	if err := (&virtualkubelet.NodeReconciler{Client: mgr.GetClient(), Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}).SetupWithManager(mgr); err != nil {
+	nodes := &virtualkubelet.NodeReconciler{Client: mgr.GetClient(), Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}
+	if err := setupKubeletServer(mgr, o, sessions, nodes, wh); err != nil {
+		return err
+	}
+	if err := nodes.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the virtual node controller: %w", err)
 	}
 	if err := (&virtualkubelet.PodReflector{
@@ -123,5 +129,55 @@ func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, cluster
 	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap controller: %w", err)
 	}
+	return nil
+}
+
+// setupKubeletServer listens for the virtual nodes' kubelet API and tells
+// the node reconciler the address and port to publish on the nodes.
+func setupKubeletServer(mgr ctrl.Manager, o *Options, sessions *virtualkubelet.Sessions, nodes *virtualkubelet.NodeReconciler, wh *webhookSetup) error {
+	log := ctrl.Log.WithName("setup")
+	if o.KubeletBindAddress == "0" {
+		log.Info("The virtual nodes' kubelet API is disabled: kubectl logs and exec will not reach offloaded pods")
+		return nil
+	}
+	host, _, err := net.SplitHostPort(o.KubeletBindAddress)
+	if err != nil {
+		return fmt.Errorf("--kubelet-bind-address %q: %w", o.KubeletBindAddress, err)
+	}
+	addr := o.KubeletAddress
+	if addr == "" {
+		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+			addr = host
+		} else {
+			addr = os.Getenv("POD_IP")
+		}
+	}
+	if addr != "" && net.ParseIP(addr) == nil {
+		return fmt.Errorf("--kubelet-address %q is not an IP address", addr)
+	}
+	lis, err := net.Listen("tcp", o.KubeletBindAddress)
+	if err != nil {
+		return fmt.Errorf("listening for the kubelet API: %w", err)
+	}
+	hosts := []string{"localhost", "127.0.0.1"}
+	if addr != "" {
+		hosts = append(hosts, addr)
+	}
+	cert, err := auth.ServingCertificate(wh.caBundle, wh.caKey, hosts)
+	if err != nil {
+		_ = lis.Close()
+		return err
+	}
+	if err := mgr.Add(&virtualkubelet.KubeletServer{Client: mgr.GetClient(), Sessions: sessions, Listener: lis, Certificate: cert}); err != nil {
+		_ = lis.Close()
+		return err
+	}
+	if addr == "" {
+		log.Info("No address for the virtual nodes' kubelet API (set --kubelet-address or $POD_IP): kubectl logs and exec will not reach offloaded pods")
+		return nil
+	}
+	nodes.KubeletAddress = addr
+	nodes.KubeletPort = int32(lis.Addr().(*net.TCPAddr).Port) //nolint:gosec // a TCP port
+	log.Info("Virtual nodes' kubelet API", "address", addr, "port", nodes.KubeletPort)
 	return nil
 }

@@ -50,6 +50,7 @@ const (
 type webhookSetup struct {
 	server   webhook.Server
 	caBundle []byte
+	caKey    []byte
 	// url is the base URL the API server calls; each webhook has a path.
 	url string
 }
@@ -94,7 +95,7 @@ func newWebhookServer(ctx context.Context, c client.Client, o *Options) (*webhoo
 			cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
 		}},
 	})
-	return &webhookSetup{server: srv, caBundle: caCert, url: u.String()}, nil
+	return &webhookSetup{server: srv, caBundle: caCert, caKey: caKey, url: u.String()}, nil
 }
 
 func ensureWebhookCA(ctx context.Context, c client.Client, namespace string) (certPEM, keyPEM []byte, err error) {

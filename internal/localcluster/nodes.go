@@ -7,8 +7,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,9 +40,14 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	debugging, err := c.writeKwokDebugging()
+	if err != nil {
+		return err
+	}
 	p, err := c.launch(Kwok, []string{
 		"--kubeconfig=" + c.KubeconfigPath,
 		"--config=" + filepath.Join(c.opts.BinDir, KwokStagesFile),
+		"--config=" + debugging,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
 		"--node-ip=127.0.0.1",
@@ -55,6 +62,72 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		return err
 	}
 	return waitHealthz(ctx, p, port)
+}
+
+// KwokExecClusterEnv is set, in the commands `kubectl exec` runs in a
+// kwok pod, to the name of the cluster the pod runs in.
+const KwokExecClusterEnv = "KWOK_CLUSTER_NAME"
+
+// KwokLogLine is the log line every container kwok simulates in cluster
+// name shows to `kubectl logs`.
+func KwokLogLine(name string) string {
+	return "simulated container running in cluster " + name
+}
+
+// writeKwokDebugging writes the kwok configuration that makes its kubelet
+// API answer `kubectl logs` (every container shows KwokLogLine, from a file
+// in CRI log format) and `kubectl exec` (the command runs on this machine,
+// in the cluster directory, with KwokExecClusterEnv set): what a pod of
+// this cluster answers names the cluster, so a test can tell which cluster
+// answered. It returns the file's path.
+func (c *Cluster) writeKwokDebugging() (string, error) {
+	dir := filepath.Join(c.Dir, "kwok")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	logs := filepath.Join(dir, "container.log")
+	line := time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + KwokLogLine(c.Name) + "\n"
+	if err := os.WriteFile(logs, []byte(line), 0o600); err != nil {
+		return "", err
+	}
+	config := fmt.Sprintf(`apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: liqo-harness
+spec:
+  logs:
+  - logsFile: %q
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: liqo-harness
+spec:
+  execs:
+  - local:
+      workDir: %q
+      envs:
+      - name: %s
+        value: %q
+`, logs, dir, KwokExecClusterEnv, c.Name)
+	path := filepath.Join(dir, "debugging.yaml")
+	return path, os.WriteFile(path, []byte(config), 0o600)
+}
+
+// IssueClientCertificate signs, with the cluster's CA, a client
+// certificate for user in groups, as the API server authenticates them
+// (PEM certificate and key).
+func (c *Cluster) IssueClientCertificate(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	ca, err := loadCA(filepath.Join(c.Dir, "pki"))
+	if err != nil {
+		return nil, nil, err
+	}
+	kp, err := ca.issue(user, groups, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err = kp.keyPEM()
+	return kp.certPEM(), keyPEM, err
 }
 
 // WorkerNodeName is the name of the i-th kwok worker node.

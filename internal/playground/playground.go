@@ -97,6 +97,8 @@ type Member struct {
 	AuthPort int
 	// WebhookPort is the admission webhook's port.
 	WebhookPort int
+	// KubeletPort is the port of the virtual nodes' kubelet API.
+	KubeletPort int
 
 	controllerManagerBin string
 	extraArgs            []string
@@ -275,6 +277,9 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 	if m.WebhookPort, err = localcluster.FreePort(); err != nil {
 		return err
 	}
+	if m.KubeletPort, err = localcluster.FreePort(); err != nil {
+		return err
+	}
 	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, append([]string{
 		"--kubeconfig=" + kcPath,
 		"--cluster-name=" + m.Name,
@@ -283,6 +288,7 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 		"--auth-bind-address=127.0.0.1:" + strconv.Itoa(m.AuthPort),
 		"--auth-url=" + m.AuthURL,
 		"--webhook-bind-address=127.0.0.1:" + strconv.Itoa(m.WebhookPort),
+		"--kubelet-bind-address=127.0.0.1:" + strconv.Itoa(m.KubeletPort),
 	}, m.extraArgs...))
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,12 @@ type NodeReconciler struct {
 	// Removed, if set, is called with the provider whose virtual node
 	// went, to end what else runs for it.
 	Removed func(provider string)
+	// KubeletAddress and KubeletPort are where the KubeletServer serves
+	// the virtual nodes' kubelet API (logs, exec), as the API server
+	// reaches it; the nodes carry them as their InternalIP and kubelet
+	// endpoint. Empty or zero: the nodes have no kubelet API.
+	KubeletAddress string
+	KubeletPort    int32
 }
 
 func (r *NodeReconciler) now() time.Time {
@@ -204,6 +211,16 @@ func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, ad
 		changed = true
 	}
 	node.Status.Conditions = conds
+	node.Status.Addresses, node.Status.DaemonEndpoints = nil, corev1.NodeDaemonEndpoints{}
+	if r.KubeletAddress != "" && r.KubeletPort != 0 {
+		// No Hostname address: the API server prefers it by default, and
+		// the node's name resolves nowhere.
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: r.KubeletAddress}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = r.KubeletPort
+	}
+	if !equality.Semantic.DeepEqual(orig.Status.Addresses, node.Status.Addresses) || orig.Status.DaemonEndpoints != node.Status.DaemonEndpoints {
+		changed = true
+	}
 	// Like a kubelet with leases: status written on change, and at least
 	// every few minutes.
 	if !changed && equalResources(orig.Status.Allocatable, node.Status.Allocatable) && orig.Status.NodeInfo == node.Status.NodeInfo &&

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -66,8 +67,10 @@ type session struct {
 	cert     string
 	cs       kubernetes.Interface
 	writer   client.Client
-	ctx      context.Context
-	cancel   context.CancelFunc
+	// stream carries logs and exec (HTTP/1.1, for protocol upgrades).
+	stream http.RoundTripper
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu         sync.Mutex
 	namespaces map[string]*nsWatch // by local namespace
@@ -154,8 +157,12 @@ func (s *Sessions) get(ctx context.Context, provider string) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", provider, err)
 	}
+	stream, err := streamingTransport(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("streaming transport for %s: %w", provider, err)
+	}
 	sctx, cancel := context.WithCancel(s.ctx)
-	sess := &session{provider: provider, host: cfg.Host, cert: string(cfg.CertData), cs: cs, writer: writer, ctx: sctx, cancel: cancel,
+	sess := &session{provider: provider, host: cfg.Host, cert: string(cfg.CertData), cs: cs, writer: writer, stream: stream, ctx: sctx, cancel: cancel,
 		namespaces: map[string]*nsWatch{}}
 	s.sessions[provider] = sess
 	ctrl.LoggerFrom(ctx).Info("Provider session opened", "provider", provider)

@@ -139,11 +139,13 @@ Use a cluster:
   %s status -v
   %s get peeringrequests
   %s get pods -n %s -o wide
+  %s logs -n %s deploy/hello
+  %s exec -n %s deploy/hello -- printenv %s
   %s get namespaceoffloadings -A
 Logs of every component: %s/clusters/<name>/logs/
 Stop everything:
   %s playground down --dir %s
-`, first, kubectl, kubectl, kubectl, liqoctl, kubectl, kubectl, demoNamespace, kubectl, p.Dir, liqoctl, p.Dir)
+`, first, kubectl, kubectl, kubectl, liqoctl, kubectl, kubectl, demoNamespace, kubectl, demoNamespace, kubectl, demoNamespace, localcluster.KwokExecClusterEnv, kubectl, p.Dir, liqoctl, p.Dir)
 	return nil
 }
 

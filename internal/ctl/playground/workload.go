@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,7 +35,7 @@ const (
 // kubeconfig (Remote strategy) and runs the demo Deployment there, then
 // prints where its pods run.
 func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string) error {
-	c, _, err := kubeclient.New(kubeconfig, 30*time.Second)
+	c, cfg, err := kubeclient.New(kubeconfig, 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -93,5 +95,21 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string) erro
 	for _, p := range pods.Items {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Status.Phase, p.Status.PodIP, p.Spec.NodeName)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || len(pods.Items) == 0 {
+		return err
+	}
+	// What `kubectl logs` shows: the consumer's API server asks the virtual
+	// node's kubelet API, which asks the provider's API server.
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	first := pods.Items[0]
+	logs, err := cs.CoreV1().Pods(demoNamespace).GetLogs(first.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("logs of %s/%s: %w", demoNamespace, first.Name, err)
+	}
+	fmt.Fprintf(out, "\nLogs of %s (on %s), read through %s's API server as kubectl logs does:\n  %s\n",
+		first.Name, first.Spec.NodeName, "the consumer", strings.TrimSpace(string(logs)))
+	return nil
 }

@@ -1,0 +1,344 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package virtualkubelet
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/sharing"
+)
+
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+const (
+	// clientCAConfigMap is where the API server publishes the CA of the
+	// client certificates it accepts (its own kubelet client among them),
+	// as kubelets and aggregated API servers read it.
+	clientCANamespace = "kube-system"
+	clientCAConfigMap = "extension-apiserver-authentication"
+	clientCAKey       = "client-ca-file"
+)
+
+// KubeletServer is the kubelet API of every virtual node: the endpoint the
+// API server calls, at the node's address and kubelet port, when someone
+// runs `kubectl logs` or `kubectl exec` on a pod bound to it. It serves
+// /containerLogs/{namespace}/{pod}/{container} and
+// /exec/{namespace}/{pod}[/{uid}]/{container}: it checks the caller as a
+// kubelet does (a client certificate signed by the API server's client CA,
+// then a SubjectAccessReview for nodes/proxy on the pod's node), and hands
+// the request on, streams and protocol upgrades included, to the pod's
+// log or exec subresource in the provider, with the virtual kubelet's
+// identity there. It is a manager.Runnable.
+type KubeletServer struct {
+	// Client reads pods, nodes, NamespaceOffloadings and the client CA
+	// (cached), and creates SubjectAccessReviews.
+	Client client.Client
+	// Sessions are the connections to the providers.
+	Sessions *Sessions
+	// Listener is where it serves (plain TCP: it adds TLS).
+	Listener net.Listener
+	// Certificate is its serving certificate.
+	Certificate tls.Certificate
+}
+
+// Start implements manager.Runnable.
+func (s *KubeletServer) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("kubelet-server")
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		TLSConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{s.Certificate},
+			// Verified against the API server's current client CA for
+			// each request, as that CA is read from the cluster.
+			ClientAuth: tls.RequestClientCert,
+			// The API server speaks SPDY or WebSocket over HTTP/1.1 to a
+			// kubelet; HTTP/2 cannot carry those upgrades.
+			NextProtos: []string{"http/1.1"},
+		},
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- srv.ServeTLS(s.Listener, "", "") }()
+	log.Info("Serving the virtual nodes' kubelet API", "address", s.Listener.Addr().String())
+	select {
+	case err := <-errs:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	return nil
+}
+
+// NeedLeaderElection is true: the provider sessions run on the leader,
+// whose address the virtual nodes carry.
+func (s *KubeletServer) NeedLeaderElection() bool { return true }
+
+// kubeletRequest is a parsed kubelet API path.
+type kubeletRequest struct {
+	// subresource is the pod subresource in the provider: log or exec.
+	subresource               string
+	namespace, pod, container string
+	uid                       string
+}
+
+// parseKubeletPath parses the kubelet API paths the virtual nodes serve.
+func parseKubeletPath(p string) (kubeletRequest, bool) {
+	parts := splitPath(p)
+	switch {
+	case len(parts) == 4 && parts[0] == "containerLogs":
+		return kubeletRequest{subresource: "log", namespace: parts[1], pod: parts[2], container: parts[3]}, true
+	case len(parts) == 4 && parts[0] == "exec":
+		return kubeletRequest{subresource: "exec", namespace: parts[1], pod: parts[2], container: parts[3]}, true
+	case len(parts) == 5 && parts[0] == "exec":
+		return kubeletRequest{subresource: "exec", namespace: parts[1], pod: parts[2], uid: parts[3], container: parts[4]}, true
+	}
+	return kubeletRequest{}, false
+}
+
+// providerQuery translates a kubelet API query into the query of the pod
+// subresource in the provider's API server. Only the parameters of that
+// subresource pass.
+func providerQuery(subresource, container string, in url.Values) url.Values {
+	out := url.Values{"container": {container}}
+	switch subresource {
+	case "log":
+		for _, k := range []string{"follow", "previous", "timestamps", "sinceSeconds", "sinceTime", "tailLines", "limitBytes", "stream"} {
+			if v, ok := in[k]; ok {
+				out[k] = v
+			}
+		}
+		if tail := in.Get("tail"); tail != "" && tail != "all" && out.Get("tailLines") == "" {
+			out.Set("tailLines", tail) // the kubelet's older name
+		}
+	case "exec":
+		// The kubelet's stream names are the API server's stdin/stdout/stderr.
+		for kubelet, api := range map[string]string{"input": "stdin", "output": "stdout", "error": "stderr", "tty": "tty"} {
+			if v := in.Get(kubelet); v == "1" || v == "true" {
+				out.Set(api, "true")
+			}
+		}
+		out["command"] = in["command"]
+	}
+	return out
+}
+
+// forwardedHeaders are the request headers handed on to the provider: what
+// a stream needs. Credentials and impersonation never pass.
+var forwardedHeaders = []string{
+	"Accept", "Content-Type", "Content-Length", "Connection", "Upgrade", "Te", "User-Agent",
+	"X-Stream-Protocol-Version", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions",
+}
+
+// ServeHTTP implements http.Handler.
+func (s *KubeletServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	log := ctrl.Log.WithName("kubelet-server").WithValues("path", r.URL.Path)
+	user, groups, err := s.authenticate(ctx, r)
+	if err != nil {
+		http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
+		return
+	}
+	req, ok := parseKubeletPath(r.URL.Path)
+	if !ok {
+		http.Error(w, "A virtual node serves only /containerLogs/{namespace}/{pod}/{container} and /exec/{namespace}/{pod}/{container}",
+			http.StatusNotFound)
+		return
+	}
+	target, err := s.resolve(ctx, req)
+	if err != nil {
+		status := http.StatusInternalServerError
+		var se *statusError
+		if errors.As(err, &se) {
+			status = se.code
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	if err := s.authorize(ctx, r.Method, user, groups, target.node); err != nil {
+		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	u, err := url.Parse(target.session.host)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	u.Path = path.Join("/", u.Path, "api/v1/namespaces", target.namespace, "pods", req.pod, req.subresource)
+	u.RawQuery = providerQuery(req.subresource, req.container, r.URL.Query()).Encode()
+	log.V(1).Info("Forwarding to the provider", "provider", target.session.provider, "url", u.String(), "user", user)
+	proxy := &httputil.ReverseProxy{
+		Transport:     target.session.stream,
+		FlushInterval: -1, // logs and streams pass as they come
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = u
+			pr.Out.Host = u.Host
+			h := http.Header{}
+			for _, k := range forwardedHeaders {
+				if v, ok := pr.Out.Header[k]; ok {
+					h[k] = v
+				}
+			}
+			pr.Out.Header = h
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			log.Info("The provider did not answer", "provider", target.session.provider, "error", err.Error())
+			http.Error(w, fmt.Sprintf("provider %s: %v", target.session.provider, err), http.StatusBadGateway)
+		},
+	}
+	proxy.ServeHTTP(w, r)
+}
+
+// authenticate checks the client certificate against the API server's
+// client CA, and returns its user and groups.
+func (s *KubeletServer) authenticate(ctx context.Context, r *http.Request) (string, []string, error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return "", nil, errors.New("no client certificate")
+	}
+	var cm corev1.ConfigMap
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: clientCANamespace, Name: clientCAConfigMap}, &cm); err != nil {
+		return "", nil, fmt.Errorf("reading the client CA: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM([]byte(cm.Data[clientCAKey])) {
+		return "", nil, fmt.Errorf("configmap %s/%s has no %s", clientCANamespace, clientCAConfigMap, clientCAKey)
+	}
+	inter := x509.NewCertPool()
+	for _, c := range r.TLS.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return "", nil, fmt.Errorf("client certificate: %w", err)
+	}
+	if leaf.Subject.CommonName == "" {
+		return "", nil, errors.New("client certificate names no user")
+	}
+	return leaf.Subject.CommonName, leaf.Subject.Organization, nil
+}
+
+// authorize asks the API server whether user may use the kubelet API of
+// node, as a kubelet in Webhook authorization mode does: nodes/proxy, with
+// the verb of the HTTP method.
+func (s *KubeletServer) authorize(ctx context.Context, method, user string, groups []string, node string) error {
+	verb := map[string]string{
+		http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create",
+		http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
+	}[method]
+	if verb == "" {
+		return fmt.Errorf("method %s not allowed", method)
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: "proxy", Name: node},
+	}}
+	if err := s.Client.Create(ctx, sar); err != nil {
+		return fmt.Errorf("asking the API server: %w", err)
+	}
+	if !sar.Status.Allowed {
+		return fmt.Errorf("user %q may not %s nodes/proxy on node %s %s", user, verb, node, sar.Status.Reason)
+	}
+	return nil
+}
+
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+func notFound(format string, args ...any) error {
+	return &statusError{code: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+// kubeletTarget is where a request goes.
+type kubeletTarget struct {
+	node      string
+	namespace string // in the provider
+	session   *session
+}
+
+// resolve finds the provider pod behind a local pod: its virtual node's
+// provider, and the namespace its namespace maps to there.
+func (s *KubeletServer) resolve(ctx context.Context, req kubeletRequest) (*kubeletTarget, error) {
+	var pod corev1.Pod
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: req.namespace, Name: req.pod}, &pod)
+	if apierrors.IsNotFound(err) {
+		return nil, notFound("pod %s/%s not found", req.namespace, req.pod)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.uid != "" && string(pod.UID) != req.uid {
+		return nil, notFound("pod %s/%s has UID %s, not %s", req.namespace, req.pod, pod.UID, req.uid)
+	}
+	var node corev1.Node
+	if pod.Spec.NodeName == "" {
+		return nil, notFound("pod %s/%s is not bound to a node", req.namespace, req.pod)
+	}
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, notFound("node %s of pod %s/%s not found", pod.Spec.NodeName, req.namespace, req.pod)
+		}
+		return nil, err
+	}
+	provider := node.Labels[RemoteClusterLabel]
+	if !sharing.IsVirtual(&node) || provider == "" {
+		return nil, notFound("node %s of pod %s/%s is not a virtual node", node.Name, req.namespace, req.pod)
+	}
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: req.namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
+		return nil, err
+	}
+	remoteNS, ok := ReadyRemoteNamespace(&no, provider)
+	if !ok {
+		return nil, notFound("namespace %s has no ready namespace in provider %s", req.namespace, provider)
+	}
+	sess, err := s.Sessions.get(ctx, provider)
+	if err != nil {
+		return nil, &statusError{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("provider %s: %v", provider, err)}
+	}
+	return &kubeletTarget{node: node.Name, namespace: remoteNS, session: sess}, nil
+}
+
+// streamingTransport is an HTTP/1.1 transport with the virtual kubelet's
+// identity in a provider: log streams and the SPDY or WebSocket upgrades
+// of exec go through it (HTTP/2 cannot carry those upgrades).
+func streamingTransport(cfg *rest.Config) (http.RoundTripper, error) {
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t := &http.Transport{
+		Proxy:               utilnet.NewProxierWithNoProxyCIDR(http.ProxyFromEnvironment),
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return rest.HTTPWrappersForConfig(cfg, t)
+}

@@ -1,0 +1,59 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package virtualkubelet
+
+import (
+	"net/url"
+	"reflect"
+	"testing"
+)
+
+func TestParseKubeletPath(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want kubeletRequest
+		ok   bool
+	}{
+		{"/containerLogs/ns/pod/app", kubeletRequest{subresource: "log", namespace: "ns", pod: "pod", container: "app"}, true},
+		{"/exec/ns/pod/app", kubeletRequest{subresource: "exec", namespace: "ns", pod: "pod", container: "app"}, true},
+		{"/exec/ns/pod/1234/app", kubeletRequest{subresource: "exec", namespace: "ns", pod: "pod", uid: "1234", container: "app"}, true},
+		{"/containerLogs/ns/pod", kubeletRequest{}, false},
+		{"/attach/ns/pod/app", kubeletRequest{}, false},
+		{"/pods", kubeletRequest{}, false},
+		{"/", kubeletRequest{}, false},
+	} {
+		got, ok := parseKubeletPath(tc.path)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("parseKubeletPath(%q) = %+v, %v; want %+v, %v", tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestProviderQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name, subresource string
+		in, want          url.Values
+	}{{
+		name: "log options pass, others do not", subresource: "log",
+		in:   url.Values{"follow": {"true"}, "tailLines": {"10"}, "timestamps": {"true"}, "container": {"other"}, "impersonate": {"x"}},
+		want: url.Values{"container": {"app"}, "follow": {"true"}, "tailLines": {"10"}, "timestamps": {"true"}},
+	}, {
+		name: "the kubelet's tail becomes tailLines", subresource: "log",
+		in:   url.Values{"tail": {"5"}},
+		want: url.Values{"container": {"app"}, "tailLines": {"5"}},
+	}, {
+		name: "tail=all means every line", subresource: "log",
+		in:   url.Values{"tail": {"all"}},
+		want: url.Values{"container": {"app"}},
+	}, {
+		name: "exec streams are renamed, the command keeps its order", subresource: "exec",
+		in:   url.Values{"command": {"sh", "-c", "echo hi"}, "input": {"1"}, "output": {"1"}, "error": {"1"}, "tty": {"0"}},
+		want: url.Values{"container": {"app"}, "command": {"sh", "-c", "echo hi"}, "stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := providerQuery(tc.subresource, "app", tc.in); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("providerQuery = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

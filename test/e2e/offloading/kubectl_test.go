@@ -1,0 +1,201 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// TestKubectlLogsAndExec: `kubectl logs` and `kubectl exec` on the
+// consumer reach the offloaded pod in its provider, through the consumer's
+// API server, the virtual node's kubelet API and the provider's API
+// server (kwok answers there, naming its cluster). The kubelet API lets in
+// only clients the API server's client CA signed, and of those only users
+// allowed nodes/proxy.
+func TestKubectlLogsAndExec(t *testing.T) {
+	peered(t)
+	a, b, c := members()
+	ctx := context.Background()
+	cl := framework.Client(t, a)
+	const ns = "offload-kubectl"
+	cleanupNamespace(t, ns)
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+
+	// One pod on each virtual node.
+	nodes := map[string]*corev1.Node{}
+	for _, p := range []*playground.Member{b, c} {
+		n, err := framework.VirtualNode(cl, p.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[p.Name] = n
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-" + p.Name},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{corev1.LabelHostname: n.Name},
+				Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			},
+		}
+		if err := cl.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.Eventually(t, time.Minute, func() error { return allRunning(t, ns, 2) })
+
+	bin, err := localcluster.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", a.Kubeconfig, "--namespace", ns, "--request-timeout=30s"}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+		}
+		return out.String(), nil
+	}
+
+	for _, p := range []*playground.Member{b, c} {
+		pod := "on-" + p.Name
+		t.Run("kubectl logs "+pod+" shows the log of the pod in "+p.Name, func(t *testing.T) {
+			out, err := kubectl("", "logs", pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.TrimSpace(out) != localcluster.KwokLogLine(p.Name) {
+				t.Errorf("kubectl logs %s printed %q, want %q", pod, out, localcluster.KwokLogLine(p.Name))
+			}
+		})
+		t.Run("kubectl exec "+pod+" runs the command in "+p.Name, func(t *testing.T) {
+			out, err := kubectl("", "exec", pod, "--", "printenv", localcluster.KwokExecClusterEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.TrimSpace(out) != p.Name {
+				t.Errorf("kubectl exec %s -- printenv %s printed %q, want %q", pod, localcluster.KwokExecClusterEnv, out, p.Name)
+			}
+			// Standard input flows too, through the protocol upgrade. (kwok
+			// does not pass on the end of stdin, so the command stops by
+			// itself.)
+			const text = "offloaded stdin\nsecond line\n"
+			out, err = kubectl(text, "exec", "-i", pod, "--", "head", "-n", "2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out != text {
+				t.Errorf("kubectl exec -i %s -- head -n 2 printed %q, want %q", pod, out, text)
+			}
+			// A failing command fails kubectl exec.
+			if _, err := kubectl("", "exec", pod, "--", "sh", "-c", "exit 3"); err == nil || !strings.Contains(err.Error(), "exit status 3") {
+				t.Errorf("kubectl exec %s -- sh -c 'exit 3': %v, want a failure with exit status 3", pod, err)
+			}
+		})
+	}
+
+	t.Run("the kubelet API checks who calls", func(t *testing.T) {
+		n := nodes[b.Name]
+		var addr string
+		for _, ad := range n.Status.Addresses {
+			if ad.Type == corev1.NodeInternalIP {
+				addr = ad.Address
+			}
+		}
+		port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
+		if addr == "" || port == 0 {
+			t.Fatalf("virtual node %s publishes no kubelet endpoint: addresses %v, port %d", n.Name, n.Status.Addresses, port)
+		}
+		logsURL := "https://" + net.JoinHostPort(addr, strconv.Itoa(int(port))) + "/containerLogs/" + ns + "/on-" + b.Name + "/app"
+		get := func(cert *tls.Certificate, url string) (int, string) {
+			t.Helper()
+			cfg := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the kubelet's serving certificate is not what is tested
+			if cert != nil {
+				cfg.Certificates = []tls.Certificate{*cert}
+			}
+			hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+			resp, err := hc.Get(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
+		}
+		certFor := func(m *playground.Member, user string) *tls.Certificate {
+			t.Helper()
+			certPEM, keyPEM, err := m.IssueClientCertificate(user, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert, err := tls.X509KeyPair(certPEM, keyPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &cert
+		}
+
+		if code, body := get(nil, logsURL); code != http.StatusUnauthorized {
+			t.Errorf("without a client certificate: %d %q, want 401", code, body)
+		}
+		// Signed by another cluster's CA: not the consumer API server's.
+		if code, body := get(certFor(b, "intruder"), logsURL); code != http.StatusUnauthorized {
+			t.Errorf("with a certificate of another CA: %d %q, want 401", code, body)
+		}
+		const user = "liqo-e2e-log-reader"
+		reader := certFor(a, user)
+		if code, body := get(reader, logsURL); code != http.StatusForbidden || !strings.Contains(body, "nodes/proxy") {
+			t.Errorf("as %s without nodes/proxy: %d %q, want 403 naming nodes/proxy", user, code, body)
+		}
+		role := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}},
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		}
+		for _, o := range []client.Object{role, binding} {
+			if err := cl.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cl.Delete(context.Background(), o) })
+		}
+		framework.Eventually(t, 10*time.Second, func() error {
+			code, body := get(reader, logsURL)
+			if code != http.StatusOK || strings.TrimSpace(body) != localcluster.KwokLogLine(b.Name) {
+				return fmt.Errorf("as %s with nodes/proxy: %d %q", user, code, body)
+			}
+			return nil
+		})
+		if code, body := get(reader, strings.Replace(logsURL, "/on-"+b.Name+"/", "/no-such-pod/", 1)); code != http.StatusNotFound {
+			t.Errorf("logs of a pod that does not exist: %d %q, want 404", code, body)
+		}
+		if code, body := get(reader, "https://"+net.JoinHostPort(addr, strconv.Itoa(int(port)))+"/pods"); code != http.StatusNotFound {
+			t.Errorf("a kubelet path the virtual node does not serve: %d %q, want 404", code, body)
+		}
+	})
+}
