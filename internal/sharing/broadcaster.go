@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,13 +140,14 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 			"spec.sharingConfig.enableBroadcaster is false: nothing is offered", client.IgnoreNotFound(err))
 	}
 
-	// Nodes and pods come from the cache: this runs on every pod change.
+	// Nodes and pods come from the cache, uncopied (only read): this runs
+	// after every burst of pod changes.
 	var nodes corev1.NodeList
-	if err := b.Client.List(ctx, &nodes); err != nil {
+	if err := b.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	var pods corev1.PodList
-	if err := b.Client.List(ctx, &pods); err != nil {
+	if err := b.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	now := b.now()
@@ -321,10 +323,17 @@ func describe(l corev1.ResourceList) string {
 	return s
 }
 
+// resourcesSettle is how long the Broadcaster lets node and pod changes
+// gather before it recomputes the offer: a burst of a thousand pods costs
+// a few recomputations, not a thousand lists of every pod.
+const resourcesSettle = time.Second
+
 // SetupWithManager registers the Broadcaster: it recomputes on every
-// PeeringRequest change and whenever nodes or pods change.
+// PeeringRequest or configuration change, and a second after nodes or pods
+// change.
 func (b *Broadcaster) SetupWithManager(mgr ctrl.Manager) error {
 	all := enqueueAll(mgr, &discoveryv1alpha1.PeeringRequestList{})
+	settled := enqueueAllAfter(mgr, &discoveryv1alpha1.PeeringRequestList{}, resourcesSettle)
 	// Pod status churns (kwok, kubelets): only what moves requests counts.
 	podMoved := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
@@ -334,8 +343,8 @@ func (b *Broadcaster) SetupWithManager(mgr ctrl.Manager) error {
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&discoveryv1alpha1.PeeringRequest{}).
-		Watches(&corev1.Node{}, all).
-		Watches(&corev1.Pod{}, all, builder.WithPredicates(podMoved)).
+		Watches(&corev1.Node{}, settled).
+		Watches(&corev1.Pod{}, settled, builder.WithPredicates(podMoved)).
 		WatchesRawSource(configSource(mgr, b.Changes, &discoveryv1alpha1.PeeringRequest{}, all)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("broadcaster").
@@ -344,7 +353,37 @@ func (b *Broadcaster) SetupWithManager(mgr ctrl.Manager) error {
 
 // enqueueAll returns a handler that enqueues every object of list's kind.
 func enqueueAll(mgr ctrl.Manager, list client.ObjectList) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+	return handler.EnqueueRequestsFromMapFunc(requestsForAll(mgr, list))
+}
+
+// enqueueAllAfter is enqueueAll with a delay: the events of the delay
+// fold into one request per object, as the work queue keeps one entry
+// per request.
+func enqueueAllAfter(mgr ctrl.Manager, list client.ObjectList, delay time.Duration) handler.EventHandler {
+	requests := requestsForAll(mgr, list)
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, r := range requests(ctx, nil) {
+			q.AddAfter(r, delay)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q)
+		},
+		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q)
+		},
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q)
+		},
+		GenericFunc: func(ctx context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q)
+		},
+	}
+}
+
+func requestsForAll(mgr ctrl.Manager, list client.ObjectList) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		l := list.DeepCopyObject().(client.ObjectList)
 		if err := mgr.GetClient().List(ctx, l); err != nil {
 			return nil
@@ -358,7 +397,7 @@ func enqueueAll(mgr ctrl.Manager, list client.ObjectList) handler.EventHandler {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(it.(client.Object))})
 		}
 		return reqs
-	})
+	}
 }
 
 // configSource turns ClusterConfig changes into events for h.
