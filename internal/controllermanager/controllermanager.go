@@ -42,6 +42,8 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof; "" or "0" disables it.
+	PprofBindAddress string
 	// LeaderElect enables leader election, for running several replicas.
 	LeaderElect bool
 	// AuthBindAddress is where the auth service listens.
@@ -103,6 +105,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Name this cluster announces to its peers; overrides ClusterConfig spec.clusterName")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; 0 disables them")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of Go's /debug/pprof endpoints, for profiling; empty or 0 disables them")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas before running controllers")
 	fs.StringVar(&o.AuthBindAddress, "auth-bind-address", o.AuthBindAddress, "Address the auth service listens on")
 	fs.StringVar(&o.AuthURL, "auth-url", o.AuthURL, "URL peers reach the auth service at (default: https:// and the bind address, or the host name when it binds all addresses)")
@@ -180,6 +183,7 @@ func Run(ctx context.Context, o *Options) error {
 		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		PprofBindAddress:        o.PprofBindAddress,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "liqo-controller-manager",
 		LeaderElectionNamespace: o.Namespace,

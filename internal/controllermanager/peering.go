@@ -47,7 +47,7 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 		return err
 	}
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
-		Handler: &offloading.PodMutator{Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())},
+		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
 	ctrl.Log.WithName("setup").Info("Webhooks", "url", wh.url)
 

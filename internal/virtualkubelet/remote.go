@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -50,10 +51,20 @@ type Remotes struct {
 	Scheme *runtime.Scheme
 
 	clients identity.Clients
+	// parsed keeps the config parsed from each provider's kubeconfig:
+	// every pod reconcile asks for it, and parsing YAML each time cost a
+	// fifth of the controller manager's CPU in a burst.
+	parsed sync.Map // provider -> parsedConfig
+}
+
+type parsedConfig struct {
+	kubeconfig string
+	cfg        *rest.Config
 }
 
 // Config returns the REST config of the virtual kubelet in provider, with
-// the rates for bursts and write counting.
+// the rates for bursts and write counting. It is shared: callers copy it
+// (rest.CopyConfig) before changing it.
 func (r *Remotes) Config(ctx context.Context, provider string) (*rest.Config, error) {
 	var secret corev1.Secret
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: identity.RemoteSecretName(provider)}, &secret); err != nil {
@@ -63,6 +74,9 @@ func (r *Remotes) Config(ctx context.Context, provider string) (*rest.Config, er
 	if len(kc) == 0 {
 		return nil, fmt.Errorf("no virtual kubelet identity for %s yet", provider)
 	}
+	if p, ok := r.parsed.Load(provider); ok && p.(parsedConfig).kubeconfig == string(kc) {
+		return p.(parsedConfig).cfg, nil
+	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
 	if err != nil {
 		return nil, fmt.Errorf("the virtual kubelet's kubeconfig for %s: %w", provider, err)
@@ -70,6 +84,7 @@ func (r *Remotes) Config(ctx context.Context, provider string) (*rest.Config, er
 	cfg.QPS, cfg.Burst = remoteQPS, remoteBurst
 	cfg.UserAgent = "liqo-virtual-kubelet"
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, provider: provider} })
+	r.parsed.Store(provider, parsedConfig{kubeconfig: string(kc), cfg: cfg})
 	return cfg, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -149,7 +150,12 @@ func (s *Sessions) get(ctx context.Context, provider string) (*session, error) {
 		sess.cancel()
 		delete(s.sessions, provider)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	// Pods and objects travel as protobuf, cheaper than JSON to encode
+	// in the provider's API server and to decode here.
+	pcfg := rest.CopyConfig(cfg)
+	pcfg.ContentType = runtime.ContentTypeProtobuf
+	pcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", provider, err)
 	}

@@ -1,0 +1,113 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/liqo-go/liqo/api"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+)
+
+// TestHandlePatchesOnlyScheduling checks that the webhook's patch, applied
+// to the pod it received, gives what MutatePod makes of the whole pod, and
+// leaves every other field alone.
+func TestHandlePatchesOnlyScheduling(t *testing.T) {
+	base := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: map[string]string{"app": "x"}},
+		Spec: corev1.PodSpec{
+			Containers:   []corev1.Container{{Name: "c", Image: "img", Env: []corev1.EnvVar{{Name: "A", Value: "1"}}}},
+			NodeSelector: map[string]string{"disk": "ssd"},
+		},
+	}
+	withOwn := base.DeepCopy()
+	withOwn.Spec.Tolerations = []corev1.Toleration{{Key: "own", Operator: corev1.TolerationOpExists}}
+	withOwn.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
+	}}}
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		strategy offloadingv1alpha1.PodOffloadingStrategy
+		patched  bool
+	}{
+		{"a bare pod, Remote", &base, offloadingv1alpha1.PodOffloadingRemote, true},
+		{"a pod with its own toleration and affinity, Remote", withOwn, offloadingv1alpha1.PodOffloadingRemote, true},
+		{"a pod with its own toleration and affinity, LocalAndRemote", withOwn, offloadingv1alpha1.PodOffloadingLocalAndRemote, true},
+		{"Local leaves the pod alone", withOwn, offloadingv1alpha1.PodOffloadingLocal, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			no := &offloadingv1alpha1.NamespaceOffloading{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: offloadingv1alpha1.NamespaceOffloadingName},
+				Spec:       offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: tc.strategy},
+			}
+			m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(no).Build()}
+			raw, err := json.Marshal(tc.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+			}})
+			if !resp.Allowed {
+				t.Fatalf("denied: %v", resp.Result)
+			}
+			if !tc.patched {
+				if len(resp.Patches) != 0 {
+					t.Fatalf("patched with %v, want no patch", resp.Patches)
+				}
+				return
+			}
+			ops, err := json.Marshal(resp.Patches)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patch, err := jsonpatch.DecodePatch(ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := patch.Apply(raw)
+			if err != nil {
+				t.Fatalf("applying %s: %v", ops, err)
+			}
+			var got corev1.Pod
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatal(err)
+			}
+			want := tc.pod.DeepCopy()
+			MutatePod(want, &no.Spec)
+			if !equality.Semantic.DeepEqual(&got, want) {
+				t.Errorf("patched pod:\n%+v\nwant:\n%+v", got.Spec, want.Spec)
+			}
+		})
+	}
+}
+
+// TestHandleNotOffloaded checks that a namespace without a
+// NamespaceOffloading is left alone, and that a malformed pod is refused.
+func TestHandleNotOffloaded(t *testing.T) {
+	m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).Build()}
+	resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[]}}`)},
+	}})
+	if !resp.Allowed || len(resp.Patches) != 0 {
+		t.Errorf("not offloaded: allowed %v, patches %v; want allowed, no patch", resp.Allowed, resp.Patches)
+	}
+	resp = m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(`{"spec":{"tolerations":"not a list"}}`)},
+	}})
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != 400 {
+		t.Errorf("malformed pod: %+v, want a 400 refusal", resp.Result)
+	}
+}
