@@ -3,9 +3,14 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"golang.org/x/sys/unix"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +33,7 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
@@ -41,13 +50,25 @@ import (
 // by a watch), the consumer controller manager's peak memory and CPU, and
 // the write requests sent to the provider per offloaded pod (the create
 // and the delete; status comes back by watch).
+//
+// Each cluster runs on a core of its own (the consumer on the first, the
+// provider on the second), as two clusters on separate machines do: the
+// direct run gets the provider's core, not the idle consumer's as well.
+// With LIQO_BENCH_SHARED_CPUS=1 both clusters share every core instead.
+// With LIQO_BENCH_PROFILE_DIR set, it also saves there a 10-second CPU
+// profile of each controller manager from the start of each run
+// (go tool pprof <file>).
 func BenchmarkOffloading(b *testing.B) {
+	profiles := newProfiler(b, os.Getenv("LIQO_BENCH_PROFILE_DIR"))
+	cpus := clusterCPUs(b)
 	p := startPlayground(b, playground.Options{
-		Clusters: 2, NodesPerCluster: 2,
+		Customize: func(name string, o *localcluster.Options) { o.CPUs = cpus[name] },
+		Clusters:  2, NodesPerCluster: 2,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
 			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
 		},
+		ControllerManagerArgsFor: profiles.args,
 	}, 5*time.Minute)
 	consumer, provider := p.Members[0], p.Members[1]
 	framework.AddWithToken(b, consumer, provider)
@@ -67,7 +88,8 @@ func BenchmarkOffloading(b *testing.B) {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			for i := range b.N {
 				ns := fmt.Sprintf("offloaded-%d-%d", n, i)
-				off := runDeployment(b, consumer, ns, n, func(ns string) {
+				profiles.start(ns)
+				off := runDeployment(b, p.Members, consumer, ns, n, func(ns string) {
 					no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName},
 						Spec: offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}}
 					if err := cc.Create(ctx, no); err != nil {
@@ -96,7 +118,8 @@ func BenchmarkOffloading(b *testing.B) {
 					return nil
 				})
 				// Then the baseline, on the same provider, now idle again.
-				base := runDeployment(b, provider, fmt.Sprintf("direct-%d-%d", n, i), n, nil)
+				profiles.start(fmt.Sprintf("direct-%d-%d", n, i))
+				base := runDeployment(b, p.Members, provider, fmt.Sprintf("direct-%d-%d", n, i), n, nil)
 				writes := framework.Metric(b, consumer, "liqo_virtualkubelet_provider_writes_total", map[string]string{"resource": "pods"}) - off.podWritesBefore
 				ratio := off.total.Seconds() / base.total.Seconds()
 				b.ReportMetric(off.total.Seconds(), "s-offloaded")
@@ -108,6 +131,11 @@ func BenchmarkOffloading(b *testing.B) {
 					"pod writes to the provider per pod %.2f (creates and deletes)",
 					n, off.total.Round(10*time.Millisecond), off.p50, off.p99, base.total.Round(10*time.Millisecond), base.p50, base.p99, ratio,
 					off.peakRSS>>20, off.cpu.Seconds(), off.cpu.Seconds()/off.total.Seconds(), writes/float64(n))
+				b.Logf("N=%d: CPUs: %s", n, describeCPUs(cpus))
+				b.Logf("N=%d: CPU seconds by component, offloaded run: %s", n, off.components)
+				b.Logf("N=%d: CPU seconds by component, direct run: %s", n, base.components)
+				b.Logf("N=%d: API server writes per pod, offloaded run: %s", n, off.writes)
+				b.Logf("N=%d: API server writes per pod, direct run: %s", n, base.writes)
 			}
 		})
 	}
@@ -118,13 +146,19 @@ type runResult struct {
 	peakRSS         int64
 	cpu             time.Duration
 	podWritesBefore float64
+	// components is the CPU time each component of every cluster used
+	// during the run, and their sum against the wall time.
+	components string
+	// writes are the write requests each API server served during the
+	// run, per pod, by verb and resource.
+	writes string
 }
 
 // runDeployment creates namespace ns in m (prepare, if set, runs once it
 // exists), a Deployment of n pods in it, and times until all are Ready as
 // m's API server shows them; then deletes the namespace's Deployment and
 // waits until its pods are gone.
-func runDeployment(b *testing.B, m *playground.Member, ns string, n int, prepare func(ns string)) runResult {
+func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member, ns string, n int, prepare func(ns string)) runResult {
 	b.Helper()
 	ctx := context.Background()
 	c := framework.Client(b, m)
@@ -179,6 +213,8 @@ func runDeployment(b *testing.B, m *playground.Member, ns string, n int, prepare
 		res.podWritesBefore = framework.Metric(b, m, "liqo_virtualkubelet_provider_writes_total", map[string]string{"resource": "pods"})
 	}
 	cpuBefore := cpuTime(cmPID)
+	componentsBefore := componentCPU(all)
+	writesBefore := apiWrites(b, all)
 	labels := map[string]string{"app": "bench"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench"},
@@ -216,6 +252,8 @@ func runDeployment(b *testing.B, m *playground.Member, ns string, n int, prepare
 	res.p50 = lat[len(lat)/2].Round(time.Millisecond)
 	res.p99 = lat[len(lat)*99/100].Round(time.Millisecond)
 	res.cpu = cpuTime(cmPID) - cpuBefore
+	res.components = formatComponentCPU(all, componentsBefore, componentCPU(all), res.total)
+	res.writes = formatAPIWrites(all, writesBefore, apiWrites(b, all), n)
 	res.peakRSS = peakRSS(cmPID)
 
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -232,6 +270,35 @@ func runDeployment(b *testing.B, m *playground.Member, ns string, n int, prepare
 		return nil
 	})
 	return res
+}
+
+// componentCPU is the CPU time of every component of every member, by
+// "member/component".
+func componentCPU(members []*playground.Member) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, m := range members {
+		for _, p := range m.Processes() {
+			out[m.Name+"/"+p.Name] = cpuTime(p.PID)
+		}
+	}
+	return out
+}
+
+// formatComponentCPU prints the CPU each component used between two
+// snapshots, by member, and the total in cores over the wall time.
+func formatComponentCPU(members []*playground.Member, before, after map[string]time.Duration, wall time.Duration) string {
+	var parts []string
+	var total time.Duration
+	for _, m := range members {
+		var comps []string
+		for _, p := range m.Processes() {
+			d := after[m.Name+"/"+p.Name] - before[m.Name+"/"+p.Name]
+			total += d
+			comps = append(comps, fmt.Sprintf("%s %.1f", p.Name, d.Seconds()))
+		}
+		parts = append(parts, m.Name+" {"+strings.Join(comps, ", ")+"}")
+	}
+	return fmt.Sprintf("%s; total %.1f s = %.2f cores over %s", strings.Join(parts, "; "), total.Seconds(), total.Seconds()/wall.Seconds(), wall.Round(10*time.Millisecond))
 }
 
 // cpuTime is the user and system CPU time of process pid so far (Linux).
@@ -270,4 +337,151 @@ func peakRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// apiWrites reads, from each member's API server, how many write requests
+// it served so far, by "member" and "VERB resource[/subresource]".
+func apiWrites(b *testing.B, members []*playground.Member) map[string]map[string]float64 {
+	b.Helper()
+	out := map[string]map[string]float64{}
+	for _, m := range members {
+		cs, err := kubernetes.NewForConfig(m.RESTConfig)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+		if err != nil {
+			b.Fatalf("reading the API server metrics of %s: %v", m.Name, err)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+		if err != nil {
+			b.Fatalf("parsing the API server metrics of %s: %v", m.Name, err)
+		}
+		counts := map[string]float64{}
+		for _, metric := range families["apiserver_request_total"].GetMetric() {
+			l := map[string]string{}
+			for _, p := range metric.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			switch l["verb"] {
+			case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+			default:
+				continue
+			}
+			res := l["resource"]
+			if l["subresource"] != "" {
+				res += "/" + l["subresource"]
+			}
+			counts[l["verb"]+" "+res] += metric.GetCounter().GetValue()
+		}
+		out[m.Name] = counts
+	}
+	return out
+}
+
+// formatAPIWrites prints the writes per pod each API server served between
+// two snapshots, leaving out those below 0.05 per pod.
+func formatAPIWrites(members []*playground.Member, before, after map[string]map[string]float64, n int) string {
+	var parts []string
+	for _, m := range members {
+		var kinds []string
+		total := 0.0
+		for k, v := range after[m.Name] {
+			d := (v - before[m.Name][k]) / float64(n)
+			total += d
+			if d >= 0.05 {
+				kinds = append(kinds, fmt.Sprintf("%s %.2f", k, d))
+			}
+		}
+		slices.Sort(kinds)
+		parts = append(parts, fmt.Sprintf("%s %.2f {%s}", m.Name, total, strings.Join(kinds, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// clusterCPUs gives cluster-1 the first CPU and cluster-2 the second,
+// unless LIQO_BENCH_SHARED_CPUS=1 or the machine has fewer than two.
+func clusterCPUs(b *testing.B) map[string][]int {
+	if os.Getenv("LIQO_BENCH_SHARED_CPUS") == "1" {
+		return nil
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		b.Fatal(err)
+	}
+	var cpus []int
+	for c := 0; c < 1024 && len(cpus) < 2; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) < 2 {
+		return nil
+	}
+	return map[string][]int{playground.ClusterName(1): {cpus[0]}, playground.ClusterName(2): {cpus[1]}}
+}
+
+func describeCPUs(cpus map[string][]int) string {
+	if cpus == nil {
+		return "both clusters share every core"
+	}
+	names := slices.Sorted(maps.Keys(cpus))
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s on CPU %v", n, cpus[n]))
+	}
+	return "each cluster on a core of its own: " + strings.Join(parts, ", ")
+}
+
+// profiler saves CPU profiles of the controller managers, when dir is set.
+type profiler struct {
+	b     *testing.B
+	dir   string
+	ports map[string]int
+	wg    sync.WaitGroup
+}
+
+func newProfiler(b *testing.B, dir string) *profiler {
+	p := &profiler{b: b, dir: dir, ports: map[string]int{}}
+	b.Cleanup(p.wg.Wait)
+	return p
+}
+
+// args gives each controller manager a pprof endpoint.
+func (p *profiler) args(name string) []string {
+	if p.dir == "" {
+		return nil
+	}
+	port, err := localcluster.FreePort()
+	if err != nil {
+		p.b.Fatal(err)
+	}
+	p.ports[name] = port
+	return []string{"--pprof-bind-address=127.0.0.1:" + strconv.Itoa(port)}
+}
+
+// start saves, in the background, a 10-second CPU profile of each
+// controller manager as <dir>/<label>-<cluster>.pprof.
+func (p *profiler) start(label string) {
+	for name, port := range p.ports {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			hc := &http.Client{Timeout: 30 * time.Second}
+			resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=10", port))
+			if err != nil {
+				p.b.Logf("profiling %s: %v", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			data, err := io.ReadAll(resp.Body)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(p.dir, label+"-"+name+".pprof"), data, 0o600)
+			}
+			if err != nil {
+				p.b.Logf("profiling %s: %v", name, err)
+			}
+		}()
+	}
 }

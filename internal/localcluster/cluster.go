@@ -68,6 +68,10 @@ type Options struct {
 	ControlPlaneNode bool
 	// Detach lets the processes outlive the caller; stop them with StopDir.
 	Detach bool
+	// CPUs, when set, pins every process of the cluster (those Launch
+	// starts too) to these CPUs: benchmarks give each cluster its own
+	// cores, as separate machines have.
+	CPUs []int
 	// StartTimeout bounds the whole start; defaults to 3 minutes.
 	StartTimeout time.Duration
 	// Log receives progress messages.
@@ -331,7 +335,7 @@ func (c *Cluster) Launch(name, bin string, args []string) (*Process, error) {
 	if c.process(name) != nil {
 		return nil, fmt.Errorf("a process named %s is already running in cluster %q", name, c.Name)
 	}
-	p, err := startProcess(name, bin, args, c.LogDir(), c.opts.Detach)
+	p, err := startProcess(name, bin, args, c.LogDir(), c.opts.Detach, c.opts.CPUs)
 	if err != nil {
 		return nil, err
 	}

@@ -269,3 +269,48 @@ func TestProcessesReferencingMatchesWholeDirectory(t *testing.T) {
 		t.Fatalf("ProcessesReferencing(%s) = %v, but only %s's process runs", dir, got, sibling)
 	}
 }
+
+// TestStartPinned checks that a process started with CPUs runs on those
+// CPUs only, and that the starting thread gets its own affinity back.
+func TestStartPinned(t *testing.T) {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	if all.Count() < 2 {
+		t.Skip("needs 2 CPUs to tell a pinned process from an unpinned one")
+	}
+	last := -1
+	for c := range 1024 {
+		if all.IsSet(c) {
+			last = c
+		}
+	}
+	p, err := startProcess("sleeper", "sleep", []string{"30"}, t.TempDir(), false, []int{last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second) })
+	var child unix.CPUSet
+	if err := unix.SchedGetaffinity(p.PID, &child); err != nil {
+		t.Fatal(err)
+	}
+	if child.Count() != 1 || !child.IsSet(last) {
+		t.Errorf("child runs on %d CPUs (CPU %d set: %v), want only CPU %d", child.Count(), last, child.IsSet(last), last)
+	}
+	// No thread of this process stays pinned.
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		var tid int
+		if _, err := fmt.Sscan(task.Name(), &tid); err != nil {
+			continue
+		}
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err == nil && set.Count() != all.Count() {
+			t.Errorf("thread %d runs on %d CPUs after the start, want %d", tid, set.Count(), all.Count())
+		}
+	}
+}

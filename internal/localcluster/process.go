@@ -9,10 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Process is one running component of a cluster.
@@ -31,7 +34,9 @@ type Process struct {
 // startProcess runs bin with args in its own process group, logging to
 // <logDir>/<name>.log. When detach is false the kernel kills it if the
 // calling process dies, so that an interrupted test leaves nothing behind.
-func startProcess(name, bin string, args []string, logDir string, detach bool) (*Process, error) {
+// With cpus, the process (and every thread it makes) runs on those CPUs
+// only.
+func startProcess(name, bin string, args []string, logDir string, detach bool, cpus []int) (*Process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -48,7 +53,7 @@ func startProcess(name, bin string, args []string, logDir string, detach bool) (
 	} else {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startOn(cmd, cpus); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
 	p := &Process{Name: name, PID: cmd.Process.Pid, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
@@ -57,6 +62,29 @@ func startProcess(name, bin string, args []string, logDir string, detach bool) (
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// startOn starts cmd on cpus: a child inherits the CPU affinity of the
+// thread that forks it, so this thread is pinned for the fork and then
+// restored.
+func startOn(cmd *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return fmt.Errorf("reading the CPU affinity: %w", err)
+	}
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pinning to CPUs %v: %w", cpus, err)
+	}
+	defer func() { _ = unix.SchedSetaffinity(0, &old) }()
+	return cmd.Start()
 }
 
 // Exited reports whether the process has ended.
