@@ -47,8 +47,9 @@ func forgeMeta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.Obj
 // ForgeRemotePod returns the pod the provider runs for local. What only
 // makes sense in the consumer goes: the node, node selection (it selected
 // the virtual node), priority classes, runtime classes and readiness gates
-// the provider may not have, and the consumer's service account token; the
-// provider's scheduler places the pod on one of its own nodes.
+// the provider may not have, and the consumer's service account token
+// unless the pod asks for it; the provider's scheduler places the pod on
+// one of its own nodes.
 func ForgeRemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	spec := local.Spec.DeepCopy()
 	spec.NodeName = ""
@@ -63,18 +64,30 @@ func ForgeRemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod 
 	spec.EphemeralContainers = nil
 	spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == Taint })
 
-	// The consumer's token must not reach the provider: the pod runs as
-	// the provider namespace's default service account, with no token.
+	// The consumer's token reaches the provider only when the pod asks
+	// (TokenRequested), from the Secret the pod reflector keeps; the pod
+	// runs as the provider namespace's default service account, with no
+	// token of the provider.
 	spec.ServiceAccountName, spec.DeprecatedServiceAccount = "", ""
 	spec.AutomountServiceAccountToken = ptr.To(false)
+	reflectToken := TokenRequested(local)
 	dropped := map[string]bool{}
 	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool {
-		if v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }) {
-			dropped[v.Name] = true
-			return true
+		if v.Projected == nil || !slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }) {
+			return false
 		}
-		return false
+		if reflectToken {
+			return false
+		}
+		dropped[v.Name] = true
+		return true
 	})
+	for i := range spec.Volumes {
+		if p := spec.Volumes[i].Projected; reflectToken && p != nil &&
+			slices.ContainsFunc(p.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }) {
+			spec.Volumes[i].Projected = tokenVolume(p, TokenSecretName(local.Name))
+		}
+	}
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return dropped[m.Name] })

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -116,5 +117,63 @@ func TestResourceOf(t *testing.T) {
 		if got := resourceOf(path); got != want {
 			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// TestForgeRemotePodWithToken checks that a pod asking for its token keeps
+// its token volume, now fed by the token Secret: token, CA and namespace
+// at the paths the pod expects, other projections kept.
+func TestForgeRemotePodWithToken(t *testing.T) {
+	local := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-1", UID: "uid-1", Annotations: map[string]string{ServiceAccountTokenAnnotation: "true"}},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: "builder",
+			Volumes: []corev1.Volume{{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				DefaultMode: ptr.To(int32(0o644)),
+				Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To(int64(3607))}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: rootCAConfigMap},
+						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+						{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}},
+						{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels"}},
+					}}},
+				},
+			}}}},
+			Containers: []corev1.Container{{Name: "app", Image: "web:1", VolumeMounts: []corev1.VolumeMount{
+				{Name: "kube-api-access-x", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"},
+			}}},
+		},
+	}
+	if !TokenRequested(local) {
+		t.Fatal("the annotation does not ask for the token")
+	}
+	s := ForgeRemotePod(local, "demo-abc", "consumer-id").Spec
+	if s.ServiceAccountName != "" || ptr.Deref(s.AutomountServiceAccountToken, true) {
+		t.Errorf("service account %q automount %v, want the provider's default without its own token", s.ServiceAccountName, s.AutomountServiceAccountToken)
+	}
+	if len(s.Volumes) != 1 || len(s.Containers[0].VolumeMounts) != 1 {
+		t.Fatalf("volumes %+v mounts %+v, want the token volume kept", s.Volumes, s.Containers[0].VolumeMounts)
+	}
+	p := s.Volumes[0].Projected
+	if p == nil || ptr.Deref(p.DefaultMode, 0) != 0o644 || len(p.Sources) != 2 {
+		t.Fatalf("projected volume %+v, want the token Secret and the remaining downward API item", p)
+	}
+	sec := p.Sources[0].Secret
+	want := []corev1.KeyToPath{{Key: tokenKey, Path: "token"}, {Key: caKey, Path: "ca.crt"}, {Key: namespaceKey, Path: "namespace"}}
+	if sec == nil || sec.Name != "web-1-liqo-token" || !equality.Semantic.DeepEqual(sec.Items, want) {
+		t.Errorf("secret projection %+v, want web-1-liqo-token with %v", sec, want)
+	}
+	if d := p.Sources[1].DownwardAPI; d == nil || len(d.Items) != 1 || d.Items[0].Path != "labels" {
+		t.Errorf("downward API projection %+v, want only labels kept (the namespace comes from the Secret)", p.Sources[1])
+	}
+	for _, src := range p.Sources {
+		if src.ServiceAccountToken != nil || src.ConfigMap != nil {
+			t.Errorf("a source of the consumer reached the provider: %+v", src)
+		}
+	}
+	// Unchanged local pod.
+	if local.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken == nil {
+		t.Error("the local pod was changed")
 	}
 }

@@ -202,6 +202,9 @@ func (r *ObjectReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 // deletes it.
 func (r *ObjectReflector) sync(ctx context.Context, sess *session, w *nsWatch, name string, desired client.Object) error {
 	cur, found := w.get(r.kind.name, name)
+	if found && cur.(client.Object).GetAnnotations()[tokenForPodAnnotation] != "" {
+		return nil // a pod's token: the pod reflector's
+	}
 	switch {
 	case desired == nil && !found:
 		return nil

@@ -114,11 +114,22 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, nil // the provider pod's deletion wakes this up again
 	}
 	desired := ForgeRemotePod(&pod, remoteNS, r.LocalClusterID)
+	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	// The token comes first: the provider pod mounts it.
+	var refresh time.Duration
+	if TokenRequested(&pod) && !finished {
+		if refresh, err = r.ensureToken(ctx, sess, w, &pod, remoteNS); err != nil {
+			r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ServiceAccountTokenFailed", "Offload", "%v", err)
+			return ctrl.Result{}, err
+		}
+	}
+	result := ctrl.Result{RequeueAfter: refresh}
 	if remote == nil {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if finished {
 			return ctrl.Result{}, nil // finished: nothing to run again
 		}
-		return r.createRemote(ctx, sess, &pod, desired)
+		_, err := r.createRemote(ctx, sess, &pod, desired)
+		return result, err
 	}
 	if podDrifted(remote, desired) && remote.DeletionTimestamp == nil {
 		corrected := correctPod(remote, desired)
@@ -129,7 +140,7 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	status := ForgeLocalStatus(&pod, remote)
 	if statusReflected(&pod.Status, &status) {
-		return ctrl.Result{}, nil
+		return result, nil
 	}
 	// The provider's status is authoritative: a patch without
 	// resourceVersion cannot conflict with the consumer's own writers.
@@ -138,7 +149,7 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err := r.Client.Status().Patch(ctx, &pod, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{}, nil
+	return result, nil
 }
 
 // providerOf returns the provider of the virtual node pod is bound to, or
@@ -233,7 +244,8 @@ func (r *PodReflector) deleteOrphans(ctx context.Context, ns, name, keepProvider
 			return err
 		}
 	}
-	return nil
+	// A token no pod of this name and UID uses any more goes too.
+	return r.deleteToken(ctx, ns, name, keepProvider, string(keepUID))
 }
 
 // SetupWithManager registers the reflector.

@@ -1,0 +1,199 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package virtualkubelet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+
+const (
+	// ServiceAccountTokenAnnotation asks, set to "true" on a pod, for its
+	// service account token in the provider: the virtual kubelet requests
+	// a token bound to the local pod, keeps it in a Secret of the provider
+	// namespace and mounts it where the pod expects its token. Without it
+	// an offloaded pod gets no token of the consumer.
+	ServiceAccountTokenAnnotation = "offloading.liqo.io/service-account-token"
+	// tokenForPodAnnotation marks a provider Secret holding the token of
+	// the pod it names: the pod reflector owns it, the Secret reflector
+	// leaves it alone.
+	tokenForPodAnnotation = "liqo.io/token-for-pod"
+	// tokenRefreshAnnotation is when the token is renewed.
+	tokenRefreshAnnotation = "liqo.io/token-refresh-at"
+	// defaultTokenSeconds is the lifetime asked for when the pod's volume
+	// does not say.
+	defaultTokenSeconds = 3600
+	// Keys of the token Secret.
+	tokenKey     = "token"
+	caKey        = "ca.crt"
+	namespaceKey = "namespace"
+	// rootCAConfigMap is the consumer's CA bundle in every namespace.
+	rootCAConfigMap = "kube-root-ca.crt"
+)
+
+// TokenRequested says whether pod asks for its service account token in
+// the provider.
+func TokenRequested(pod *corev1.Pod) bool {
+	return pod.Annotations[ServiceAccountTokenAnnotation] == "true"
+}
+
+// TokenSecretName is the provider Secret holding the token of pod name.
+func TokenSecretName(pod string) string {
+	name := pod + "-liqo-token"
+	if len(name) <= 253 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(pod))
+	return pod[:200] + "-" + hex.EncodeToString(sum[:8]) + "-liqo-token"
+}
+
+// tokenProjection returns the pod's first service account token
+// projection, the one the token is requested for.
+func tokenProjection(spec *corev1.PodSpec) *corev1.ServiceAccountTokenProjection {
+	for _, v := range spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.ServiceAccountToken != nil {
+				return s.ServiceAccountToken
+			}
+		}
+	}
+	return nil
+}
+
+// tokenVolume rewrites a projected volume holding a service account token
+// so that the token, the consumer's CA and the namespace come from the
+// token Secret: the consumer's token is valid against the consumer's API
+// server only, whose CA and namespace the provider does not know.
+func tokenVolume(v *corev1.ProjectedVolumeSource, secret string) *corev1.ProjectedVolumeSource {
+	out := v.DeepCopy()
+	var items []corev1.KeyToPath
+	var sources []corev1.VolumeProjection
+	for _, s := range out.Sources {
+		switch {
+		case s.ServiceAccountToken != nil:
+			items = append(items, corev1.KeyToPath{Key: tokenKey, Path: s.ServiceAccountToken.Path})
+		case s.ConfigMap != nil && s.ConfigMap.Name == rootCAConfigMap:
+			for _, it := range s.ConfigMap.Items {
+				if it.Key == caKey {
+					items = append(items, corev1.KeyToPath{Key: caKey, Path: it.Path, Mode: it.Mode})
+				}
+			}
+		case s.DownwardAPI != nil:
+			var kept []corev1.DownwardAPIVolumeFile
+			for _, f := range s.DownwardAPI.Items {
+				if f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace" {
+					items = append(items, corev1.KeyToPath{Key: namespaceKey, Path: f.Path, Mode: f.Mode})
+					continue
+				}
+				kept = append(kept, f)
+			}
+			if len(kept) > 0 {
+				s.DownwardAPI.Items = kept
+				sources = append(sources, s)
+			}
+		default:
+			sources = append(sources, s)
+		}
+	}
+	out.Sources = append([]corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Items: items,
+	}}}, sources...)
+	return out
+}
+
+// ensureToken keeps the provider Secret with pod's token current: it
+// requests a token bound to the pod when there is none for this pod or
+// when four fifths of its lifetime are gone, as a kubelet renews it. It
+// returns when to look again.
+func (r *PodReflector) ensureToken(ctx context.Context, sess *session, w *nsWatch, pod *corev1.Pod, remoteNS string) (time.Duration, error) {
+	name := TokenSecretName(pod.Name)
+	var existing *corev1.Secret
+	if obj, ok := w.get(kindSecret, name); ok {
+		existing = obj.(*corev1.Secret)
+		if existing.Annotations[OriginUIDAnnotation] == string(pod.UID) {
+			if at, err := time.Parse(time.RFC3339, existing.Annotations[tokenRefreshAnnotation]); err == nil && time.Until(at) > 0 {
+				return time.Until(at), nil
+			}
+		}
+	}
+	proj := tokenProjection(&pod.Spec)
+	seconds := int64(defaultTokenSeconds)
+	var audiences []string
+	if proj != nil {
+		seconds = ptr.Deref(proj.ExpirationSeconds, seconds)
+		if proj.Audience != "" {
+			audiences = []string{proj.Audience}
+		}
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		Audiences: audiences, ExpirationSeconds: ptr.To(seconds),
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if err := r.Client.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: sa}}, tr); err != nil {
+		return 0, fmt.Errorf("requesting a token of service account %s/%s: %w", pod.Namespace, sa, err)
+	}
+	var ca corev1.ConfigMap
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: rootCAConfigMap}, &ca); client.IgnoreNotFound(err) != nil {
+		return 0, err
+	}
+	issued := time.Now()
+	lifetime := tr.Status.ExpirationTimestamp.Sub(issued)
+	refreshAt := issued.Add(lifetime * 4 / 5)
+	meta := forgeMeta(&pod.ObjectMeta, remoteNS, r.LocalClusterID)
+	meta.Name = name
+	meta.Annotations[tokenForPodAnnotation] = pod.Name
+	meta.Annotations[tokenRefreshAnnotation] = refreshAt.UTC().Format(time.RFC3339)
+	secret := &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{
+		tokenKey: []byte(tr.Status.Token), caKey: []byte(ca.Data[caKey]), namespaceKey: []byte(pod.Namespace),
+	}}
+	var err error
+	if existing == nil {
+		_, err = sess.cs.CoreV1().Secrets(remoteNS).Create(ctx, secret, metav1.CreateOptions{})
+	} else {
+		secret.ResourceVersion = existing.ResourceVersion
+		_, err = sess.cs.CoreV1().Secrets(remoteNS).Update(ctx, secret, metav1.UpdateOptions{})
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return 0, fmt.Errorf("writing the token of pod %s to %s/%s in %s: %w", pod.Name, remoteNS, name, sess.provider, err)
+	}
+	return time.Until(refreshAt), nil
+}
+
+// deleteToken deletes, in every provider, the token Secret of pod name
+// unless it holds the token of keepUID in keepProvider.
+func (r *PodReflector) deleteToken(ctx context.Context, ns, name, keepProvider string, keepUID string) error {
+	for _, w := range r.Sessions.watches(ns) {
+		obj, ok := w.get(kindSecret, TokenSecretName(name))
+		if !ok {
+			continue
+		}
+		s := obj.(*corev1.Secret)
+		if s.Annotations[tokenForPodAnnotation] != name || (w.session.provider == keepProvider && s.Annotations[OriginUIDAnnotation] == keepUID) {
+			continue
+		}
+		err := w.session.cs.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(s.UID)}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting token %s/%s in %s: %w", s.Namespace, s.Name, w.session.provider, err)
+		}
+	}
+	return nil
+}
