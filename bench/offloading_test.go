@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -105,15 +106,16 @@ func BenchmarkOffloading(b *testing.B) {
 						return nil
 					})
 				})
-				// The provider pods must be gone too before the writes are counted.
+				// The provider namespace must be gone too, pods and events,
+				// before the writes are counted and the baseline starts.
 				pc := framework.Client(b, provider)
-				framework.Eventually(b, 2*time.Minute, func() error {
-					var pods corev1.PodList
-					if err := pc.List(ctx, &pods, client.MatchingLabels{sharing.OriginClusterLabel: consumer.ClusterID}); err != nil {
+				framework.Eventually(b, 3*time.Minute, func() error {
+					var nss corev1.NamespaceList
+					if err := pc.List(ctx, &nss, client.MatchingLabels{sharing.OriginClusterLabel: consumer.ClusterID}); err != nil {
 						return err
 					}
-					if len(pods.Items) > 0 {
-						return fmt.Errorf("%d provider pods left", len(pods.Items))
+					if len(nss.Items) > 0 {
+						return fmt.Errorf("provider namespace %s left (%s)", nss.Items[0].Name, nss.Items[0].Status.Phase)
 					}
 					return nil
 				})
@@ -259,13 +261,12 @@ func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member,
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
+	// The namespace's end (its pods, then its events) is waited for, so
+	// that the next run starts on a quiet cluster.
 	framework.Eventually(b, 3*time.Minute, func() error {
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		if len(pods.Items) > 0 {
-			return fmt.Errorf("%d pods of %s left", len(pods.Items), ns)
+		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s still there (%v)", ns, err)
 		}
 		return nil
 	})

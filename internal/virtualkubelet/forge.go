@@ -3,6 +3,7 @@
 package virtualkubelet
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 
@@ -148,6 +149,19 @@ func ForgeLocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 	}
 	st.Conditions = conds
 	return st
+}
+
+// statusPatch is the JSON merge patch that sets every field
+// ForgeLocalStatus reflects to st's values (null clears one): built from
+// those fields alone, not by diffing two whole pods, as a burst patches a
+// thousand of them.
+func statusPatch(st *corev1.PodStatus) ([]byte, error) {
+	return json.Marshal(map[string]any{"status": map[string]any{
+		"phase": st.Phase, "reason": st.Reason, "message": st.Message,
+		"podIP": st.PodIP, "podIPs": st.PodIPs, "hostIP": st.HostIP, "hostIPs": st.HostIPs,
+		"startTime": st.StartTime, "conditions": st.Conditions,
+		"containerStatuses": st.ContainerStatuses, "initContainerStatuses": st.InitContainerStatuses,
+	}})
 }
 
 // statusReflected says whether current already shows what forged

@@ -3,7 +3,11 @@
 package virtualkubelet
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -175,5 +179,51 @@ func TestForgeRemotePodWithToken(t *testing.T) {
 	// Unchanged local pod.
 	if local.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken == nil {
 		t.Error("the local pod was changed")
+	}
+}
+
+// TestStatusPatch checks that the status patch, applied to the local pod,
+// gives the status ForgeLocalStatus forged, fields cleared included, and
+// leaves the rest of the pod alone.
+func TestStatusPatch(t *testing.T) {
+	start := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	local := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-1", Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{NodeName: "liqo-p", Containers: []corev1.Container{{Name: "app", Image: "web:1"}}},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodPending, Reason: "Waiting", Message: "old", QOSClass: corev1.PodQOSBestEffort,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+		},
+	}
+	remote := &corev1.Pod{Status: corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: "10.0.0.7", PodIPs: []corev1.PodIP{{IP: "10.0.0.7"}}, HostIP: "127.0.0.1", StartTime: &start,
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 2}},
+	}}
+	forged := ForgeLocalStatus(local, remote)
+	data, err := statusPatch(&forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := json.Marshal(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jsonpatch.MergePatch(orig, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.Pod
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := local.DeepCopy()
+	want.Status = forged
+	if !equality.Semantic.DeepEqual(&got, want) {
+		t.Errorf("patched pod:\n%+v\nwant:\n%+v", got.Status, want.Status)
+	}
+	if got.Status.Reason != "" || got.Status.Message != "" || got.Status.QOSClass != corev1.PodQOSBestEffort {
+		t.Errorf("reason %q message %q qos %q: the provider's empty reason and message must clear the local ones, and the QoS class stay",
+			got.Status.Reason, got.Status.Message, got.Status.QOSClass)
 	}
 }

@@ -144,9 +144,11 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	// The provider's status is authoritative: a patch without
 	// resourceVersion cannot conflict with the consumer's own writers.
-	patch := client.MergeFrom(pod.DeepCopy())
-	pod.Status = status
-	if err := r.Client.Status().Patch(ctx, &pod, patch); err != nil {
+	data, err := statusPatch(&status)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Client.Status().Patch(ctx, &pod, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return result, nil
