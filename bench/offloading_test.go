@@ -266,7 +266,7 @@ func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member,
 	framework.Eventually(b, 3*time.Minute, func() error {
 		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("namespace %s still there (%v)", ns, err)
+			return fmt.Errorf("namespace %s still there (%w)", ns, err)
 		}
 		return nil
 	})
