@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -56,18 +57,33 @@ import (
 // provider on the second), as two clusters on separate machines do: the
 // direct run gets the provider's core, not the idle consumer's as well.
 // With LIQO_BENCH_SHARED_CPUS=1 both clusters share every core instead.
+// LIQO_BENCH_OFFLOADING_PODS lists the sizes (default 100,1000); sizes
+// above 2000 give the provider's nodes room for them and share all of it.
 // With LIQO_BENCH_PROFILE_DIR set, it also saves there a 10-second CPU
 // profile of each controller manager from the start of each run
 // (go tool pprof <file>).
 func BenchmarkOffloading(b *testing.B) {
 	profiles := newProfiler(b, os.Getenv("LIQO_BENCH_PROFILE_DIR"))
 	cpus := clusterCPUs(b)
+	sizes := benchSizes(b)
+	largest := slices.Max(sizes)
 	p := startPlayground(b, playground.Options{
-		Customize: func(name string, o *localcluster.Options) { o.CPUs = cpus[name] },
-		Clusters:  2, NodesPerCluster: 2,
+		Customize: func(name string, o *localcluster.Options) {
+			o.CPUs = cpus[name]
+			if largest > 2000 { // two nodes of the default 1100 pods are not enough
+				o.NodeCapacity = corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"),
+					corev1.ResourcePods: *resource.NewQuantity(int64(largest/2+100), resource.DecimalSI),
+				}
+			}
+		},
+		Clusters: 2, NodesPerCluster: 2,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
 			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
+			if largest > 2000 {
+				spec.SharingConfig.SharePercentage = 100
+			}
 		},
 		ControllerManagerArgsFor: profiles.args,
 	}, 5*time.Minute)
@@ -80,12 +96,12 @@ func BenchmarkOffloading(b *testing.B) {
 		if err := cc.List(ctx, &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: provider.ClusterID}); err != nil {
 			return err
 		}
-		if len(nodes.Items) != 1 || nodes.Items[0].Status.Allocatable.Pods().Value() < 1000 {
-			return fmt.Errorf("no virtual node for 1000 pods yet")
+		if len(nodes.Items) != 1 || nodes.Items[0].Status.Allocatable.Pods().Value() < int64(largest) {
+			return fmt.Errorf("no virtual node for %d pods yet", largest)
 		}
 		return nil
 	})
-	for _, n := range []int{100, 1000} {
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			for i := range b.N {
 				ns := fmt.Sprintf("offloaded-%d-%d", n, i)
@@ -109,7 +125,7 @@ func BenchmarkOffloading(b *testing.B) {
 				// The provider namespace must be gone too, pods and events,
 				// before the writes are counted and the baseline starts.
 				pc := framework.Client(b, provider)
-				framework.Eventually(b, 3*time.Minute, func() error {
+				framework.Eventually(b, patience(n), func() error {
 					var nss corev1.NamespaceList
 					if err := pc.List(ctx, &nss, client.MatchingLabels{sharing.OriginClusterLabel: consumer.ClusterID}); err != nil {
 						return err
@@ -235,9 +251,9 @@ func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member,
 	}
 	select {
 	case <-allReady:
-	case <-time.After(5 * time.Minute):
+	case <-time.After(patience(n)):
 		mu.Lock()
-		b.Fatalf("%s: %d of %d pods Ready after 5 minutes", ns, len(ready), n)
+		b.Fatalf("%s: %d of %d pods Ready after %s", ns, len(ready), n, patience(n))
 	}
 	mu.Lock()
 	var last time.Time
@@ -263,7 +279,7 @@ func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member,
 	}
 	// The namespace's end (its pods, then its events) is waited for, so
 	// that the next run starts on a quiet cluster.
-	framework.Eventually(b, 3*time.Minute, func() error {
+	framework.Eventually(b, patience(n), func() error {
 		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %s still there (%w)", ns, err)
@@ -399,6 +415,26 @@ func formatAPIWrites(members []*playground.Member, before, after map[string]map[
 		parts = append(parts, fmt.Sprintf("%s %.2f {%s}", m.Name, total, strings.Join(kinds, ", ")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// patience bounds a wait on n pods: 3 minutes, and a second per 20 pods.
+func patience(n int) time.Duration { return 3*time.Minute + time.Duration(n/20)*time.Second }
+
+// benchSizes reads LIQO_BENCH_OFFLOADING_PODS: 100 and 1000 by default.
+func benchSizes(b *testing.B) []int {
+	env := os.Getenv("LIQO_BENCH_OFFLOADING_PODS")
+	if env == "" {
+		return []int{100, 1000}
+	}
+	var sizes []int
+	for f := range strings.SplitSeq(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("LIQO_BENCH_OFFLOADING_PODS=%q: %q is not a pod count", env, f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }
 
 // clusterCPUs gives cluster-1 the first CPU and cluster-2 the second,
