@@ -513,6 +513,9 @@ func (p *profiler) start(label string) {
 			}
 			defer resp.Body.Close()
 			data, err := io.ReadAll(resp.Body)
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("%s: %s", resp.Status, data)
+			}
 			if err == nil {
 				err = os.WriteFile(filepath.Join(p.dir, label+"-"+name+".pprof"), data, 0o600)
 			}

@@ -69,7 +69,8 @@ type Options struct {
 	// derived from WebhookBindAddress when empty.
 	WebhookURL string
 	// KubeletBindAddress is where the virtual nodes' kubelet API (logs,
-	// exec) listens; "0" disables it.
+	// exec) listens: each virtual node takes its own port, from this
+	// one up (port 0: any free port); "0" disables it.
 	KubeletBindAddress string
 	// KubeletAddress is the address the API server reaches that API at,
 	// which the virtual nodes carry as their InternalIP; derived from
@@ -115,7 +116,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
 	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", o.WebhookBindAddress, "Address the admission webhook listens on")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Base URL the API server reaches the webhook at (default: https:// and the bind address, or the host name when it binds all addresses)")
-	fs.StringVar(&o.KubeletBindAddress, "kubelet-bind-address", o.KubeletBindAddress, "Address the virtual nodes' kubelet API (kubectl logs, exec) listens on; 0 disables it")
+	fs.StringVar(&o.KubeletBindAddress, "kubelet-bind-address", o.KubeletBindAddress, "Address the virtual nodes' kubelet API (kubectl logs, exec) listens on; each virtual node takes its own port, from this one up (port 0: any free port); 0 disables it")
 	fs.StringVar(&o.KubeletAddress, "kubelet-address", o.KubeletAddress, "IP address the API server reaches the virtual nodes' kubelet API at (default: the bind address's host, or $POD_IP)")
 	fs.DurationVar(&o.ExchangeTTL, "peering-exchange-ttl", o.ExchangeTTL, "How long a token exchange may wait for its PeeringRequest before the identity it issued is revoked")
 	fs.DurationVar(&o.ForceUnpeerAfter, "force-unpeer-after", o.ForceUnpeerAfter, "How long an unpeering waits for an unreachable provider before removing the local side alone")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -140,9 +141,13 @@ func setupKubeletServer(mgr ctrl.Manager, o *Options, sessions *virtualkubelet.S
 		log.Info("The virtual nodes' kubelet API is disabled: kubectl logs and exec will not reach offloaded pods")
 		return nil
 	}
-	host, _, err := net.SplitHostPort(o.KubeletBindAddress)
+	host, portStr, err := net.SplitHostPort(o.KubeletBindAddress)
 	if err != nil {
 		return fmt.Errorf("--kubelet-bind-address %q: %w", o.KubeletBindAddress, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("--kubelet-bind-address %q has an invalid port", o.KubeletBindAddress)
 	}
 	addr := o.KubeletAddress
 	if addr == "" {
@@ -155,21 +160,16 @@ func setupKubeletServer(mgr ctrl.Manager, o *Options, sessions *virtualkubelet.S
 	if addr != "" && net.ParseIP(addr) == nil {
 		return fmt.Errorf("--kubelet-address %q is not an IP address", addr)
 	}
-	lis, err := net.Listen("tcp", o.KubeletBindAddress)
-	if err != nil {
-		return fmt.Errorf("listening for the kubelet API: %w", err)
-	}
 	hosts := []string{"localhost", "127.0.0.1"}
 	if addr != "" {
 		hosts = append(hosts, addr)
 	}
 	cert, err := auth.ServingCertificate(wh.caBundle, wh.caKey, hosts)
 	if err != nil {
-		_ = lis.Close()
 		return err
 	}
-	if err := mgr.Add(&virtualkubelet.KubeletServer{Client: mgr.GetClient(), Sessions: sessions, Listener: lis, Certificate: cert}); err != nil {
-		_ = lis.Close()
+	server := &virtualkubelet.KubeletServer{Client: mgr.GetClient(), Sessions: sessions, Host: host, FirstPort: port, Certificate: cert}
+	if err := mgr.Add(server); err != nil {
 		return err
 	}
 	if addr == "" {
@@ -177,7 +177,7 @@ func setupKubeletServer(mgr ctrl.Manager, o *Options, sessions *virtualkubelet.S
 		return nil
 	}
 	nodes.KubeletAddress = addr
-	nodes.KubeletPort = int32(lis.Addr().(*net.TCPAddr).Port) //nolint:gosec // a TCP port
-	log.Info("Virtual nodes' kubelet API", "address", addr, "port", nodes.KubeletPort)
+	nodes.Kubelet = server
+	log.Info("Virtual nodes' kubelet API", "address", addr, "firstPort", port)
 	return nil
 }

@@ -97,8 +97,6 @@ type Member struct {
 	AuthPort int
 	// WebhookPort is the admission webhook's port.
 	WebhookPort int
-	// KubeletPort is the port of the virtual nodes' kubelet API.
-	KubeletPort int
 
 	controllerManagerBin string
 	extraArgs            []string
@@ -277,9 +275,6 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 	if m.WebhookPort, err = localcluster.FreePort(); err != nil {
 		return err
 	}
-	if m.KubeletPort, err = localcluster.FreePort(); err != nil {
-		return err
-	}
 	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, append([]string{
 		"--kubeconfig=" + kcPath,
 		"--cluster-name=" + m.Name,
@@ -288,7 +283,8 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 		"--auth-bind-address=127.0.0.1:" + strconv.Itoa(m.AuthPort),
 		"--auth-url=" + m.AuthURL,
 		"--webhook-bind-address=127.0.0.1:" + strconv.Itoa(m.WebhookPort),
-		"--kubelet-bind-address=127.0.0.1:" + strconv.Itoa(m.KubeletPort),
+		// Each virtual node's kubelet API takes a free port.
+		"--kubelet-bind-address=127.0.0.1:0",
 	}, m.extraArgs...))
 	if err != nil {
 		return err

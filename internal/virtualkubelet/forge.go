@@ -39,7 +39,11 @@ func forgeMeta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.Obj
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
+	// The markers of the virtual kubelet's own provider objects are never
+	// taken from a consumer object.
 	delete(annotations, lastAppliedAnnotation)
+	delete(annotations, tokenForPodAnnotation)
+	delete(annotations, tokenRefreshAnnotation)
 	annotations[OriginUIDAnnotation] = string(local.UID)
 	annotations[OriginNamespaceAnnotation] = local.Namespace
 	return metav1.ObjectMeta{Namespace: remoteNS, Name: local.Name, Labels: labels, Annotations: annotations}
@@ -86,7 +90,7 @@ func ForgeRemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod 
 	for i := range spec.Volumes {
 		if p := spec.Volumes[i].Projected; reflectToken && p != nil &&
 			slices.ContainsFunc(p.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }) {
-			spec.Volumes[i].Projected = tokenVolume(p, TokenSecretName(local.Name))
+			spec.Volumes[i].Projected = tokenVolume(spec.Volumes[i].Name, p, TokenSecretName(local.Name))
 		}
 	}
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {

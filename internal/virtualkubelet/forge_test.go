@@ -149,6 +149,13 @@ func TestForgeRemotePodWithToken(t *testing.T) {
 			}}},
 		},
 	}
+	// A second token for another audience keeps a key of its own.
+	local.Spec.Volumes = append(local.Spec.Volumes, corev1.Volume{Name: "vault", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "vault-token", Audience: "vault"}}},
+	}}})
+	if src := tokenSources(&local.Spec); len(src) != 2 || src[0].key == src[1].key || src[1].proj.Audience != "vault" {
+		t.Errorf("token sources %+v, want two with their own keys and audiences", src)
+	}
 	if !TokenRequested(local) {
 		t.Fatal("the annotation does not ask for the token")
 	}
@@ -156,7 +163,14 @@ func TestForgeRemotePodWithToken(t *testing.T) {
 	if s.ServiceAccountName != "" || ptr.Deref(s.AutomountServiceAccountToken, true) {
 		t.Errorf("service account %q automount %v, want the provider's default without its own token", s.ServiceAccountName, s.AutomountServiceAccountToken)
 	}
-	if len(s.Volumes) != 1 || len(s.Containers[0].VolumeMounts) != 1 {
+	if len(s.Volumes) != 2 {
+		t.Fatalf("volumes %+v, want both token volumes kept", s.Volumes)
+	}
+	if v := s.Volumes[1].Projected; v == nil || len(v.Sources) != 1 || v.Sources[0].Secret == nil ||
+		!equality.Semantic.DeepEqual(v.Sources[0].Secret.Items, []corev1.KeyToPath{{Key: "vault.0.token", Path: "vault-token"}}) {
+		t.Errorf("the vault volume %+v, want its own token key", s.Volumes[1])
+	}
+	if len(s.Containers[0].VolumeMounts) != 1 {
 		t.Fatalf("volumes %+v mounts %+v, want the token volume kept", s.Volumes, s.Containers[0].VolumeMounts)
 	}
 	p := s.Volumes[0].Projected
@@ -164,7 +178,7 @@ func TestForgeRemotePodWithToken(t *testing.T) {
 		t.Fatalf("projected volume %+v, want the token Secret and the remaining downward API item", p)
 	}
 	sec := p.Sources[0].Secret
-	want := []corev1.KeyToPath{{Key: tokenKey, Path: "token"}, {Key: caKey, Path: "ca.crt"}, {Key: namespaceKey, Path: "namespace"}}
+	want := []corev1.KeyToPath{{Key: "kube-api-access-x.0.token", Path: "token"}, {Key: caKey, Path: "ca.crt"}, {Key: namespaceKey, Path: "namespace"}}
 	if sec == nil || sec.Name != "web-1-liqo-token" || !equality.Semantic.DeepEqual(sec.Items, want) {
 		t.Errorf("secret projection %+v, want web-1-liqo-token with %v", sec, want)
 	}

@@ -13,6 +13,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path"
+	"strconv"
+	"sync"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -38,35 +40,60 @@ const (
 	clientCAKey       = "client-ca-file"
 )
 
-// KubeletServer is the kubelet API of every virtual node: the endpoint the
-// API server calls, at the node's address and kubelet port, when someone
-// runs `kubectl logs` or `kubectl exec` on a pod bound to it. It serves
-// /containerLogs/{namespace}/{pod}/{container} and
-// /exec/{namespace}/{pod}[/{uid}]/{container}: it checks the caller as a
-// kubelet does (a client certificate signed by the API server's client CA,
-// then a SubjectAccessReview for nodes/proxy on the pod's node), and hands
-// the request on, streams and protocol upgrades included, to the pod's
-// log or exec subresource in the provider, with the virtual kubelet's
-// identity there. It is a manager.Runnable.
+// KubeletServer is the kubelet API of the virtual nodes: the endpoint the
+// API server calls, at a node's address and kubelet port, when someone
+// runs `kubectl logs` or `kubectl exec` on a pod bound to it. Each virtual
+// node has a port of its own, as each kubelet has, and serves the pods
+// bound to it only. It serves /containerLogs/{namespace}/{pod}/{container}
+// and /exec/{namespace}/{pod}[/{uid}]/{container}: it checks the caller as
+// a kubelet does (a client certificate signed by the API server's client
+// CA, then a SubjectAccessReview for nodes/proxy on its node), and hands
+// the request on, streams and protocol upgrades included, to the pod's log
+// or exec subresource in the provider, with the virtual kubelet's identity
+// there. It is a manager.Runnable, which closes the endpoints when the
+// manager stops.
 type KubeletServer struct {
 	// Client reads pods, nodes, NamespaceOffloadings and the client CA
 	// (cached), and creates SubjectAccessReviews.
 	Client client.Client
 	// Sessions are the connections to the providers.
 	Sessions *Sessions
-	// Listener is where it serves (plain TCP: it adds TLS).
-	Listener net.Listener
-	// Certificate is its serving certificate.
+	// Host is the address the endpoints listen on; empty means all.
+	Host string
+	// FirstPort is the first virtual node's port, the next ones taking the
+	// following free ports; 0 takes any free port for each node.
+	FirstPort int
+	// Certificate is the serving certificate of every endpoint.
 	Certificate tls.Certificate
+
+	mu    sync.Mutex
+	nodes map[string]*nodeEndpoint
 }
 
-// Start implements manager.Runnable.
-func (s *KubeletServer) Start(ctx context.Context) error {
-	log := ctrl.Log.WithName("kubelet-server")
+type nodeEndpoint struct {
+	port int32
+	srv  *http.Server
+}
+
+// Endpoint returns the port of node's kubelet API, opening it the first
+// time.
+func (s *KubeletServer) Endpoint(node string) (int32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.nodes[node]; ok {
+		return e.port, nil
+	}
+	used := map[int32]bool{}
+	for _, e := range s.nodes {
+		used[e.port] = true
+	}
+	lis, err := s.listen(used)
+	if err != nil {
+		return 0, fmt.Errorf("opening the kubelet API of virtual node %s: %w", node, err)
+	}
 	srv := &http.Server{
-		Handler:           s,
+		Handler:           &nodeHandler{server: s, node: node},
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
 		TLSConfig: &tls.Config{
 			MinVersion:   tls.VersionTLS12,
 			Certificates: []tls.Certificate{s.Certificate},
@@ -78,23 +105,68 @@ func (s *KubeletServer) Start(ctx context.Context) error {
 			NextProtos: []string{"http/1.1"},
 		},
 	}
-	errs := make(chan error, 1)
-	go func() { errs <- srv.ServeTLS(s.Listener, "", "") }()
-	log.Info("Serving the virtual nodes' kubelet API", "address", s.Listener.Addr().String())
-	select {
-	case err := <-errs:
-		return err
-	case <-ctx.Done():
+	go func() { _ = srv.ServeTLS(lis, "", "") }()
+	port := int32(lis.Addr().(*net.TCPAddr).Port) //nolint:gosec // a TCP port
+	if s.nodes == nil {
+		s.nodes = map[string]*nodeEndpoint{}
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdown)
+	s.nodes[node] = &nodeEndpoint{port: port, srv: srv}
+	ctrl.Log.WithName("kubelet-server").Info("Serving the kubelet API of a virtual node", "node", node, "port", port)
+	return port, nil
+}
+
+func (s *KubeletServer) listen(used map[int32]bool) (net.Listener, error) {
+	if s.FirstPort == 0 {
+		return net.Listen("tcp", net.JoinHostPort(s.Host, "0"))
+	}
+	var last error
+	for p := s.FirstPort; p < s.FirstPort+1000 && p < 65536; p++ {
+		if used[int32(p)] { //nolint:gosec // a TCP port
+			continue
+		}
+		lis, err := net.Listen("tcp", net.JoinHostPort(s.Host, strconv.Itoa(p)))
+		if err == nil {
+			return lis, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("no free port from %d: %w", s.FirstPort, last)
+}
+
+// Release closes node's kubelet API.
+func (s *KubeletServer) Release(node string) {
+	s.mu.Lock()
+	e, ok := s.nodes[node]
+	delete(s.nodes, node)
+	s.mu.Unlock()
+	if ok {
+		_ = e.srv.Close()
+	}
+}
+
+// Start implements manager.Runnable: it closes every endpoint when ctx
+// ends.
+func (s *KubeletServer) Start(ctx context.Context) error {
+	<-ctx.Done()
+	s.mu.Lock()
+	nodes := s.nodes
+	s.nodes = nil
+	s.mu.Unlock()
+	for _, e := range nodes {
+		_ = e.srv.Close()
+	}
 	return nil
 }
 
 // NeedLeaderElection is true: the provider sessions run on the leader,
 // whose address the virtual nodes carry.
 func (s *KubeletServer) NeedLeaderElection() bool { return true }
+
+// nodeHandler serves one virtual node's kubelet API.
+type nodeHandler struct {
+	server *KubeletServer
+	node   string
+}
 
 // kubeletRequest is a parsed kubelet API path.
 type kubeletRequest struct {
@@ -153,12 +225,17 @@ var forwardedHeaders = []string{
 }
 
 // ServeHTTP implements http.Handler.
-func (s *KubeletServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.server
 	ctx := r.Context()
-	log := ctrl.Log.WithName("kubelet-server").WithValues("path", r.URL.Path)
+	log := ctrl.Log.WithName("kubelet-server").WithValues("node", h.node, "path", r.URL.Path)
 	user, groups, err := s.authenticate(ctx, r)
 	if err != nil {
 		http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
+		return
+	}
+	if err := s.authorize(ctx, r.Method, user, groups, h.node); err != nil {
+		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 		return
 	}
 	req, ok := parseKubeletPath(r.URL.Path)
@@ -167,7 +244,7 @@ func (s *KubeletServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.StatusNotFound)
 		return
 	}
-	target, err := s.resolve(ctx, req)
+	target, err := s.resolve(ctx, h.node, req)
 	if err != nil {
 		status := http.StatusInternalServerError
 		var se *statusError
@@ -175,10 +252,6 @@ func (s *KubeletServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = se.code
 		}
 		http.Error(w, err.Error(), status)
-		return
-	}
-	if err := s.authorize(ctx, r.Method, user, groups, target.node); err != nil {
-		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 		return
 	}
 	u, err := url.Parse(target.session.host)
@@ -283,7 +356,7 @@ type kubeletTarget struct {
 
 // resolve finds the provider pod behind a local pod: its virtual node's
 // provider, and the namespace its namespace maps to there.
-func (s *KubeletServer) resolve(ctx context.Context, req kubeletRequest) (*kubeletTarget, error) {
+func (s *KubeletServer) resolve(ctx context.Context, nodeName string, req kubeletRequest) (*kubeletTarget, error) {
 	var pod corev1.Pod
 	err := s.Client.Get(ctx, client.ObjectKey{Namespace: req.namespace, Name: req.pod}, &pod)
 	if apierrors.IsNotFound(err) {
@@ -296,8 +369,8 @@ func (s *KubeletServer) resolve(ctx context.Context, req kubeletRequest) (*kubel
 		return nil, notFound("pod %s/%s has UID %s, not %s", req.namespace, req.pod, pod.UID, req.uid)
 	}
 	var node corev1.Node
-	if pod.Spec.NodeName == "" {
-		return nil, notFound("pod %s/%s is not bound to a node", req.namespace, req.pod)
+	if pod.Spec.NodeName != nodeName {
+		return nil, notFound("pod %s/%s is not on node %s", req.namespace, req.pod, nodeName)
 	}
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &node); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -63,12 +63,16 @@ type NodeReconciler struct {
 	// Removed, if set, is called with the provider whose virtual node
 	// went, to end what else runs for it.
 	Removed func(provider string)
-	// KubeletAddress and KubeletPort are where the KubeletServer serves
-	// the virtual nodes' kubelet API (logs, exec), as the API server
-	// reaches it; the nodes carry them as their InternalIP and kubelet
-	// endpoint. Empty or zero: the nodes have no kubelet API.
+	// KubeletAddress is where the virtual nodes' kubelet API (logs, exec)
+	// is reached, which the nodes carry as their InternalIP; empty means
+	// they have none.
 	KubeletAddress string
-	KubeletPort    int32
+	// Kubelet gives each virtual node its kubelet API port and closes it
+	// when the node goes (a *KubeletServer).
+	Kubelet interface {
+		Endpoint(node string) (int32, error)
+		Release(node string)
+	}
 }
 
 func (r *NodeReconciler) now() time.Time {
@@ -212,11 +216,15 @@ func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, ad
 	}
 	node.Status.Conditions = conds
 	node.Status.Addresses, node.Status.DaemonEndpoints = nil, corev1.NodeDaemonEndpoints{}
-	if r.KubeletAddress != "" && r.KubeletPort != 0 {
+	if r.KubeletAddress != "" && r.Kubelet != nil {
+		port, err := r.Kubelet.Endpoint(node.Name)
+		if err != nil {
+			return err
+		}
 		// No Hostname address: the API server prefers it by default, and
 		// the node's name resolves nowhere.
 		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: r.KubeletAddress}}
-		node.Status.DaemonEndpoints.KubeletEndpoint.Port = r.KubeletPort
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
 	}
 	if !equality.Semantic.DeepEqual(orig.Status.Addresses, node.Status.Addresses) || orig.Status.DaemonEndpoints != node.Status.DaemonEndpoints {
 		changed = true
@@ -272,6 +280,9 @@ func (r *NodeReconciler) removeNodes(ctx context.Context, provider string) error
 		}
 		if err := r.Client.Delete(ctx, &nodes.Items[i]); client.IgnoreNotFound(err) != nil {
 			return err
+		}
+		if r.Kubelet != nil {
+			r.Kubelet.Release(nodes.Items[i].Name)
 		}
 		ctrl.LoggerFrom(ctx).Info("Virtual node removed", "node", nodes.Items[i].Name, "provider", provider)
 	}

@@ -35,7 +35,10 @@ const (
 	// defaultTokenSeconds is the lifetime asked for when the pod's volume
 	// does not say.
 	defaultTokenSeconds = 3600
-	// Keys of the token Secret.
+	// extendedTokenSeconds is the lifetime of the kube-api-access volume,
+	// which the API server extends to a year.
+	extendedTokenSeconds = 3607
+	// Keys of the token Secret (each token's key ends in tokenKey).
 	tokenKey     = "token"
 	caKey        = "ca.crt"
 	namespaceKey = "namespace"
@@ -59,34 +62,45 @@ func TokenSecretName(pod string) string {
 	return pod[:200] + "-" + hex.EncodeToString(sum[:8]) + "-liqo-token"
 }
 
-// tokenProjection returns the pod's first service account token
-// projection, the one the token is requested for.
-func tokenProjection(spec *corev1.PodSpec) *corev1.ServiceAccountTokenProjection {
+// tokenSource is one service account token projection of a pod, and the
+// key of the token Secret that holds its token.
+type tokenSource struct {
+	key  string
+	proj *corev1.ServiceAccountTokenProjection
+}
+
+// tokenKeyFor is the key of the token Secret holding the token of source
+// i of volume: each projection has its own audience and lifetime.
+func tokenKeyFor(volume string, i int) string { return fmt.Sprintf("%s.%d.%s", volume, i, tokenKey) }
+
+// tokenSources returns every service account token projection of spec.
+func tokenSources(spec *corev1.PodSpec) []tokenSource {
+	var out []tokenSource
 	for _, v := range spec.Volumes {
 		if v.Projected == nil {
 			continue
 		}
-		for _, s := range v.Projected.Sources {
+		for i, s := range v.Projected.Sources {
 			if s.ServiceAccountToken != nil {
-				return s.ServiceAccountToken
+				out = append(out, tokenSource{key: tokenKeyFor(v.Name, i), proj: s.ServiceAccountToken})
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 // tokenVolume rewrites a projected volume holding a service account token
 // so that the token, the consumer's CA and the namespace come from the
 // token Secret: the consumer's token is valid against the consumer's API
 // server only, whose CA and namespace the provider does not know.
-func tokenVolume(v *corev1.ProjectedVolumeSource, secret string) *corev1.ProjectedVolumeSource {
+func tokenVolume(name string, v *corev1.ProjectedVolumeSource, secret string) *corev1.ProjectedVolumeSource {
 	out := v.DeepCopy()
 	var items []corev1.KeyToPath
 	var sources []corev1.VolumeProjection
-	for _, s := range out.Sources {
+	for i, s := range out.Sources {
 		switch {
 		case s.ServiceAccountToken != nil:
-			items = append(items, corev1.KeyToPath{Key: tokenKey, Path: s.ServiceAccountToken.Path})
+			items = append(items, corev1.KeyToPath{Key: tokenKeyFor(name, i), Path: s.ServiceAccountToken.Path})
 		case s.ConfigMap != nil && s.ConfigMap.Name == rootCAConfigMap:
 			for _, it := range s.ConfigMap.Items {
 				if it.Key == caKey {
@@ -116,11 +130,16 @@ func tokenVolume(v *corev1.ProjectedVolumeSource, secret string) *corev1.Project
 	return out
 }
 
-// ensureToken keeps the provider Secret with pod's token current: it
-// requests a token bound to the pod when there is none for this pod or
-// when four fifths of its lifetime are gone, as a kubelet renews it. It
-// returns when to look again.
+// ensureToken keeps the provider Secret with pod's tokens current: one
+// token per projection, bound to the pod, requested when there is none
+// for this pod or when four fifths of the lifetime asked for are gone
+// (at most a day), as a kubelet renews them. It returns when to look
+// again; a pod with no token projection gets nothing.
 func (r *PodReflector) ensureToken(ctx context.Context, sess *session, w *nsWatch, pod *corev1.Pod, remoteNS string) (time.Duration, error) {
+	sources := tokenSources(&pod.Spec)
+	if len(sources) == 0 {
+		return 0, nil
+	}
 	name := TokenSecretName(pod.Name)
 	var existing *corev1.Secret
 	if obj, ok := w.get(kindSecret, name); ok {
@@ -131,46 +150,56 @@ func (r *PodReflector) ensureToken(ctx context.Context, sess *session, w *nsWatc
 			}
 		}
 	}
-	proj := tokenProjection(&pod.Spec)
-	seconds := int64(defaultTokenSeconds)
-	var audiences []string
-	if proj != nil {
-		seconds = ptr.Deref(proj.ExpirationSeconds, seconds)
-		if proj.Audience != "" {
-			audiences = []string{proj.Audience}
-		}
-	}
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
-	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		Audiences: audiences, ExpirationSeconds: ptr.To(seconds),
-		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}
-	if err := r.Client.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: sa}}, tr); err != nil {
-		return 0, fmt.Errorf("requesting a token of service account %s/%s: %w", pod.Namespace, sa, err)
 	}
 	var ca corev1.ConfigMap
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: rootCAConfigMap}, &ca); client.IgnoreNotFound(err) != nil {
 		return 0, err
 	}
+	data := map[string][]byte{caKey: []byte(ca.Data[caKey]), namespaceKey: []byte(pod.Namespace)}
 	issued := time.Now()
-	lifetime := tr.Status.ExpirationTimestamp.Sub(issued)
-	refreshAt := issued.Add(lifetime * 4 / 5)
+	refreshAt := issued.Add(24 * time.Hour)
+	for _, src := range sources {
+		seconds := ptr.Deref(src.proj.ExpirationSeconds, defaultTokenSeconds)
+		if seconds == extendedTokenSeconds {
+			// The API server would make this a year-long token; one that
+			// leaves the cluster lives the hour asked for.
+			seconds = defaultTokenSeconds
+		}
+		var audiences []string
+		if src.proj.Audience != "" {
+			audiences = []string{src.proj.Audience}
+		}
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			Audiences: audiences, ExpirationSeconds: ptr.To(seconds),
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		}}
+		if err := r.Client.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: sa}}, tr); err != nil {
+			return 0, fmt.Errorf("requesting a token of service account %s/%s: %w", pod.Namespace, sa, err)
+		}
+		data[src.key] = []byte(tr.Status.Token)
+		if at := issued.Add(time.Duration(seconds) * time.Second * 4 / 5); at.Before(refreshAt) {
+			refreshAt = at
+		}
+	}
 	meta := forgeMeta(&pod.ObjectMeta, remoteNS, r.LocalClusterID)
 	meta.Name = name
 	meta.Annotations[tokenForPodAnnotation] = pod.Name
 	meta.Annotations[tokenRefreshAnnotation] = refreshAt.UTC().Format(time.RFC3339)
-	secret := &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{
-		tokenKey: []byte(tr.Status.Token), caKey: []byte(ca.Data[caKey]), namespaceKey: []byte(pod.Namespace),
-	}}
+	secret := &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: data}
 	var err error
-	if existing == nil {
-		_, err = sess.cs.CoreV1().Secrets(remoteNS).Create(ctx, secret, metav1.CreateOptions{})
-	} else {
+	if existing != nil {
 		secret.ResourceVersion = existing.ResourceVersion
 		_, err = sess.cs.CoreV1().Secrets(remoteNS).Update(ctx, secret, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) { // the watch still showed a deleted one
+			secret.ResourceVersion = ""
+			existing = nil
+		}
+	}
+	if existing == nil {
+		_, err = sess.cs.CoreV1().Secrets(remoteNS).Create(ctx, secret, metav1.CreateOptions{})
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return 0, fmt.Errorf("writing the token of pod %s to %s/%s in %s: %w", pod.Name, remoteNS, name, sess.provider, err)

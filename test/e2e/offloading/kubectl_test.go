@@ -116,19 +116,31 @@ func TestKubectlLogsAndExec(t *testing.T) {
 		})
 	}
 
-	t.Run("the kubelet API checks who calls", func(t *testing.T) {
-		n := nodes[b.Name]
-		var addr string
-		for _, ad := range n.Status.Addresses {
-			if ad.Type == corev1.NodeInternalIP {
-				addr = ad.Address
+	t.Run("the kubelet API checks who calls, and each node serves its own pods", func(t *testing.T) {
+		endpoint := func(p *playground.Member) string {
+			t.Helper()
+			n, err := framework.VirtualNode(cl, p.ClusterID)
+			if err != nil {
+				t.Fatal(err)
 			}
+			var addr string
+			for _, ad := range n.Status.Addresses {
+				if ad.Type == corev1.NodeInternalIP {
+					addr = ad.Address
+				}
+			}
+			port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
+			if addr == "" || port == 0 {
+				t.Fatalf("virtual node %s publishes no kubelet endpoint: addresses %v, port %d", n.Name, n.Status.Addresses, port)
+			}
+			return "https://" + net.JoinHostPort(addr, strconv.Itoa(int(port)))
 		}
-		port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
-		if addr == "" || port == 0 {
-			t.Fatalf("virtual node %s publishes no kubelet endpoint: addresses %v, port %d", n.Name, n.Status.Addresses, port)
+		nodeB, nodeC := endpoint(b), endpoint(c)
+		if nodeB == nodeC {
+			t.Fatalf("both virtual nodes publish %s: each needs its own kubelet port", nodeB)
 		}
-		logsURL := "https://" + net.JoinHostPort(addr, strconv.Itoa(int(port))) + "/containerLogs/" + ns + "/on-" + b.Name + "/app"
+		logsPath := func(p *playground.Member) string { return "/containerLogs/" + ns + "/on-" + p.Name + "/app" }
+		logsURL := nodeB + logsPath(b)
 		get := func(cert *tls.Certificate, url string) (int, string) {
 			t.Helper()
 			cfg := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the kubelet's serving certificate is not what is tested
@@ -169,9 +181,12 @@ func TestKubectlLogsAndExec(t *testing.T) {
 		if code, body := get(reader, logsURL); code != http.StatusForbidden || !strings.Contains(body, "nodes/proxy") {
 			t.Errorf("as %s without nodes/proxy: %d %q, want 403 naming nodes/proxy", user, code, body)
 		}
+		// nodes/proxy on the first virtual node only.
 		role := &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: user},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}, ResourceNames: []string{nodes[b.Name].Name},
+			}},
 		}
 		binding := &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: user},
@@ -191,10 +206,17 @@ func TestKubectlLogsAndExec(t *testing.T) {
 			}
 			return nil
 		})
-		if code, body := get(reader, strings.Replace(logsURL, "/on-"+b.Name+"/", "/no-such-pod/", 1)); code != http.StatusNotFound {
+		if code, body := get(reader, nodeC+logsPath(c)); code != http.StatusForbidden {
+			t.Errorf("as %s, on the node it may not use: %d %q, want 403", user, code, body)
+		}
+		// A node serves the pods bound to it, not another node's.
+		if code, body := get(reader, nodeB+logsPath(c)); code != http.StatusNotFound {
+			t.Errorf("the pod of %s through the kubelet API of %s: %d %q, want 404", nodes[c.Name].Name, nodes[b.Name].Name, code, body)
+		}
+		if code, body := get(reader, nodeB+"/containerLogs/"+ns+"/no-such-pod/app"); code != http.StatusNotFound {
 			t.Errorf("logs of a pod that does not exist: %d %q, want 404", code, body)
 		}
-		if code, body := get(reader, "https://"+net.JoinHostPort(addr, strconv.Itoa(int(port)))+"/pods"); code != http.StatusNotFound {
+		if code, body := get(reader, nodeB+"/pods"); code != http.StatusNotFound {
 			t.Errorf("a kubelet path the virtual node does not serve: %d %q, want 404", code, body)
 		}
 	})

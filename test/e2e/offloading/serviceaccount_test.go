@@ -4,9 +4,12 @@ package offloading_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,15 +113,19 @@ func TestServiceAccountToken(t *testing.T) {
 			t.Fatalf("the local pod has no token volume: %+v", local.Spec.Volumes)
 		}
 		p := remotePod(with.Name)
-		var found bool
+		var tokenKey string
 		for _, v := range p.Spec.Volumes {
 			if v.Name == mounted && v.Projected != nil && len(v.Projected.Sources) > 0 && v.Projected.Sources[0].Secret != nil &&
 				v.Projected.Sources[0].Secret.Name == tokenSecret {
-				found = true
+				for _, it := range v.Projected.Sources[0].Secret.Items {
+					if it.Path == "token" {
+						tokenKey = it.Key
+					}
+				}
 			}
 		}
-		if !found {
-			t.Errorf("provider pod volume %s does not come from Secret %s: %+v", mounted, tokenSecret, p.Spec.Volumes)
+		if tokenKey == "" {
+			t.Fatalf("provider pod volume %s does not take its token from Secret %s: %+v", mounted, tokenSecret, p.Spec.Volumes)
 		}
 		var secret corev1.Secret
 		if err := pc.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: tokenSecret}, &secret); err != nil {
@@ -132,7 +139,12 @@ func TestServiceAccountToken(t *testing.T) {
 			t.Errorf("token Secret ca.crt equal to the consumer's CA: %v; namespace %q, want %q",
 				string(secret.Data["ca.crt"]) == string(ca), secret.Data["namespace"], ns)
 		}
-		token = secret.Data["token"]
+		token = secret.Data[tokenKey]
+		// The kube-api-access volume asks 3607 s, which the API server
+		// stretches to a year; a token that leaves the cluster lives an hour.
+		if exp, err := tokenExpiry(token); err != nil || time.Until(exp) > 61*time.Minute {
+			t.Errorf("the token expires at %v (%v), want within the hour", exp, err)
+		}
 		user, err := whoAmI(a, token)
 		if err != nil {
 			t.Fatalf("the consumer's API server refuses the token: %v", err)
@@ -181,4 +193,23 @@ func whoAmI(m *playground.Member, token []byte) (*authenticationv1.UserInfo, err
 		return nil, err
 	}
 	return &r.Status.UserInfo, nil
+}
+
+// tokenExpiry reads the exp claim of a JWT.
+func tokenExpiry(token []byte) (time.Time, error) {
+	parts := strings.Split(string(token), ".")
+	if len(parts) != 3 {
+		return time.Time{}, fmt.Errorf("not a JWT: %d parts", len(parts))
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, err
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(claims.Exp, 0), nil
 }
