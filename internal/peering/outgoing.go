@@ -72,7 +72,7 @@ const (
 	ReasonCANotTrusted      = "CANotTrusted"
 	ReasonAuthFailed        = "AuthenticationFailed"
 	ReasonRefusedByProvider = "RefusedByProvider"
-	ReasonRequestFailed     = "RequestFailed"
+	ReasonRequestFailed     = sharing.PeeringRequestFailedReason
 	ReasonPending           = "WaitingForAcceptance"
 	ReasonAccepted          = "Accepted"
 	ReasonUnpeering         = "Unpeering"

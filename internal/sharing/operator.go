@@ -35,6 +35,11 @@ const (
 	ReasonExpired           = "Expired"
 	ReasonUnknownProvider   = "UnknownProvider"
 	ReasonProviderNotJoined = "NotJoined"
+	// PeeringRequestFailedReason is the reason of a PeeringRequested
+	// condition set False because the provider could not be asked for a
+	// moment (peering.ReasonRequestFailed): an accepted offer stays
+	// accepted through it.
+	PeeringRequestFailedReason = "RequestFailed"
 )
 
 // +kubebuilder:rbac:groups=sharing.liqo.io,resources=advertisements;advertisements/status,verbs=get;list;watch;create;update;patch;delete
@@ -103,6 +108,14 @@ func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisemen
 	case fc == nil:
 		return sharingv1alpha1.AdvertisementRefused, ReasonUnknownProvider, fmt.Sprintf("no ForeignCluster for %s", provider)
 	case !meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested):
+		// A provider that cannot be reached for a moment (its API server
+		// restarting) keeps an accepted offer: refusing it would drain
+		// every pod the virtual node runs. The offer's time-to-live bounds
+		// how long.
+		if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil &&
+			c.Reason == PeeringRequestFailedReason && adv.Status.Phase == sharingv1alpha1.AdvertisementAccepted {
+			return adv.Status.Phase, adv.Status.Reason, adv.Status.Message
+		}
 		return sharingv1alpha1.AdvertisementRefused, ReasonProviderNotJoined, fmt.Sprintf("this cluster has no peering with %s", provider)
 	}
 	var sc configv1alpha1.SharingConfig
