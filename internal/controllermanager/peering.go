@@ -47,9 +47,6 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 	if err := mgr.Add(&webhookRegistrar{client: direct, caBundle: wh.caBundle, url: wh.url, every: 30 * time.Second}); err != nil {
 		return err
 	}
-	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
-		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
-	})
 	ctrl.Log.WithName("setup").Info("Webhooks", "url", wh.url)
 
 	if err := mgr.Add(&peering.Sweeper{Client: direct, Namespace: o.Namespace, TTL: o.ExchangeTTL}); err != nil {
@@ -100,6 +97,12 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 // reflection) and the NamespaceOffloading controller (consumer), and the
 // NamespaceMap controller (provider).
 func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, wh *webhookSetup) error {
+	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
+		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
+	})
+	if err := virtualkubelet.IndexPodsByNode(mgr); err != nil {
+		return err
+	}
 	remotes := &virtualkubelet.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
 	sessions := &virtualkubelet.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
 	if err := mgr.Add(sessions); err != nil {
@@ -160,21 +163,17 @@ func setupKubeletServer(mgr ctrl.Manager, o *Options, sessions *virtualkubelet.S
 	if addr != "" && net.ParseIP(addr) == nil {
 		return fmt.Errorf("--kubelet-address %q is not an IP address", addr)
 	}
-	hosts := []string{"localhost", "127.0.0.1"}
-	if addr != "" {
-		hosts = append(hosts, addr)
+	if addr == "" {
+		log.Info("No address for the virtual nodes' kubelet API (set --kubelet-address or $POD_IP): kubectl logs and exec will not reach offloaded pods")
+		return nil
 	}
-	cert, err := auth.ServingCertificate(wh.caBundle, wh.caKey, hosts)
+	cert, err := auth.ServingCertificate(wh.caBundle, wh.caKey, []string{"localhost", "127.0.0.1", addr})
 	if err != nil {
 		return err
 	}
 	server := &virtualkubelet.KubeletServer{Client: mgr.GetClient(), Sessions: sessions, Host: host, FirstPort: port, Certificate: cert}
 	if err := mgr.Add(server); err != nil {
 		return err
-	}
-	if addr == "" {
-		log.Info("No address for the virtual nodes' kubelet API (set --kubelet-address or $POD_IP): kubectl logs and exec will not reach offloaded pods")
-		return nil
 	}
 	nodes.KubeletAddress = addr
 	nodes.Kubelet = server

@@ -43,10 +43,12 @@ type NamespaceMapReconciler struct {
 	// Direct reads and writes Roles and RoleBindings uncached, so that the
 	// provider does not watch every Role in the cluster.
 	Direct client.Client
-	// Resync is how often the RBAC of each namespace is checked again;
-	// zero means one minute.
-	Resync time.Duration
 }
+
+// namespaceResync is how often the RBAC of each namespace is checked
+// again; a namespace waiting for its deletion is woken by the Namespace
+// watch.
+const namespaceResync = time.Minute
 
 // Reconcile implements reconcile.Reconciler.
 func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -59,8 +61,9 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
+	gone := apierrors.IsNotFound(err) || !nm.DeletionTimestamp.IsZero()
 	desired := map[string]string{}
-	if err == nil && nm.DeletionTimestamp.IsZero() {
+	if !gone {
 		for local, remote := range nm.Spec.Mappings {
 			desired[local] = string(remote)
 		}
@@ -68,7 +71,6 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	status := map[string]offloadingv1alpha1.MappedNamespaceStatus{}
 	claimed := map[string]string{} // provider namespace -> consumer namespace
-	retry := false
 	locals := make([]string, 0, len(desired))
 	for local := range desired {
 		locals = append(locals, local)
@@ -84,13 +86,12 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if st.Phase == offloadingv1alpha1.RemoteNamespaceReady {
 			claimed[remote] = local
 		}
-		retry = retry || st.Phase == offloadingv1alpha1.RemoteNamespacePending
 		status[local] = st
 	}
 	if err := DeleteNamespaces(ctx, r.Client, consumer, func(name string) bool { _, keep := claimed[name]; return keep }); err != nil {
 		return ctrl.Result{}, err
 	}
-	if apierrors.IsNotFound(err) || !nm.DeletionTimestamp.IsZero() {
+	if gone {
 		return ctrl.Result{}, nil
 	}
 	if !equality.Semantic.DeepEqual(nm.Status.Namespaces, status) || nm.Status.ObservedGeneration != nm.Generation {
@@ -99,17 +100,7 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			return ctrl.Result{}, err
 		}
 	}
-	if retry {
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
-	}
-	return ctrl.Result{RequeueAfter: r.resync()}, nil
-}
-
-func (r *NamespaceMapReconciler) resync() time.Duration {
-	if r.Resync > 0 {
-		return r.Resync
-	}
-	return time.Minute
+	return ctrl.Result{RequeueAfter: namespaceResync}, nil
 }
 
 func failed(remote, msg string) offloadingv1alpha1.MappedNamespaceStatus {

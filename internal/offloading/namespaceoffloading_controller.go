@@ -158,8 +158,14 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 	if err := r.setStatus(ctx, &no, entries, status, reason, msg); err != nil {
 		return ctrl.Result{}, err
 	}
-	if pending || len(problems) > 0 {
+	// The providers' answers are polled (see docs/offloading.md): soon
+	// while a namespace is being made, less often while one failed (it
+	// may be for good, such as a name taken in the provider).
+	switch {
+	case pending:
 		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
+	case len(problems) > 0:
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
 }

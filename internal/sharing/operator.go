@@ -107,15 +107,7 @@ func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisemen
 		return sharingv1alpha1.AdvertisementRefused, ReasonUnknownProvider, err.Error()
 	case fc == nil:
 		return sharingv1alpha1.AdvertisementRefused, ReasonUnknownProvider, fmt.Sprintf("no ForeignCluster for %s", provider)
-	case !meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested):
-		// A provider that cannot be reached for a moment (its API server
-		// restarting) keeps an accepted offer: refusing it would drain
-		// every pod the virtual node runs. The offer's time-to-live bounds
-		// how long.
-		if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil &&
-			c.Reason == PeeringRequestFailedReason && adv.Status.Phase == sharingv1alpha1.AdvertisementAccepted {
-			return adv.Status.Phase, adv.Status.Reason, adv.Status.Message
-		}
+	case !joined(fc, adv):
 		return sharingv1alpha1.AdvertisementRefused, ReasonProviderNotJoined, fmt.Sprintf("this cluster has no peering with %s", provider)
 	}
 	var sc configv1alpha1.SharingConfig
@@ -131,6 +123,17 @@ func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisemen
 			"spec.sharingConfig.autoAccept is off; accept this offer with: kubectl annotate advertisement -n %s %s %s=true", adv.Namespace, adv.Name, AcceptAnnotation)
 	}
 	return sharingv1alpha1.AdvertisementAccepted, ReasonAccepted, "Accepted: " + describe(adv.Spec.Resources)
+}
+
+// joined says whether this cluster peers with the provider of adv. A
+// provider that cannot be asked for a moment (its API server restarting:
+// PeeringRequested False with reason RequestFailed) still counts for an
+// offer already accepted, as refusing it would drain every pod its virtual
+// node runs; the rest of the policy still applies.
+func joined(fc *discoveryv1alpha1.ForeignCluster, adv *sharingv1alpha1.Advertisement) bool {
+	c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
+	return c != nil && (c.Status == metav1.ConditionTrue ||
+		(c.Reason == PeeringRequestFailedReason && adv.Status.Phase == sharingv1alpha1.AdvertisementAccepted))
 }
 
 // overCap lists the resources of offer above their cap.

@@ -6,35 +6,48 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/liqo-go/liqo/api"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 )
 
 // TestDecideKeepsAcceptedOfferThroughTransientFailure checks that a
 // provider the consumer cannot ask for a moment keeps an accepted offer,
-// while an offer not yet accepted, or a peering really ended, is refused.
+// while an offer not yet accepted, a peering really ended, or an offer over
+// the cap is refused.
 func TestDecideKeepsAcceptedOfferThroughTransientFailure(t *testing.T) {
 	const provider = "provider-id"
 	for _, tc := range []struct {
 		name   string
 		reason string
 		phase  sharingv1alpha1.AdvertisementPhase
+		cap    corev1.ResourceList
 		want   sharingv1alpha1.AdvertisementPhase
 	}{
-		{"accepted, provider unreachable for a moment", PeeringRequestFailedReason, sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.AdvertisementAccepted},
-		{"not yet judged, provider unreachable", PeeringRequestFailedReason, "", sharingv1alpha1.AdvertisementRefused},
-		{"accepted, then unpeered", "Unpeered", sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.AdvertisementRefused},
+		{"accepted, provider unreachable for a moment", PeeringRequestFailedReason, sharingv1alpha1.AdvertisementAccepted, nil, sharingv1alpha1.AdvertisementAccepted},
+		{"not yet judged, provider unreachable", PeeringRequestFailedReason, "", nil, sharingv1alpha1.AdvertisementRefused},
+		{"accepted, then unpeered", "Unpeered", sharingv1alpha1.AdvertisementAccepted, nil, sharingv1alpha1.AdvertisementRefused},
+		{"accepted, provider unreachable, over the cap now", PeeringRequestFailedReason, sharingv1alpha1.AdvertisementAccepted,
+			corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, sharingv1alpha1.AdvertisementRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := &discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: provider, Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: provider}}}
 			fc.Status.Conditions = []metav1.Condition{{Type: discoveryv1alpha1.ConditionPeeringRequested, Status: metav1.ConditionFalse, Reason: tc.reason}}
-			o := &Operator{Client: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(fc).Build()}
+			cfg := &configv1alpha1.ClusterConfig{}
+			cfg.Spec.SharingConfig.MaxAcceptedResources = tc.cap
+			o := &Operator{
+				Client: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(fc).Build(),
+				Config: func() *configv1alpha1.ClusterConfig { return cfg },
+			}
 			adv := &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: AdvertisementName(provider)}}
 			adv.Spec.ClusterIdentity.ClusterID = provider
+			adv.Spec.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
 			adv.Status.Phase = tc.phase
 			if got, reason, msg := o.decide(context.Background(), adv); got != tc.want {
 				t.Errorf("decided %s (%s: %s), want %s", got, reason, msg, tc.want)

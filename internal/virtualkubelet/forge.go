@@ -77,22 +77,19 @@ func ForgeRemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod 
 	spec.AutomountServiceAccountToken = ptr.To(false)
 	reflectToken := TokenRequested(local)
 	dropped := map[string]bool{}
-	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool {
-		if v.Projected == nil || !slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }) {
-			return false
+	var volumes []corev1.Volume
+	for _, v := range spec.Volumes {
+		switch {
+		case v.Projected == nil || !slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }):
+		case reflectToken:
+			v.Projected = tokenVolume(v.Name, v.Projected, TokenSecretName(local.Name))
+		default:
+			dropped[v.Name] = true
+			continue
 		}
-		if reflectToken {
-			return false
-		}
-		dropped[v.Name] = true
-		return true
-	})
-	for i := range spec.Volumes {
-		if p := spec.Volumes[i].Projected; reflectToken && p != nil &&
-			slices.ContainsFunc(p.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }) {
-			spec.Volumes[i].Projected = tokenVolume(spec.Volumes[i].Name, p, TokenSecretName(local.Name))
-		}
+		volumes = append(volumes, v)
 	}
+	spec.Volumes = volumes
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return dropped[m.Name] })

@@ -20,7 +20,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -254,7 +253,7 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
-	u, err := url.Parse(target.session.host)
+	u, err := url.Parse(target.session.cfg.Host)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -349,7 +348,6 @@ func notFound(format string, args ...any) error {
 
 // kubeletTarget is where a request goes.
 type kubeletTarget struct {
-	node      string
 	namespace string // in the provider
 	session   *session
 }
@@ -394,24 +392,15 @@ func (s *KubeletServer) resolve(ctx context.Context, nodeName string, req kubele
 	if err != nil {
 		return nil, &statusError{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("provider %s: %v", provider, err)}
 	}
-	return &kubeletTarget{node: node.Name, namespace: remoteNS, session: sess}, nil
+	return &kubeletTarget{namespace: remoteNS, session: sess}, nil
 }
 
 // streamingTransport is an HTTP/1.1 transport with the virtual kubelet's
 // identity in a provider: log streams and the SPDY or WebSocket upgrades
-// of exec go through it (HTTP/2 cannot carry those upgrades).
+// of exec go through it (HTTP/2 cannot carry those upgrades; client-go
+// leaves HTTP/2 out when the TLS protocols do not offer it).
 func streamingTransport(cfg *rest.Config) (http.RoundTripper, error) {
-	tlsConfig, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	t := &http.Transport{
-		Proxy:               utilnet.NewProxierWithNoProxyCIDR(http.ProxyFromEnvironment),
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:     tlsConfig,
-		TLSHandshakeTimeout: 10 * time.Second,
-		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     90 * time.Second,
-	}
-	return rest.HTTPWrappersForConfig(cfg, t)
+	c := rest.CopyConfig(cfg)
+	c.NextProtos = []string{"http/1.1"}
+	return rest.TransportFor(c)
 }

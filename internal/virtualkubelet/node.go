@@ -370,9 +370,6 @@ func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharing.AdvertisementName(provider),
 		}}}
 	})
-	if err := indexPodsByNode(mgr); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sharingv1alpha1.Advertisement{}).
 		Watches(&corev1.Secret{}, identityChanged).

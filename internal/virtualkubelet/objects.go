@@ -49,7 +49,7 @@ var objectKinds = []objectKind{
 		forge: func(o client.Object, ns, id string) client.Object {
 			cm := o.(*corev1.ConfigMap)
 			// Every namespace has its own CA bundle from its own cluster.
-			if cm.Name == "kube-root-ca.crt" {
+			if cm.Name == rootCAConfigMap {
 				return nil
 			}
 			return &corev1.ConfigMap{ObjectMeta: forgeMeta(&cm.ObjectMeta, ns, id), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable}

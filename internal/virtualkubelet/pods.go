@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -274,9 +273,6 @@ func (r *PodReflector) SetupWithManager(mgr ctrl.Manager) error {
 				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !maps.Equal(o.Labels, n.Labels))
 		},
 	}
-	if err := indexPodsByNode(mgr); err != nil {
-		return err
-	}
 	enqueuePods := func(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, opts...); err != nil {
@@ -322,15 +318,12 @@ func (r *PodReflector) SetupWithManager(mgr ctrl.Manager) error {
 // nodeNameField indexes pods by the node they are bound to.
 const nodeNameField = "spec.nodeName"
 
-// indexPodsByNode adds the nodeNameField index, once per manager.
-func indexPodsByNode(mgr ctrl.Manager) error {
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
+// IndexPodsByNode adds the index of pods by node that the NodeReconciler
+// and the PodReflector list with; call it once, before setting them up.
+func IndexPodsByNode(mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	})
-	if err != nil && strings.Contains(err.Error(), "indexer conflict") {
-		return nil // the other controller of this package added it
-	}
-	return err
 }
 
 // NodeReady returns the status of n's Ready condition (Unknown without one).

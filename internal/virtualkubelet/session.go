@@ -64,10 +64,11 @@ type Sessions struct {
 
 type session struct {
 	provider string
-	host     string
-	cert     string
-	cs       kubernetes.Interface
-	writer   client.Client
+	// cfg is the config the session was opened with: Remotes.Config
+	// returns the same one until the kubeconfig changes.
+	cfg    *rest.Config
+	cs     kubernetes.Interface
+	writer client.Client
 	// stream carries logs and exec (HTTP/1.1, for protocol upgrades).
 	stream http.RoundTripper
 	ctx    context.Context
@@ -79,9 +80,9 @@ type session struct {
 
 // nsWatch watches one provider namespace.
 type nsWatch struct {
-	local, remote string
-	informers     map[string]cache.SharedIndexInformer
-	cancel        context.CancelFunc
+	remote    string
+	informers map[string]cache.SharedIndexInformer
+	cancel    context.CancelFunc
 }
 
 func (s *Sessions) init() {
@@ -144,7 +145,7 @@ func (s *Sessions) get(ctx context.Context, provider string) (*session, error) {
 		delete(s.stopping, provider)
 	}
 	if sess, ok := s.sessions[provider]; ok {
-		if sess.host == cfg.Host && sess.cert == string(cfg.CertData) {
+		if sess.cfg == cfg {
 			return sess, nil
 		}
 		sess.cancel()
@@ -168,7 +169,7 @@ func (s *Sessions) get(ctx context.Context, provider string) (*session, error) {
 		return nil, fmt.Errorf("streaming transport for %s: %w", provider, err)
 	}
 	sctx, cancel := context.WithCancel(s.ctx)
-	sess := &session{provider: provider, host: cfg.Host, cert: string(cfg.CertData), cs: cs, writer: writer, stream: stream, ctx: sctx, cancel: cancel,
+	sess := &session{provider: provider, cfg: cfg, cs: cs, writer: writer, stream: stream, ctx: sctx, cancel: cancel,
 		namespaces: map[string]*nsWatch{}}
 	s.sessions[provider] = sess
 	ctrl.LoggerFrom(ctx).Info("Provider session opened", "provider", provider)
@@ -266,7 +267,7 @@ func (s *Sessions) startWatch(sess *session, local, remote string) *nsWatch {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = sharing.OriginClusterLabel + "=" + s.LocalClusterID
 		}))
-	w := &nsWatch{local: local, remote: remote, cancel: cancel, informers: map[string]cache.SharedIndexInformer{
+	w := &nsWatch{remote: remote, cancel: cancel, informers: map[string]cache.SharedIndexInformer{
 		kindPod:       factory.Core().V1().Pods().Informer(),
 		kindConfigMap: factory.Core().V1().ConfigMaps().Informer(),
 		kindSecret:    factory.Core().V1().Secrets().Informer(),

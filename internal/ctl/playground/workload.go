@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,9 +74,9 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string) erro
 	}
 	start := time.Now()
 	var pods corev1.PodList
-	for time.Since(start) < time.Minute {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.List(ctx, &pods, client.InNamespace(demoNamespace), client.MatchingLabels(labels)); err != nil {
-			return err
+			return false, err
 		}
 		running := 0
 		for _, p := range pods.Items {
@@ -83,10 +84,10 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string) erro
 				running++
 			}
 		}
-		if running == demoReplicas && len(pods.Items) == demoReplicas {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+		return running == demoReplicas && len(pods.Items) == demoReplicas, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the %d pods of %s/hello to run (see kubectl get pods -n %s): %w", demoReplicas, demoNamespace, demoNamespace, err)
 	}
 	fmt.Fprintf(out, "\nDeployment %s/hello, offloaded (pods Running after %s):\n", demoNamespace, time.Since(start).Round(100*time.Millisecond))
 	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })

@@ -32,7 +32,6 @@ func TestOffloadDeployment(t *testing.T) {
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns, replicas = "offload-deploy", 100
-	cleanupNamespace(t, ns)
 	remotes := offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}, Data: map[string]string{"GREETING": "hello"}}

@@ -40,7 +40,6 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns = "offload-kubectl"
-	cleanupNamespace(t, ns)
 	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
 
 	// One pod on each virtual node.

@@ -77,10 +77,12 @@ func peered(t *testing.T) {
 }
 
 // offload creates namespace ns in the consumer with a NamespaceOffloading
-// and waits until every selected provider has its namespace; it returns
-// the status entries.
+// (deleted, provider namespaces included, when the test ends) and waits
+// until every selected provider has its namespace; it returns the status
+// entries.
 func offload(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec, providers int) []offloadingv1alpha1.RemoteNamespaceStatus {
 	t.Helper()
+	cleanupNamespace(t, ns)
 	a, _, _ := members()
 	c := framework.Client(t, a)
 	ctx := context.Background()

@@ -5,6 +5,7 @@ package offloading_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -23,16 +24,10 @@ import (
 func TestProviderAPIServerDown(t *testing.T) {
 	peered(t)
 	a, b, _ := members()
-	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns, replicas = "offload-outage", 30
-	cleanupNamespace(t, ns)
 	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
-	createConfig(t, ns, "web")
-	if err := cl.Create(ctx, deployment(ns, "web", replicas)); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 2*time.Minute, func() error { return allRunning(t, ns, replicas) })
+	startDeployment(t, ns, "web", replicas)
 	framework.Eventually(t, 30*time.Second, func() error { return podPairs(t, ns, replicas) })
 	before := localPodUIDs(t, ns)
 
@@ -50,7 +45,7 @@ func TestProviderAPIServerDown(t *testing.T) {
 	})
 	// No pod is lost or duplicated while the provider is away.
 	for time.Since(stoppedAt) < 30*time.Second {
-		if now := localPodUIDs(t, ns); !sameSet(before, now) {
+		if now := localPodUIDs(t, ns); !maps.Equal(before, now) {
 			t.Fatalf("local pods changed while the provider was down: %d before, %d now", len(before), len(now))
 		}
 		time.Sleep(time.Second)
@@ -68,7 +63,7 @@ func TestProviderAPIServerDown(t *testing.T) {
 	})
 	framework.Eventually(t, 90*time.Second, func() error { return allRunning(t, ns, replicas) })
 	framework.Eventually(t, 30*time.Second, func() error { return podPairs(t, ns, replicas) })
-	if after := localPodUIDs(t, ns); !sameSet(before, after) {
+	if after := localPodUIDs(t, ns); !maps.Equal(before, after) {
 		t.Errorf("the local pods were replaced during the outage: %d kept of %d", len(intersect(before, after)), len(before))
 	}
 }
@@ -84,7 +79,6 @@ func TestControllerManagerRestart(t *testing.T) {
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns = "offload-restart"
-	cleanupNamespace(t, ns)
 	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
 	createConfig(t, ns, "burst")
 	if err := cl.Create(ctx, deployment(ns, "burst", 200)); err != nil {
@@ -145,6 +139,18 @@ func TestControllerManagerRestart(t *testing.T) {
 	})
 }
 
+// startDeployment creates the ConfigMap and Secret of Deployment name,
+// then the Deployment of replicas pods, and waits until all of them run.
+func startDeployment(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	a, _, _ := members()
+	createConfig(t, ns, name)
+	if err := framework.Client(t, a).Create(context.Background(), deployment(ns, name, replicas)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, func() error { return allRunning(t, ns, int(replicas)) })
+}
+
 func createConfig(t *testing.T, ns, name string) {
 	t.Helper()
 	a, _, _ := members()
@@ -174,8 +180,6 @@ func localPodUIDs(t *testing.T, ns string) map[string]bool {
 	}
 	return out
 }
-
-func sameSet(a, b map[string]bool) bool { return len(a) == len(b) && len(intersect(a, b)) == len(a) }
 
 func intersect(a, b map[string]bool) map[string]bool {
 	out := map[string]bool{}

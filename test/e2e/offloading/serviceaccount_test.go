@@ -39,7 +39,6 @@ func TestServiceAccountToken(t *testing.T) {
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns = "offload-token"
-	cleanupNamespace(t, ns)
 	remotes := offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
 
 	// The ServiceAccount admission plugin mounts the token of "default"

@@ -29,13 +29,8 @@ func TestUnpeerDrains(t *testing.T) {
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns, replicas = "offload-teardown", 40
-	cleanupNamespace(t, ns)
 	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
-	createConfig(t, ns, "web")
-	if err := cl.Create(ctx, deployment(ns, "web", replicas)); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 2*time.Minute, func() error { return allRunning(t, ns, replicas) })
+	startDeployment(t, ns, "web", replicas)
 	if n := remotePods(t, ns, c); n == 0 {
 		t.Fatalf("no pod runs in %s: the test needs both providers", c.Name)
 	}
