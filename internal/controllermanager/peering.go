@@ -66,7 +66,7 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 	if err := setupSharing(mgr, o, direct, clusterID, store); err != nil {
 		return err
 	}
-	return setupOffloading(mgr, o, direct, clusterID, wh)
+	return setupOffloading(mgr, o, direct, clusterID, wh, config)
 }
 
 // setupSharing adds the Broadcaster (provider) and the Advertisement
@@ -96,7 +96,7 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 // setupOffloading adds the virtual kubelet (virtual nodes, pod and object
 // reflection) and the NamespaceOffloading controller (consumer), and the
 // NamespaceMap controller (provider).
-func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, wh *webhookSetup) error {
+func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, wh *webhookSetup, config func() *configv1alpha1.ClusterConfig) error {
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
 		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
@@ -108,7 +108,7 @@ func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, cluster
 	if err := mgr.Add(sessions); err != nil {
 		return err
 	}
-	nodes := &virtualkubelet.NodeReconciler{Client: mgr.GetClient(), Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}
+	nodes := &virtualkubelet.NodeReconciler{Client: mgr.GetClient(), Remotes: remotes, Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}
 	if err := setupKubeletServer(mgr, o, sessions, nodes, wh); err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, cluster
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceOffloading controller: %w", err)
 	}
-	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct}).SetupWithManager(mgr); err != nil {
+	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct, Config: config}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap controller: %w", err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,9 +19,47 @@ import (
 // the virtual kubelet's (key VirtualKubeletKubeconfigKey).
 func RemoteSecretName(provider string) string { return "liqo-remote-identity-" + provider }
 
-// VirtualKubeletKubeconfigKey is the key of the virtual kubelet's
-// kubeconfig in RemoteSecretName.
-const VirtualKubeletKubeconfigKey = "virtual-kubelet.kubeconfig"
+// Keys of the Secret RemoteSecretName(provider), which a consumer keeps in
+// its Liqo namespace for each provider it peers with. Only this cluster
+// writes it, from what the authenticated token exchange and the provider's
+// answer to its PeeringRequest returned.
+const (
+	// KeyKey and CertKey are the consumer's own key and certificate in
+	// the provider.
+	KeyKey  = "tls.key"
+	CertKey = "tls.crt"
+	// CAKey and ServerKey are the provider's CA and API server address, as
+	// the token exchange authenticated them.
+	CAKey     = "ca.crt"
+	ServerKey = "server"
+	// ProviderCertKey is the certificate this cluster issued to the
+	// provider.
+	ProviderCertKey = "provider.crt"
+	// VirtualKubeletKeyKey, VirtualKubeletCSRKey and VirtualKubeletCertKey
+	// are the virtual kubelet's key, its CSR and the certificate the
+	// provider issued for it.
+	VirtualKubeletKeyKey  = "virtual-kubelet.key"
+	VirtualKubeletCSRKey  = "virtual-kubelet.csr"
+	VirtualKubeletCertKey = "virtual-kubelet.crt"
+	// VirtualKubeletKubeconfigKey holds the same identity as a kubeconfig,
+	// for an operator to use by hand; no controller reads it.
+	VirtualKubeletKubeconfigKey = "virtual-kubelet.kubeconfig"
+)
+
+// VirtualKubeletCredentials returns the virtual kubelet's identity in a
+// provider from the consumer's Secret RemoteSecretName(provider): the
+// provider's address and CA, the certificate it issued and the key that
+// never left this cluster. Nothing a peer names is read: no kubeconfig, so
+// no tokenFile, exec plugin or proxy a peer could have chosen.
+func VirtualKubeletCredentials(secret *corev1.Secret) (*Credentials, error) {
+	d := secret.Data
+	for _, k := range []string{ServerKey, CAKey, VirtualKubeletCertKey, VirtualKubeletKeyKey} {
+		if len(d[k]) == 0 {
+			return nil, fmt.Errorf("secret %s/%s has no %s yet", secret.Namespace, secret.Name, k)
+		}
+	}
+	return &Credentials{Server: string(d[ServerKey]), CACert: d[CAKey], Certificate: d[VirtualKubeletCertKey], Key: d[VirtualKubeletKeyKey]}, nil
+}
 
 // maxClients bounds the cache: identities are renewed, and the clients of
 // old ones must not pile up.

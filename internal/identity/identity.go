@@ -9,6 +9,7 @@
 package identity
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -194,6 +195,11 @@ type Credentials struct {
 	CACert []byte
 	// Certificate and Key are the PEM client certificate and its key.
 	Certificate, Key []byte
+}
+
+// Equal says whether o holds the same credentials.
+func (c *Credentials) Equal(o *Credentials) bool {
+	return c.Server == o.Server && bytes.Equal(c.CACert, o.CACert) && bytes.Equal(c.Certificate, o.Certificate) && bytes.Equal(c.Key, o.Key)
 }
 
 // RESTConfig returns a rest.Config for the credentials, with a timeout so

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,8 +86,34 @@ func ClusterRole() (*rbacv1.ClusterRole, error) {
 	return role, nil
 }
 
+// AdmissionPolicies returns the ValidatingAdmissionPolicies and their
+// bindings that hold peers to what their peering granted.
+func AdmissionPolicies() ([]client.Object, error) {
+	files, err := fs.Glob(config.Manifests, "admission/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	decoder := serializer.NewCodecFactory(api.NewScheme(), serializer.EnableStrict).UniversalDeserializer()
+	var objects []client.Object
+	for _, f := range files {
+		data, err := config.Manifests.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for doc := range strings.SplitSeq(string(data), "\n---\n") {
+			obj, _, err := decoder.Decode([]byte(doc), nil, nil)
+			if err != nil {
+				return nil, fmt.Errorf("decoding %s: %w", f, err)
+			}
+			objects = append(objects, obj.(client.Object))
+		}
+	}
+	return objects, nil
+}
+
 // Install creates or updates the CRDs (waiting until they are served), the
-// namespace, and the controller manager's identity and rights.
+// namespace, the controller manager's identity and rights, and the
+// admission policies for peers.
 func Install(ctx context.Context, cfg *rest.Config, opts Options) error {
 	c, err := newClient(cfg)
 	if err != nil {
@@ -120,7 +148,11 @@ func Install(ctx context.Context, cfg *rest.Config, opts Options) error {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ControllerManagerName, Namespace: ns}},
 		},
 	}
-	for _, obj := range objects {
+	policies, err := AdmissionPolicies()
+	if err != nil {
+		return err
+	}
+	for _, obj := range append(objects, policies...) {
 		if err := apply(ctx, c, obj); err != nil {
 			return fmt.Errorf("installing %T %s: %w", obj, obj.GetName(), err)
 		}

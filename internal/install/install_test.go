@@ -3,7 +3,11 @@
 package install
 
 import (
+	"maps"
+	"strings"
 	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
 
 // TestCRDsAreComplete checks the generated CRDs carry what the design asks
@@ -62,4 +66,30 @@ func TestClusterRoleCoversClusterConfig(t *testing.T) {
 		}
 	}
 	t.Fatalf("the generated ClusterRole cannot update clusterconfigs/status: %+v", role.Rules)
+}
+
+// TestAdmissionPoliciesDecode checks every policy has its binding and
+// matches peers by username.
+func TestAdmissionPoliciesDecode(t *testing.T) {
+	objects, err := AdmissionPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, bound := map[string]bool{}, map[string]bool{}
+	for _, o := range objects {
+		switch o := o.(type) {
+		case *admissionregistrationv1.ValidatingAdmissionPolicy:
+			policies[o.Name] = true
+			if len(o.Spec.MatchConditions) == 0 || !strings.Contains(o.Spec.MatchConditions[0].Expression, "request.userInfo.username.startsWith('liqo-") {
+				t.Errorf("policy %s does not match peers by username: %+v", o.Name, o.Spec.MatchConditions)
+			}
+		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			bound[o.Spec.PolicyName] = true
+		default:
+			t.Errorf("unexpected %T", o)
+		}
+	}
+	if len(policies) != 3 || !maps.Equal(policies, bound) {
+		t.Fatalf("policies %v, bindings %v: want 3 policies, each bound", policies, bound)
+	}
 }

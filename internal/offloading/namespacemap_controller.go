@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
@@ -43,6 +44,33 @@ type NamespaceMapReconciler struct {
 	// Direct reads and writes Roles and RoleBindings uncached, so that the
 	// provider does not watch every Role in the cluster.
 	Direct client.Client
+	// Config returns the ClusterConfig in force (the Pod Security level);
+	// nil, or a nil result, means baseline.
+	Config func() *configv1alpha1.ClusterConfig
+}
+
+// Pod Security admission labels of the namespaces made for consumers.
+const (
+	PodSecurityEnforceLabel        = "pod-security.kubernetes.io/enforce"
+	PodSecurityEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
+	defaultPodSecurityLevel        = "baseline"
+)
+
+func (r *NamespaceMapReconciler) podSecurityLevel() string {
+	if r.Config != nil {
+		if cc := r.Config(); cc != nil && cc.Spec.SharingConfig.PodSecurityLevel != "" {
+			return cc.Spec.SharingConfig.PodSecurityLevel
+		}
+	}
+	return defaultPodSecurityLevel
+}
+
+// ReservedNamespace says whether name may never be a consumer's namespace
+// in the provider: default, Liqo's own and tenant namespaces (liqo,
+// liqo-*), the system's (kube-*). The schema refuses them too; this holds
+// for objects written before it did.
+func ReservedNamespace(name string) bool {
+	return name == "default" || name == "liqo" || strings.HasPrefix(name, "liqo-") || strings.HasPrefix(name, "kube-")
 }
 
 // namespaceResync is how often the RBAC of each namespace is checked
@@ -71,15 +99,33 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	status := map[string]offloadingv1alpha1.MappedNamespaceStatus{}
 	claimed := map[string]string{} // provider namespace -> consumer namespace
+	// The first claim sticks: a consumer namespace that holds its provider
+	// namespace keeps it against a later claim, whatever the names.
+	holders, err := r.holders(ctx, consumer)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	locals := make([]string, 0, len(desired))
 	for local := range desired {
 		locals = append(locals, local)
 	}
-	slices.Sort(locals)
+	slices.SortFunc(locals, func(a, b string) int {
+		if ha, hb := holders[desired[a]] == a, holders[desired[b]] == b; ha != hb {
+			if ha {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
 	for _, local := range locals {
 		remote := desired[local]
 		if other, dup := claimed[remote]; dup {
 			status[local] = failed(remote, fmt.Sprintf("namespace %s is already mapped to %s", remote, other))
+			continue
+		}
+		if ReservedNamespace(remote) {
+			status[local] = failed(remote, fmt.Sprintf("namespace %s is reserved in the provider: choose another remote name", remote))
 			continue
 		}
 		st := r.ensureNamespace(ctx, consumer, local, remote)
@@ -103,6 +149,20 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return ctrl.Result{RequeueAfter: namespaceResync}, nil
 }
 
+// holders returns, for each provider namespace made for consumer, the
+// consumer namespace it serves.
+func (r *NamespaceMapReconciler) holders(ctx context.Context, consumer string) (map[string]string, error) {
+	var list corev1.NamespaceList
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{sharing.OriginClusterLabel: consumer}); err != nil {
+		return nil, fmt.Errorf("listing the namespaces of %s: %w", consumer, err)
+	}
+	out := make(map[string]string, len(list.Items))
+	for _, ns := range list.Items {
+		out[ns.Name] = ns.Annotations[virtualkubelet.OriginNamespaceAnnotation]
+	}
+	return out, nil
+}
+
 func failed(remote, msg string) offloadingv1alpha1.MappedNamespaceStatus {
 	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespaceFailed, Message: msg}
 }
@@ -110,13 +170,17 @@ func failed(remote, msg string) offloadingv1alpha1.MappedNamespaceStatus {
 // ensureNamespace creates (or repairs) the provider namespace remote for
 // the consumer's namespace local, and the virtual kubelet's Role in it.
 func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, local, remote string) offloadingv1alpha1.MappedNamespaceStatus {
+	level := r.podSecurityLevel()
 	var ns corev1.Namespace
 	err := r.Client.Get(ctx, client.ObjectKey{Name: remote}, &ns)
 	switch {
 	case apierrors.IsNotFound(err):
 		ns = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name:        remote,
-			Labels:      map[string]string{sharing.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue},
+			Name: remote,
+			Labels: map[string]string{
+				sharing.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue,
+				PodSecurityEnforceLabel: level, PodSecurityEnforceVersionLabel: "latest",
+			},
 			Annotations: map[string]string{virtualkubelet.OriginNamespaceAnnotation: local},
 		}}
 		if err := r.Client.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -129,11 +193,14 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 	case !ns.DeletionTimestamp.IsZero():
 		return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
 			Message: fmt.Sprintf("namespace %s is being deleted; it is created again once gone", remote)}
-	case ns.Annotations[virtualkubelet.OriginNamespaceAnnotation] != local:
+	case ns.Annotations[virtualkubelet.OriginNamespaceAnnotation] != local || ns.Labels[PodSecurityEnforceLabel] != level ||
+		ns.Labels[PodSecurityEnforceVersionLabel] != "latest":
 		patch := client.MergeFrom(ns.DeepCopy())
 		metav1.SetMetaDataAnnotation(&ns.ObjectMeta, virtualkubelet.OriginNamespaceAnnotation, local)
+		metav1.SetMetaDataLabel(&ns.ObjectMeta, PodSecurityEnforceLabel, level)
+		metav1.SetMetaDataLabel(&ns.ObjectMeta, PodSecurityEnforceVersionLabel, "latest")
 		if err := r.Client.Patch(ctx, &ns, patch); err != nil {
-			return failed(remote, fmt.Sprintf("annotating namespace %s: %v", remote, err))
+			return failed(remote, fmt.Sprintf("labelling namespace %s: %v", remote, err))
 		}
 	}
 	if err := EnsureRoleBinding(ctx, r.Direct, remote, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+consumer, VirtualKubeletRules,
@@ -175,7 +242,9 @@ func DeleteNamespaces(ctx context.Context, c client.Client, consumer string, kee
 	}
 	for i := range list.Items {
 		ns := &list.Items[i]
-		if (keep != nil && keep(ns.Name)) || !ns.DeletionTimestamp.IsZero() {
+		// A tenant namespace is never a consumer's to delete, whatever
+		// labels it carries.
+		if (keep != nil && keep(ns.Name)) || !ns.DeletionTimestamp.IsZero() || ns.Labels[discoveryv1alpha1.TenantLabel] != "" || ReservedNamespace(ns.Name) {
 			continue
 		}
 		if err := c.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {

@@ -38,21 +38,6 @@ import (
 	"github.com/liqo-go/liqo/internal/sharing"
 )
 
-// Keys of the Secret identity.RemoteSecretName(provider), which a consumer
-// keeps in its Liqo namespace for each provider it peers with.
-const (
-	IdentityKeyKey         = "tls.key"
-	IdentityCertKey        = "tls.crt"
-	IdentityCAKey          = "ca.crt"
-	IdentityServerKey      = "server"
-	IdentityProviderCert   = "provider.crt"
-	IdentityVirtualKubelet = "virtual-kubelet.key"
-	IdentityVirtualCSR     = "virtual-kubelet.csr"
-	// IdentityVirtualCert holds the virtual kubelet's certificate from the
-	// provider; its kubeconfig is under identity.VirtualKubeletKubeconfigKey.
-	IdentityVirtualCert = "virtual-kubelet.crt"
-)
-
 // removedRemotely prefixes the Unpeering message once the provider's side
 // is done.
 const removedRemotely = "Removed in the provider, removing the local side: "
@@ -278,7 +263,7 @@ func (r *Outgoing) credentials(ctx context.Context, fc *discoveryv1alpha1.Foreig
 		return nil, nil, err
 	}
 	_, notAfter, err := identity.CertificateUser(creds.Certificate)
-	if err != nil || time.Until(notAfter) < 24*time.Hour || len(secret.Data[IdentityProviderCert]) == 0 || creds.Server != fc.Status.APIServerURL {
+	if err != nil || time.Until(notAfter) < 24*time.Hour || len(secret.Data[identity.ProviderCertKey]) == 0 || creds.Server != fc.Status.APIServerURL {
 		return nil, nil, nil
 	}
 	return creds, secret, nil
@@ -297,10 +282,10 @@ func (r *Outgoing) storedCredentials(ctx context.Context, provider string) (*ide
 		return nil, nil, err
 	}
 	d := secret.Data
-	if len(d[IdentityKeyKey]) == 0 || len(d[IdentityCertKey]) == 0 || len(d[IdentityServerKey]) == 0 {
+	if len(d[identity.KeyKey]) == 0 || len(d[identity.CertKey]) == 0 || len(d[identity.ServerKey]) == 0 {
 		return nil, nil, nil
 	}
-	return &identity.Credentials{Server: string(d[IdentityServerKey]), CACert: d[IdentityCAKey], Certificate: d[IdentityCertKey], Key: d[IdentityKeyKey]}, &secret, nil
+	return &identity.Credentials{Server: string(d[identity.ServerKey]), CACert: d[identity.CAKey], Certificate: d[identity.CertKey], Key: d[identity.KeyKey]}, &secret, nil
 }
 
 // authenticate runs the token exchange with the provider's auth service,
@@ -381,17 +366,17 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 		if secret.Data == nil {
 			secret.Data = map[string][]byte{}
 		}
-		secret.Data[IdentityKeyKey] = key
-		secret.Data[IdentityCertKey] = []byte(resp.Certificate)
-		secret.Data[IdentityCAKey] = []byte(resp.CACert)
-		secret.Data[IdentityServerKey] = []byte(resp.APIServerURL)
-		secret.Data[IdentityProviderCert] = providerCert
-		if len(secret.Data[IdentityVirtualKubelet]) == 0 {
+		secret.Data[identity.KeyKey] = key
+		secret.Data[identity.CertKey] = []byte(resp.Certificate)
+		secret.Data[identity.CAKey] = []byte(resp.CACert)
+		secret.Data[identity.ServerKey] = []byte(resp.APIServerURL)
+		secret.Data[identity.ProviderCertKey] = providerCert
+		if len(secret.Data[identity.VirtualKubeletKeyKey]) == 0 {
 			vkKey, vkCSR, err := identity.NewKeyAndCSR(identity.VirtualKubeletUserPrefix + r.LocalClusterID)
 			if err != nil {
 				return err
 			}
-			secret.Data[IdentityVirtualKubelet], secret.Data[IdentityVirtualCSR] = vkKey, vkCSR
+			secret.Data[identity.VirtualKubeletKeyKey], secret.Data[identity.VirtualKubeletCSRKey] = vkKey, vkCSR
 		}
 		return nil
 	}); err != nil {
@@ -408,15 +393,15 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 // points at.
 func (r *Outgoing) storeVirtualKubeletIdentity(ctx context.Context, secret *corev1.Secret, creds *identity.Credentials, pr *discoveryv1alpha1.PeeringRequest) error {
 	cert := []byte(pr.Status.VirtualKubeletCertificate)
-	if len(cert) == 0 || bytes.Equal(secret.Data[IdentityVirtualCert], cert) || !samePublicKey(string(secret.Data[IdentityVirtualCSR]), string(cert)) {
+	if len(cert) == 0 || bytes.Equal(secret.Data[identity.VirtualKubeletCertKey], cert) || !samePublicKey(string(secret.Data[identity.VirtualKubeletCSRKey]), string(cert)) {
 		return nil
 	}
-	vk := &identity.Credentials{Server: creds.Server, CACert: creds.CACert, Certificate: cert, Key: secret.Data[IdentityVirtualKubelet]}
+	vk := &identity.Credentials{Server: creds.Server, CACert: creds.CACert, Certificate: cert, Key: secret.Data[identity.VirtualKubeletKeyKey]}
 	kubeconfig, err := vk.Kubeconfig(identity.VirtualKubeletUserPrefix+r.LocalClusterID, discoveryv1alpha1.TenantNamespace(r.LocalClusterID))
 	if err != nil {
 		return err
 	}
-	secret.Data[IdentityVirtualCert] = cert
+	secret.Data[identity.VirtualKubeletCertKey] = cert
 	secret.Data[identity.VirtualKubeletKubeconfigKey] = kubeconfig
 	return r.Client.Update(ctx, secret)
 }
@@ -473,8 +458,8 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 		AuthURL:             r.LocalAuthURL,
 		APIServerURL:        local.APIServerURL,
 		CACert:              local.CACert,
-		ProviderCertificate: string(secret.Data[IdentityProviderCert]),
-		VirtualKubeletCSR:   string(secret.Data[IdentityVirtualCSR]),
+		ProviderCertificate: string(secret.Data[identity.ProviderCertKey]),
+		VirtualKubeletCSR:   string(secret.Data[identity.VirtualKubeletCSRKey]),
 	}
 	var pr discoveryv1alpha1.PeeringRequest
 	err = remote.Get(ctx, client.ObjectKey{Name: r.LocalClusterID}, &pr)

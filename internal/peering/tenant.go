@@ -14,6 +14,7 @@ import (
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/offloading"
+	"github.com/liqo-go/liqo/internal/sharing"
 )
 
 // ensureTenant creates or repairs the tenant namespace for peer, a Role in
@@ -24,6 +25,15 @@ func ensureTenant(ctx context.Context, c client.Client, peer, roleName, user str
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, ns, func() error {
 		if !ns.DeletionTimestamp.IsZero() {
 			return fmt.Errorf("namespace %s is being deleted; it is created again once gone", nsName)
+		}
+		// Never adopt a namespace made for another cluster (a consumer's
+		// offloaded namespace, another peer's): its owner could delete it
+		// or act in it.
+		if owner := ns.Labels[sharing.OriginClusterLabel]; owner != "" {
+			return fmt.Errorf("namespace %s exists as a namespace of consumer %s: refusing to use it as the tenant namespace of %s", nsName, owner, peer)
+		}
+		if owner := ns.Labels[discoveryv1alpha1.ClusterIDLabel]; owner != "" && owner != peer {
+			return fmt.Errorf("namespace %s belongs to cluster %s: refusing to use it as the tenant namespace of %s", nsName, owner, peer)
 		}
 		if ns.Labels == nil {
 			ns.Labels = map[string]string{}
@@ -87,8 +97,10 @@ var (
 		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps/status"}, Verbs: []string{"get"}},
 	}
 	// providerRules: what a provider does in its tenant namespace in the
-	// consumer: manage its Advertisements.
+	// consumer: manage its Advertisement (the admission policy
+	// liqo-provider-advertisements holds it to its own name); the status,
+	// which says whether the consumer accepted it, is the consumer's.
 	providerRules = []rbacv1.PolicyRule{
-		{APIGroups: []string{"sharing.liqo.io"}, Resources: []string{"advertisements", "advertisements/status"}, Verbs: objectVerbs},
+		{APIGroups: []string{"sharing.liqo.io"}, Resources: []string{"advertisements"}, Verbs: objectVerbs},
 	}
 )

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -157,9 +158,6 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		Labels:          commonLabels(nodes.Items),
 		Timestamp:       metav1.NewTime(now),
 		TimeToLive:      metav1.NewTime(now.Add(b.ttl())),
-		KubeconfigSecretRef: &discoveryv1alpha1.SecretReference{
-			Namespace: pr.Spec.Namespace, Name: identity.RemoteSecretName(b.LocalClusterID),
-		},
 	}
 	// The consumer is asked only when the offer is new to this
 	// PeeringRequest, moved beyond the threshold, or due for a refresh.
@@ -268,9 +266,28 @@ func (b *Broadcaster) setCondition(ctx context.Context, pr *discoveryv1alpha1.Pe
 }
 
 // exposedLabels are the node labels worth showing on a virtual node, when
-// every real node agrees on them.
+// every real node agrees on them; a consumer takes no others from an offer.
 var exposedLabels = []string{
 	"kubernetes.io/arch", "kubernetes.io/os", "topology.kubernetes.io/region", "topology.kubernetes.io/zone", "node.kubernetes.io/instance-type",
+}
+
+// AllowedNodeLabels returns the labels of an offer a virtual node may
+// carry: the exposed ones alone, so that a provider cannot put a role, a
+// hostname or another provider's ClusterID on the consumer's node.
+func AllowedNodeLabels(offered map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, key := range exposedLabels {
+		if v, ok := offered[key]; ok {
+			out[key] = v
+		}
+	}
+	return out
+}
+
+// ProviderOfTenant returns the peer whose tenant namespace ns is.
+func ProviderOfTenant(ns string) (string, bool) {
+	id, ok := strings.CutPrefix(ns, discoveryv1alpha1.TenantNamespace(""))
+	return id, ok && id != ""
 }
 
 func commonLabels(nodes []corev1.Node) map[string]string {

@@ -72,7 +72,7 @@ func (o *Operator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if o.Now != nil {
 		now = o.Now()
 	}
-	provider := adv.Spec.ClusterIdentity.ClusterID
+	provider, _ := ProviderOfTenant(adv.Namespace)
 	if now.After(adv.Spec.TimeToLive.Time) {
 		// An offer not refreshed in time is withdrawn; a live provider
 		// writes a new one.
@@ -87,8 +87,11 @@ func (o *Operator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	if err := o.reflect(ctx, provider, phase, reason, msg); err != nil {
-		return ctrl.Result{}, err
+	// Only the provider's own offer speaks for it on its ForeignCluster.
+	if reason != ReasonWrongNamespace {
+		if err := o.reflect(ctx, provider, phase, reason, msg); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	// Look again when it would expire.
 	return ctrl.Result{RequeueAfter: max(time.Until(adv.Spec.TimeToLive.Time), time.Second)}, nil
@@ -96,10 +99,12 @@ func (o *Operator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 
 // decide applies the policy.
 func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisement) (sharingv1alpha1.AdvertisementPhase, string, string) {
-	provider := adv.Spec.ClusterIdentity.ClusterID
-	if adv.Namespace != discoveryv1alpha1.TenantNamespace(provider) {
-		return sharingv1alpha1.AdvertisementRefused, ReasonWrongNamespace,
-			fmt.Sprintf("an Advertisement of %s belongs in namespace %s", provider, discoveryv1alpha1.TenantNamespace(provider))
+	// The namespace says who wrote the offer (only that provider may
+	// write there); its name and identity must agree with it.
+	provider, ok := ProviderOfTenant(adv.Namespace)
+	if !ok || adv.Name != AdvertisementName(provider) || adv.Spec.ClusterIdentity.ClusterID != provider {
+		return sharingv1alpha1.AdvertisementRefused, ReasonWrongNamespace, fmt.Sprintf(
+			"an Advertisement in namespace %s must be named %s and carry spec.clusterIdentity.clusterID %s", adv.Namespace, AdvertisementName(provider), provider)
 	}
 	fc, err := foreigncluster.Find(ctx, o.Client, provider)
 	switch {

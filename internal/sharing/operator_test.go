@@ -4,11 +4,13 @@ package sharing
 
 import (
 	"context"
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/liqo-go/liqo/api"
@@ -53,5 +55,53 @@ func TestDecideKeepsAcceptedOfferThroughTransientFailure(t *testing.T) {
 				t.Errorf("decided %s (%s: %s), want %s", got, reason, msg, tc.want)
 			}
 		})
+	}
+}
+
+// TestDecideRefusesAnOfferNotTheProviders checks that the namespace, not
+// what the provider wrote, says whose offer it is: another provider's name
+// or identity in a tenant namespace is refused.
+func TestDecideRefusesAnOfferNotTheProviders(t *testing.T) {
+	const provider, other = "provider-id", "other-id"
+	for _, tc := range []struct {
+		name, namespace, advName, clusterID string
+		want                                sharingv1alpha1.AdvertisementPhase
+	}{
+		{"its own", discoveryv1alpha1.TenantNamespace(provider), AdvertisementName(provider), provider, sharingv1alpha1.AdvertisementAccepted},
+		{"another provider's name", discoveryv1alpha1.TenantNamespace(provider), AdvertisementName(other), other, sharingv1alpha1.AdvertisementRefused},
+		{"another provider's identity", discoveryv1alpha1.TenantNamespace(provider), AdvertisementName(provider), other, sharingv1alpha1.AdvertisementRefused},
+		{"not a tenant namespace", "default", AdvertisementName(provider), provider, sharingv1alpha1.AdvertisementRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fcs []client.Object
+			for _, id := range []string{provider, other} {
+				fc := &discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: id}}}
+				fc.Status.Conditions = []metav1.Condition{{Type: discoveryv1alpha1.ConditionPeeringRequested, Status: metav1.ConditionTrue, Reason: "Accepted"}}
+				fcs = append(fcs, fc)
+			}
+			o := &Operator{
+				Client: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(fcs...).Build(),
+				Config: func() *configv1alpha1.ClusterConfig { return &configv1alpha1.ClusterConfig{} },
+			}
+			adv := &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: tc.namespace, Name: tc.advName}}
+			adv.Spec.ClusterIdentity.ClusterID = tc.clusterID
+			if got, reason, msg := o.decide(context.Background(), adv); got != tc.want {
+				t.Errorf("decided %s (%s: %s), want %s", got, reason, msg, tc.want)
+			}
+		})
+	}
+}
+
+func TestAllowedNodeLabels(t *testing.T) {
+	got := AllowedNodeLabels(map[string]string{
+		"topology.kubernetes.io/zone":           "zone-b",
+		"kubernetes.io/arch":                    "arm64",
+		"node-role.kubernetes.io/control-plane": "",
+		"liqo.io/remote-cluster-id":             "someone-else",
+		"kubernetes.io/hostname":                "evil",
+	})
+	want := map[string]string{"topology.kubernetes.io/zone": "zone-b", "kubernetes.io/arch": "arm64"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("AllowedNodeLabels = %v, want %v", got, want)
 	}
 }

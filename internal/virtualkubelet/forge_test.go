@@ -4,6 +4,7 @@ package virtualkubelet
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/liqo-go/liqo/internal/sharing"
@@ -239,5 +242,26 @@ func TestStatusPatch(t *testing.T) {
 	if got.Status.Reason != "" || got.Status.Message != "" || got.Status.QOSClass != corev1.PodQOSBestEffort {
 		t.Errorf("reason %q message %q qos %q: the provider's empty reason and message must clear the local ones, and the QoS class stay",
 			got.Status.Reason, got.Status.Message, got.Status.QOSClass)
+	}
+}
+
+// TestRejectedForGood checks which refusals of a provider fail the local
+// pod: policy and validation do, an exceeded quota (room may come) does not.
+func TestRejectedForGood(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"pod security", apierrors.NewForbidden(gr, "p", errors.New(`violates PodSecurity "baseline:latest": host namespaces`)), true},
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", nil), true},
+		{"quota", apierrors.NewForbidden(gr, "p", errors.New("exceeded quota: q, requested: pods=1, used: pods=10, limited: pods=10")), false},
+		{"unreachable", errors.New("connection refused"), false},
+		{"conflict", apierrors.NewConflict(gr, "p", errors.New("x")), false},
+	} {
+		if got := rejectedForGood(tc.err); got != tc.want {
+			t.Errorf("%s: rejectedForGood = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

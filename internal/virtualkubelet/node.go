@@ -9,9 +9,7 @@ package virtualkubelet
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -21,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,9 +53,11 @@ const (
 type NodeReconciler struct {
 	// Client reads Advertisements and Secrets and writes Nodes and Leases.
 	Client client.Client
-	// Probe reports whether the provider answers, with the virtual
-	// kubelet's kubeconfig; nil means a GET /readyz with a 3-second bound.
-	Probe func(ctx context.Context, kubeconfig []byte) error
+	// Remotes gives the virtual kubelet's config towards each provider,
+	// built from the identity this cluster stored for it.
+	Remotes interface {
+		Config(ctx context.Context, provider string) (*rest.Config, error)
+	}
 	// Now is injectable for tests.
 	Now func() time.Time
 	// Removed, if set, is called with the provider whose virtual node
@@ -84,20 +84,26 @@ func (r *NodeReconciler) now() time.Time {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	provider := strings.TrimPrefix(req.Name, sharing.AdvertisementPrefix)
+	// The provider is the one whose tenant namespace holds the offer:
+	// nothing the provider wrote in it (its name, its clusterIdentity) may
+	// make this act on another provider's node.
+	provider, ok := sharing.ProviderOfTenant(req.Namespace)
+	if !ok || req.Name != sharing.AdvertisementName(provider) {
+		return ctrl.Result{}, nil // not a provider's offer: the operator refuses it
+	}
 	var adv sharingv1alpha1.Advertisement
 	err := r.Client.Get(ctx, req.NamespacedName, &adv)
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
-	gone := apierrors.IsNotFound(err) || !adv.DeletionTimestamp.IsZero() || req.Namespace != discoveryv1alpha1.TenantNamespace(provider)
+	gone := apierrors.IsNotFound(err) || !adv.DeletionTimestamp.IsZero()
 	if !gone && adv.Status.Phase == "" {
 		// Not judged yet (a provider that just wrote it again): whatever
 		// node there is stays, as removing it drains every pod it runs;
 		// the operator's verdict wakes this up.
 		return ctrl.Result{}, nil
 	}
-	if gone || adv.Status.Phase != sharingv1alpha1.AdvertisementAccepted {
+	if gone || adv.Status.Phase != sharingv1alpha1.AdvertisementAccepted || adv.Spec.ClusterIdentity.ClusterID != provider {
 		if err := r.removeNodes(ctx, provider); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -111,7 +117,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	ready, msg := true, "The provider's API server answers"
-	if perr := r.probe(ctx, &adv); perr != nil {
+	if perr := r.probe(ctx, provider); perr != nil {
 		ready, msg = false, "The provider cannot be reached: "+perr.Error()
 	}
 	if err := r.updateStatus(ctx, node, &adv, ready, msg); err != nil {
@@ -148,10 +154,7 @@ func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Ad
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, node, func() error {
-		labels := map[string]string{}
-		for k, v := range adv.Spec.Labels {
-			labels[k] = v
-		}
+		labels := sharing.AllowedNodeLabels(adv.Spec.Labels)
 		labels[sharing.VirtualNodeLabel] = sharing.VirtualNodeValue
 		labels[RemoteClusterLabel] = provider
 		labels[discoveryv1alpha1.ManagedByLabel] = discoveryv1alpha1.ManagedByValue
@@ -289,27 +292,10 @@ func (r *NodeReconciler) removeNodes(ctx context.Context, provider string) error
 	return nil
 }
 
-func (r *NodeReconciler) probe(ctx context.Context, adv *sharingv1alpha1.Advertisement) error {
-	ref := adv.Spec.KubeconfigSecretRef
-	if ref == nil {
-		return errors.New("the Advertisement names no kubeconfig")
-	}
-	var secret corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
-		return fmt.Errorf("reading the virtual kubelet's kubeconfig: %w", err)
-	}
-	kc := secret.Data[identity.VirtualKubeletKubeconfigKey]
-	if len(kc) == 0 {
-		return fmt.Errorf("secret %s/%s has no %s yet", ref.Namespace, ref.Name, identity.VirtualKubeletKubeconfigKey)
-	}
-	if r.Probe != nil {
-		return r.Probe(ctx, kc)
-	}
-	return readyz(ctx, kc)
-}
-
-func readyz(ctx context.Context, kubeconfig []byte) error {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+// probe asks the provider's API server whether it is ready, as the
+// virtual kubelet.
+func (r *NodeReconciler) probe(ctx context.Context, provider string) error {
+	cfg, err := r.Remotes.Config(ctx, provider)
 	if err != nil {
 		return err
 	}

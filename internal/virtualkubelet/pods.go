@@ -4,10 +4,12 @@ package virtualkubelet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -189,12 +191,34 @@ func (r *PodReflector) deleteIfNodeGone(ctx context.Context, pod *corev1.Pod) er
 	return r.confirmDeletion(ctx, pod)
 }
 
+// ReasonProviderRejected is the reason of a local pod that failed because
+// the provider refused to run it (its Pod Security level, Liqo's admission
+// policy for consumers, an invalid spec), as a kubelet fails a pod it
+// cannot admit.
+const ReasonProviderRejected = "ProviderRejected"
+
+// rejectedForGood says whether the provider's refusal of a pod will not
+// change by asking again: a quota exceeded now may have room later.
+func rejectedForGood(err error) bool {
+	return apierrors.IsInvalid(err) || (apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "exceeded quota"))
+}
+
 func (r *PodReflector) createRemote(ctx context.Context, sess *session, pod, desired *corev1.Pod) (ctrl.Result, error) {
 	_, err := sess.cs.CoreV1().Pods(desired.Namespace).Create(ctx, desired, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// The watch has not shown it yet: it will wake this up.
 		return ctrl.Result{}, nil
+	case err != nil && rejectedForGood(err):
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonProviderRejected, "Offload", "Provider %s refused the pod: %v", sess.provider, err)
+		data, perr := json.Marshal(map[string]any{"status": map[string]any{
+			"phase": corev1.PodFailed, "reason": ReasonProviderRejected,
+			"message": fmt.Sprintf("Provider %s refused the pod: %v", sess.provider, err),
+		}})
+		if perr != nil {
+			return ctrl.Result{}, perr
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, data)))
 	case err != nil:
 		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Creating the pod in provider %s: %v", sess.provider, err)
 		return ctrl.Result{}, fmt.Errorf("creating provider pod %s/%s in %s: %w", desired.Namespace, desired.Name, sess.provider, err)

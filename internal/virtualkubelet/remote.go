@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -39,8 +38,12 @@ var providerWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 func init() { metrics.Registry.MustRegister(providerWrites) }
 
 // Remotes gives the virtual kubelet's clients towards each provider, built
-// from the kubeconfig the provider issued (the consumer keeps it in
-// identity.RemoteSecretName(provider)). Safe for concurrent use.
+// from the identity the consumer stored for it in
+// identity.RemoteSecretName(provider): the provider's address and CA as
+// the token exchange authenticated them, the certificate the provider
+// issued, the key that never left. Nothing a peer writes (an
+// Advertisement's secret reference, a kubeconfig) is read. Safe for
+// concurrent use.
 type Remotes struct {
 	// Client reads the local identity Secrets; a cached reader, as every
 	// pod and object reconcile asks for its provider's config.
@@ -51,15 +54,15 @@ type Remotes struct {
 	Scheme *runtime.Scheme
 
 	clients identity.Clients
-	// parsed keeps the config parsed from each provider's kubeconfig:
-	// every pod reconcile asks for it, and parsing YAML each time cost a
-	// fifth of the controller manager's CPU in a burst.
-	parsed sync.Map // provider -> parsedConfig
+	// built keeps the config of each provider's identity: every pod
+	// reconcile asks for it, and a new config each time would also mean a
+	// new client and session.
+	built sync.Map // provider -> builtConfig
 }
 
-type parsedConfig struct {
-	kubeconfig string
-	cfg        *rest.Config
+type builtConfig struct {
+	creds *identity.Credentials
+	cfg   *rest.Config
 }
 
 // Config returns the REST config of the virtual kubelet in provider, with
@@ -70,21 +73,19 @@ func (r *Remotes) Config(ctx context.Context, provider string) (*rest.Config, er
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: identity.RemoteSecretName(provider)}, &secret); err != nil {
 		return nil, fmt.Errorf("reading the virtual kubelet's identity for %s: %w", provider, err)
 	}
-	kc := secret.Data[identity.VirtualKubeletKubeconfigKey]
-	if len(kc) == 0 {
-		return nil, fmt.Errorf("no virtual kubelet identity for %s yet", provider)
-	}
-	if p, ok := r.parsed.Load(provider); ok && p.(parsedConfig).kubeconfig == string(kc) {
-		return p.(parsedConfig).cfg, nil
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	creds, err := identity.VirtualKubeletCredentials(&secret)
 	if err != nil {
-		return nil, fmt.Errorf("the virtual kubelet's kubeconfig for %s: %w", provider, err)
+		return nil, fmt.Errorf("no virtual kubelet identity for %s yet: %w", provider, err)
 	}
+	if b, ok := r.built.Load(provider); ok && creds.Equal(b.(builtConfig).creds) {
+		return b.(builtConfig).cfg, nil
+	}
+	cfg := creds.RESTConfig()
+	cfg.Timeout = 0 // watches; requests are bounded by their contexts
 	cfg.QPS, cfg.Burst = remoteQPS, remoteBurst
 	cfg.UserAgent = "liqo-virtual-kubelet"
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, provider: provider} })
-	r.parsed.Store(provider, parsedConfig{kubeconfig: string(kc), cfg: cfg})
+	r.built.Store(provider, builtConfig{creds: creds, cfg: cfg})
 	return cfg, nil
 }
 

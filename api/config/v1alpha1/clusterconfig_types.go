@@ -144,6 +144,16 @@ type SharingConfig struct {
 	// Advertisement offering more is refused. Empty means no cap.
 	// +optional
 	MaxAcceptedResources corev1.ResourceList `json:"maxAcceptedResources,omitempty"`
+
+	// PodSecurityLevel is the Pod Security Standard this cluster enforces
+	// (label pod-security.kubernetes.io/enforce) on the namespaces it
+	// creates for its consumers' pods. Whatever the level, the admission
+	// policy liqo-offloaded-pods refuses host namespaces, host paths and
+	// ports, and privileged containers from consumers.
+	// +kubebuilder:validation:Enum=baseline;restricted
+	// +kubebuilder:default=baseline
+	// +optional
+	PodSecurityLevel string `json:"podSecurityLevel,omitempty"`
 }
 
 // PeeringConfig holds the policy that decides who may peer with this cluster.

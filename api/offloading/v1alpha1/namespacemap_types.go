@@ -22,7 +22,10 @@ type NamespaceMapSpec struct {
 	Mappings map[string]NamespaceName `json:"mappings,omitempty"`
 }
 
-// NamespaceName is the name of a namespace (a DNS-1123 label).
+// NamespaceName is the name of a namespace (a DNS-1123 label) that a
+// consumer may have in a provider: not default and not under the reserved
+// prefixes liqo- (tenant namespaces, Liqo's own) and kube- (the system's).
+// +kubebuilder:validation:XValidation:rule="self != 'default' && !self.startsWith('liqo-') && !self.startsWith('kube-') && self != 'liqo'",message="default, liqo and names starting with liqo- or kube- are reserved in the provider"
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=63
 // +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`

@@ -49,6 +49,7 @@ type NamespaceOffloadingSpec struct {
 	NamespaceMappingStrategy NamespaceMappingStrategy `json:"namespaceMappingStrategy,omitempty"`
 
 	// RemoteNamespaceName is the remote name with the SelectedName strategy.
+	// +kubebuilder:validation:XValidation:rule="self != 'default' && !self.startsWith('liqo-') && !self.startsWith('kube-') && self != 'liqo'",message="default, liqo and names starting with liqo- or kube- are reserved in the provider"
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional

@@ -37,8 +37,12 @@ type AdvertisementSpec struct {
 	// TimeToLive is when this offer expires unless refreshed.
 	TimeToLive metav1.Time `json:"timeToLive"`
 
-	// KubeconfigSecretRef points at the Secret, in the consumer, holding the
-	// kubeconfig the virtual kubelet uses in the provider.
+	// KubeconfigSecretRef is kept from the original protocol and ignored:
+	// a consumer builds its virtual kubelet's client only from the identity
+	// it stored for the provider, never from a Secret a provider names
+	// (docs/security.md).
+	//
+	// Deprecated: ignored by consumers; providers leave it empty.
 	// +optional
 	KubeconfigSecretRef *discoveryv1alpha1.SecretReference `json:"kubeconfigSecretRef,omitempty"`
 }

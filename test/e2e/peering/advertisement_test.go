@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
@@ -19,6 +18,7 @@ import (
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -79,30 +79,27 @@ func TestAdvertisement(t *testing.T) {
 	waitOffer(50, sharingv1alpha1.AdvertisementAccepted, sharing.ReasonAccepted)
 	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionAdvertisementAccepted, metav1.ConditionTrue, sharing.ReasonAccepted, 5*time.Second)
 
-	// The Advertisement points at the virtual kubelet's kubeconfig, which
-	// works in B's tenant namespace for A.
+	// The Advertisement names no Secret (the consumer would not read it);
+	// the virtual kubelet's identity the consumer stored works in B's
+	// tenant namespace for A.
 	var adv sharingv1alpha1.Advertisement
 	if err := inA.Get(ctx, key, &adv); err != nil {
 		t.Fatal(err)
 	}
-	ref := adv.Spec.KubeconfigSecretRef
-	if ref == nil {
-		t.Fatal("the Advertisement has no kubeconfigSecretRef")
+	if ref := adv.Spec.KubeconfigSecretRef; ref != nil { //nolint:staticcheck // checking that the deprecated field stays empty
+		t.Fatalf("the Advertisement names Secret %s/%s, want none", ref.Namespace, ref.Name)
 	}
 	framework.Eventually(t, 10*time.Second, func() error {
 		var secret corev1.Secret
-		if err := inA.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &secret); err != nil {
+		if err := inA.Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: identity.RemoteSecretName(b.ClusterID)}, &secret); err != nil {
 			return err
 		}
-		if len(secret.Data[identity.VirtualKubeletKubeconfigKey]) == 0 {
-			return errorf("Secret %s/%s has no %s yet", ref.Namespace, ref.Name, identity.VirtualKubeletKubeconfigKey)
-		}
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[identity.VirtualKubeletKubeconfigKey])
+		creds, err := identity.VirtualKubeletCredentials(&secret)
 		if err != nil {
 			return err
 		}
-		allowed(t, "the virtual kubelet lists NamespaceMaps in its tenant namespace",
-			clientFor(t, cfg).List(ctx, &offloadingv1alpha1.NamespaceMapList{}, client.InNamespace(discoveryv1alpha1.TenantNamespace(a.ClusterID))))
+		framework.Allowed(t, "the virtual kubelet lists NamespaceMaps in its tenant namespace",
+			framework.ClientFor(t, creds.RESTConfig()).List(ctx, &offloadingv1alpha1.NamespaceMapList{}, client.InNamespace(discoveryv1alpha1.TenantNamespace(a.ClusterID))))
 		return nil
 	})
 
