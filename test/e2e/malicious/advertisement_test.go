@@ -1,0 +1,170 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package malicious_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// TestProviderCannotDisturbOtherProviders: with the kubeconfig it holds
+// for the consumer, a provider can neither create an Advertisement named
+// for another provider (which would remove that provider's virtual node),
+// nor accept its own offer, nor pass itself off as another provider; the
+// labels it offers reach its virtual node only where they describe a
+// place (a zone), never as a control-plane role, another provider's ID or
+// another node's hostname.
+func TestProviderCannotDisturbOtherProviders(t *testing.T) {
+	peered(t)
+	a, b, c := members()
+	ctx := t.Context()
+	inA := framework.Client(t, a)
+	provider := framework.ClientFor(t, framework.ProviderConfig(t, b, a.ClusterID))
+	tenant := discoveryv1alpha1.TenantNamespace(b.ClusterID)
+	own := client.ObjectKey{Namespace: tenant, Name: sharing.AdvertisementName(b.ClusterID)}
+
+	// update gets B's own Advertisement, changes it and writes it back as
+	// B, again on a conflict (B's Broadcaster writes it too).
+	update := func(change func(*sharingv1alpha1.Advertisement)) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var adv sharingv1alpha1.Advertisement
+			if err := provider.Get(ctx, own, &adv); err != nil {
+				return err
+			}
+			change(&adv)
+			return provider.Update(ctx, &adv)
+		})
+	}
+
+	t.Run("an Advertisement named for another provider is refused", func(t *testing.T) {
+		cNode, err := framework.VirtualNode(inA, c.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name     string
+			identity string
+		}{
+			{"with the other provider's identity", c.ClusterID},
+			{"with its own identity", b.ClusterID},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				now := time.Now()
+				adv := &sharingv1alpha1.Advertisement{
+					ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: sharing.AdvertisementName(c.ClusterID)},
+					Spec: sharingv1alpha1.AdvertisementSpec{
+						ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: tc.identity},
+						Resources: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("10"),
+						},
+						Timestamp: metav1.NewTime(now), TimeToLive: metav1.NewTime(now.Add(time.Minute)),
+					},
+				}
+				err := provider.Create(ctx, adv)
+				if err == nil {
+					t.Cleanup(func() { _ = inA.Delete(context.Background(), adv) })
+				}
+				framework.Refused(t, "creating "+adv.Name+" "+tc.name, err)
+			})
+		}
+		node := waitHeartbeats(t, a, c.ClusterID, 2)
+		if node.UID != cNode.UID {
+			t.Fatalf("the virtual node of %s was replaced (UID %s, was %s)", c.Name, node.UID, cNode.UID)
+		}
+		requireReady(t, node)
+	})
+
+	t.Run("a provider cannot accept its own offer", func(t *testing.T) {
+		var adv sharingv1alpha1.Advertisement
+		if err := provider.Get(ctx, own, &adv); err != nil {
+			t.Fatal(err)
+		}
+		adv.Status.Phase = sharingv1alpha1.AdvertisementAccepted
+		adv.Status.Reason, adv.Status.Message = sharing.ReasonAccepted, "accepted by the provider itself"
+		framework.Denied(t, "updating the status of its Advertisement", provider.Status().Update(ctx, &adv))
+		if err := inA.Get(ctx, own, &adv); err != nil {
+			t.Fatal(err)
+		}
+		if adv.Status.Message == "accepted by the provider itself" {
+			t.Fatalf("the provider's status stands: %+v", adv.Status)
+		}
+	})
+
+	t.Run("a provider cannot pass itself off as another", func(t *testing.T) {
+		err := update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.ClusterIdentity.ClusterID = c.ClusterID })
+		if err == nil {
+			t.Cleanup(func() {
+				if err := update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.ClusterIdentity.ClusterID = b.ClusterID }); err != nil {
+					t.Errorf("restoring the clusterIdentity: %v", err)
+				}
+			})
+		}
+		framework.Refused(t, "changing its Advertisement's clusterIdentity to "+c.ClusterID, err)
+	})
+
+	t.Run("only the labels that describe a place reach the virtual node", func(t *testing.T) {
+		var before sharingv1alpha1.Advertisement
+		if err := provider.Get(ctx, own, &before); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.Labels = before.Spec.Labels }); err != nil {
+				t.Errorf("restoring the Advertisement's labels: %v", err)
+			}
+		})
+		const zoneLabel, controlPlaneLabel, hostnameLabel = "topology.kubernetes.io/zone", "node-role.kubernetes.io/control-plane", "kubernetes.io/hostname"
+		evil := map[string]string{
+			controlPlaneLabel:                 "",
+			virtualkubelet.RemoteClusterLabel: c.ClusterID,
+			hostnameLabel:                     "evil",
+			zoneLabel:                         "zone-b",
+		}
+		// B's Broadcaster may put its own labels back meanwhile: they are
+		// written again until the node shows the zone.
+		var node *corev1.Node
+		framework.Eventually(t, 30*time.Second, func() error {
+			var adv sharingv1alpha1.Advertisement
+			if err := provider.Get(ctx, own, &adv); err != nil {
+				return err
+			}
+			if !maps.Equal(adv.Spec.Labels, evil) {
+				if err := update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.Labels = evil }); err != nil {
+					t.Fatalf("setting the Advertisement's labels: %v", err)
+				}
+			}
+			n, err := framework.VirtualNode(inA, b.ClusterID)
+			if err != nil {
+				return err
+			}
+			if n.Labels[zoneLabel] != "zone-b" {
+				return fmt.Errorf("virtual node %s: %s=%q, want zone-b", n.Name, zoneLabel, n.Labels[zoneLabel])
+			}
+			node = n
+			return nil
+		})
+		if v, ok := node.Labels[controlPlaneLabel]; ok {
+			t.Errorf("virtual node %s has %s=%q", node.Name, controlPlaneLabel, v)
+		}
+		if got := node.Labels[virtualkubelet.RemoteClusterLabel]; got != b.ClusterID {
+			t.Errorf("virtual node %s: %s=%q, want %s", node.Name, virtualkubelet.RemoteClusterLabel, got, b.ClusterID)
+		}
+		if got := node.Labels[hostnameLabel]; got != node.Name {
+			t.Errorf("virtual node %s: %s=%q, want its own name", node.Name, hostnameLabel, got)
+		}
+	})
+}

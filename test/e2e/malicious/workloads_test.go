@@ -1,0 +1,154 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package malicious_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/offloading"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// TestOffloadedWorkloadsStayInTheirBox: the provider namespace of an
+// offloaded namespace enforces the baseline pod security level, so that
+// the consumer's virtual kubelet, used directly, can create neither a pod
+// that reaches the provider's hosts nor a Service that opens its nodes'
+// ports or claims an external IP; a pod asking for the host's network in
+// the consumer fails there, saying that the provider rejected it, and
+// nothing of it runs in the provider; an ordinary pod still runs.
+func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
+	peered(t)
+	a, b, _ := members()
+	ctx := t.Context()
+	const ns = "boxed"
+	remoteNS := remoteNamespaceOf(t, offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{}, 2), b.ClusterID)
+	inA, inB := framework.Client(t, a), framework.Client(t, b)
+	vk := framework.ClientFor(t, framework.VirtualKubeletConfig(t, a, b))
+
+	t.Run("the provider namespace enforces the baseline level", func(t *testing.T) {
+		var n corev1.Namespace
+		if err := inB.Get(ctx, client.ObjectKey{Name: remoteNS}, &n); err != nil {
+			t.Fatal(err)
+		}
+		if got := n.Labels[offloading.PodSecurityEnforceLabel]; got != "baseline" {
+			t.Fatalf("namespace %s in %s: %s=%q, want baseline", remoteNS, b.Name, offloading.PodSecurityEnforceLabel, got)
+		}
+	})
+
+	// Created directly in the provider (named direct-*, apart from the
+	// consumer's pods below), each is refused; what slipped through goes
+	// with the namespace when the test ends.
+	t.Run("the virtual kubelet cannot create pods that reach the provider's hosts", func(t *testing.T) {
+		framework.Allowed(t, "an ordinary pod (dry run)", vk.Create(ctx, pausePod(remoteNS, "direct-ordinary"), client.DryRunAll))
+		for _, tc := range []struct {
+			name   string
+			mutate func(*corev1.PodSpec)
+		}{
+			{"privileged", func(s *corev1.PodSpec) {
+				s.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			}},
+			{"host-network", func(s *corev1.PodSpec) { s.HostNetwork = true }},
+			{"host-pid", func(s *corev1.PodSpec) { s.HostPID = true }},
+			{"host-path", func(s *corev1.PodSpec) {
+				s.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+				s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "host", MountPath: "/host"}}
+			}},
+			{"sys-admin", func(s *corev1.PodSpec) {
+				s.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				pod := pausePod(remoteNS, "direct-"+tc.name)
+				tc.mutate(&pod.Spec)
+				framework.Refused(t, "creating a "+tc.name+" pod", vk.Create(ctx, pod))
+			})
+		}
+	})
+
+	t.Run("the virtual kubelet cannot expose the provider's nodes", func(t *testing.T) {
+		port := []corev1.ServicePort{{Name: "http", Port: 80}}
+		plain := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "plain"}, Spec: corev1.ServiceSpec{Ports: port}}
+		framework.Allowed(t, "creating a ClusterIP Service", vk.Create(ctx, plain))
+		framework.Allowed(t, "deleting it", vk.Delete(ctx, plain))
+		for _, tc := range []struct {
+			name string
+			spec corev1.ServiceSpec
+		}{
+			{"node-port", corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: port}},
+			{"load-balancer", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: port}},
+			{"external-ip", corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: port, ExternalIPs: []string{"203.0.113.10"}}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: tc.name}, Spec: tc.spec}
+				framework.Refused(t, "creating a "+tc.name+" Service", vk.Create(ctx, svc))
+			})
+		}
+	})
+
+	// Bound straight to B's virtual node, as the scheduler would: the
+	// toleration is the offloading webhook's, here written out.
+	node, err := framework.VirtualNode(inA, b.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := func(name string) *corev1.Pod {
+		pod := pausePod(ns, name)
+		pod.Spec.NodeName = node.Name
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: virtualkubelet.Taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+		return pod
+	}
+
+	t.Run("a consumer pod on the host's network fails as rejected by the provider", func(t *testing.T) {
+		pod := bound("host-network")
+		pod.Spec.HostNetwork = true
+		if err := inA.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 30*time.Second, func() error {
+			if err := inA.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			if pod.Status.Phase != corev1.PodFailed || pod.Status.Reason != virtualkubelet.ReasonProviderRejected || pod.Status.Message == "" {
+				return fmt.Errorf("pod %s: phase %s, reason %q, message %q; want Failed, %s, and why", pod.Name, pod.Status.Phase, pod.Status.Reason, pod.Status.Message, virtualkubelet.ReasonProviderRejected)
+			}
+			return nil
+		})
+		t.Logf("the pod failed with: %s", pod.Status.Message)
+		if err := inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("pod %s/%s exists in %s (%v), want none", remoteNS, pod.Name, b.Name, err)
+		}
+	})
+
+	t.Run("an ordinary pod still runs in the provider", func(t *testing.T) {
+		pod := bound("ordinary")
+		if err := inA.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 30*time.Second, func() error {
+			if err := inA.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			if pod.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s: phase %s (%s), want Running", pod.Name, pod.Status.Phase, pod.Status.Message)
+			}
+			return nil
+		})
+		var remote corev1.Pod
+		if err := inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &remote); err != nil {
+			t.Fatalf("the provider copy of %s: %v", pod.Name, err)
+		}
+		if got := remote.Annotations[virtualkubelet.OriginUIDAnnotation]; got != string(pod.UID) {
+			t.Fatalf("provider pod %s/%s backs UID %q, want %s", remoteNS, remote.Name, got, pod.UID)
+		}
+	})
+}
