@@ -111,14 +111,14 @@ func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, t
 		return nil, refuse(http.StatusServiceUnavailable, auth.ReasonNotReady, "%v", err)
 	}
 
-	if err := ensureConsumerRBAC(ctx, i.Client, req.ClusterID); err != nil {
-		return nil, err
-	}
-	cert, err := identity.Issue(ctx, i.Client, nil, []byte(req.CSR), user, i.Lifetime)
+	providerKey, providerCSR, err := identity.NewKeyAndCSR(identity.ProviderUserPrefix + local.ClusterID)
 	if err != nil {
 		return nil, err
 	}
-	providerKey, providerCSR, err := identity.NewKeyAndCSR(identity.ProviderUserPrefix + local.ClusterID)
+	if err := ensureConsumerRBAC(ctx, i.Client, req.ClusterID, string(providerCSR)); err != nil {
+		return nil, err
+	}
+	cert, err := identity.Issue(ctx, i.Client, nil, []byte(req.CSR), user, i.Lifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -209,15 +209,26 @@ func peerLabels(clusterID string) map[string]string {
 	}
 }
 
+// ProviderCSRAnnotation carries, on the ClusterRole liqo-consumer-<id>, the
+// CSR of the provider's identity the last exchange with that consumer
+// answered with. The consumer reads it from this cluster's API server,
+// which it reaches with the pinned CA, before signing the CSR it got in the
+// answer: without a token, nothing else proves the answer's CSR is this
+// cluster's and not that of someone between the two.
+const ProviderCSRAnnotation = "liqo.io/provider-csr"
+
 // ensureConsumerRBAC creates or repairs the ClusterRole and binding that
 // let liqo-consumer-<id> create PeeringRequests (the webhook admits only
-// its own) and read, update and delete its own.
-func ensureConsumerRBAC(ctx context.Context, c client.Client, clusterID string) error {
+// its own), read, update and delete its own, and read the ClusterRole
+// itself, which publishes providerCSR.
+func ensureConsumerRBAC(ctx context.Context, c client.Client, clusterID, providerCSR string) error {
 	name := ConsumerRBACName(clusterID)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
 		role.Labels = peerLabels(clusterID)
+		metav1.SetMetaDataAnnotation(&role.ObjectMeta, ProviderCSRAnnotation, providerCSR)
 		role.Rules = []rbacv1.PolicyRule{
+			{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{name}, Verbs: []string{"get"}},
 			// RBAC cannot restrict create by name; the webhook does.
 			{APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, Resources: []string{"peeringrequests"}, Verbs: []string{"create"}},
 			{APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, Resources: []string{"peeringrequests"},

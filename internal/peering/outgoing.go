@@ -14,11 +14,13 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -352,6 +354,9 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	if err := r.checkIdentity(ctx, creds, identity.ConsumerUserPrefix+r.LocalClusterID); err != nil {
 		return fail(ReasonAuthFailed, err)
 	}
+	if err := r.checkProviderCSR(ctx, creds, resp.ProviderCSR); err != nil {
+		return fail(ReasonAuthFailed, err)
+	}
 	providerCert, err := identity.Issue(ctx, r.Client, nil, []byte(resp.ProviderCSR), identity.ProviderUserPrefix+provider, r.Lifetime)
 	if err != nil {
 		return fail(ReasonAuthFailed, fmt.Errorf("issuing the provider's identity in this cluster: %w", err))
@@ -432,6 +437,35 @@ func (r *Outgoing) checkIdentity(ctx context.Context, creds *identity.Credential
 	}
 	if got := review.Status.UserInfo.Username; got != want {
 		return fmt.Errorf("the provider's API server sees the issued certificate as %q, not %q", got, want)
+	}
+	return nil
+}
+
+// checkProviderCSR makes sure csr, which the answer asks this cluster to
+// sign, is the one the provider published for this cluster on its own API
+// server (annotation ProviderCSRAnnotation of ClusterRole
+// liqo-consumer-<this cluster>), reached with the pinned CA as the
+// identity just issued: the answer itself is authenticated only with a
+// token. A new grant may take a moment to reach the provider's authorizer.
+func (r *Outgoing) checkProviderCSR(ctx context.Context, creds *identity.Credentials, csr string) error {
+	cfg := creds.RESTConfig()
+	cfg.Timeout = 5 * time.Second
+	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	if err != nil {
+		return err
+	}
+	var role rbacv1.ClusterRole
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = remote.Get(ctx, client.ObjectKey{Name: ConsumerRBACName(r.LocalClusterID)}, &role)
+		return last == nil || !apierrors.IsForbidden(last), nil
+	})
+	if last != nil || err != nil {
+		return fmt.Errorf("reading the provider's CSR on its API server %s: %w", creds.Server, errors.Join(last, err))
+	}
+	if role.Annotations[ProviderCSRAnnotation] != csr {
+		return errors.New("the answer asks this cluster to sign a CSR that is not the one the provider published for it on its API server: " +
+			"someone between the two clusters may have changed the answer")
 	}
 	return nil
 }

@@ -3,11 +3,23 @@
 package peering_test
 
 import (
+	"bytes"
 	"context"
+	"crypto"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,6 +113,101 @@ func TestLANPeering(t *testing.T) {
 			}
 		}
 	}
+	t.Run("an answer changed between the clusters gets no provider identity signed", testSwappedProviderCSR)
+}
+
+// testSwappedProviderCSR: under LAN trust the exchange's answer is not
+// signed. A host that redirects A to itself (as a spoofed announcement
+// would) relays A's request to the real B and swaps the provider CSR in
+// B's answer for its own: A must refuse to sign it, and no certificate for
+// the attacker's key may reach B's PeeringRequest.
+func testSwappedProviderCSR(t *testing.T) {
+	a, b := suite.Members[0], suite.Members[1]
+	ctx := t.Context()
+	inA := framework.Client(t, a)
+	// A stops browsing, so that no announcement puts B's address back
+	// while A is redirected.
+	setClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) { s.DiscoveryConfig.EnableDiscovery = ptr.To(false) })
+	_, attackerCSR, err := identity.NewKeyAndCSR(identity.ProviderUserPrefix + b.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var swapped atomic.Int64
+	relay := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // B's self-signed auth service
+	proxy := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, b.AuthURL+r.URL.Path, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := relay.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		var ir auth.IdentityResponse
+		if resp.StatusCode == http.StatusOK && r.URL.Path == auth.PeeringIdentityPath && json.Unmarshal(out, &ir) == nil {
+			ir.ProviderCSR = string(attackerCSR)
+			out, _ = json.Marshal(&ir)
+			swapped.Add(1)
+		}
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(proxy.Close)
+
+	fc := getFC(t, a, b.ClusterID)
+	patch := client.MergeFrom(fc.DeepCopy())
+	fc.Spec.ForeignAuthURL = proxy.URL
+	if err := inA.Patch(ctx, fc, patch); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		fc := getFC(t, a, b.ClusterID)
+		patch := client.MergeFrom(fc.DeepCopy())
+		fc.Spec.ForeignAuthURL = b.AuthURL
+		_ = inA.Patch(context.Background(), fc, patch)
+	})
+	// A authenticates again once its identity in B is gone.
+	if err := inA.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: identity.RemoteSecretName(b.ClusterID)}}); err != nil {
+		t.Fatal(err)
+	}
+	var refusal string
+	framework.Eventually(t, 60*time.Second, func() error {
+		var pr discoveryv1alpha1.PeeringRequest
+		if err := framework.Client(t, b).Get(ctx, client.ObjectKey{Name: a.ClusterID}, &pr); err == nil && sameKey(t, pr.Spec.ProviderCertificate, attackerCSR) {
+			t.Fatalf("A signed the attacker's CSR as %s%s and handed the certificate over in its PeeringRequest", identity.ProviderUserPrefix, b.ClusterID)
+		}
+		c := meta.FindStatusCondition(getFC(t, a, b.ClusterID).Status.Conditions, discoveryv1alpha1.ConditionAuthenticated)
+		if swapped.Load() == 0 || c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not the one the provider published") {
+			return errorf("%d answers swapped; A's Authenticated condition: %+v", swapped.Load(), c)
+		}
+		refusal = c.Message
+		return nil
+	})
+	t.Logf("A refused the swapped answer: %s", refusal)
+}
+
+// sameKey says whether the PEM certificate certPEM certifies the key of
+// the PEM CSR csrPEM.
+func sameKey(t *testing.T, certPEM string, csrPEM []byte) bool {
+	t.Helper()
+	cb, _ := pem.Decode([]byte(certPEM))
+	rb, _ := pem.Decode(csrPEM)
+	if cb == nil || rb == nil {
+		return false
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return false
+	}
+	csr, err := x509.ParseCertificateRequest(rb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, ok := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && pub.Equal(csr.PublicKey)
 }
 
 // lanCleanup stops discovery, unpeers every pair and removes the
