@@ -103,6 +103,39 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 		if adv.Status.Message == "accepted by the provider itself" {
 			t.Fatalf("the provider's status stands: %+v", adv.Status)
 		}
+		// With auto-accept off, the annotation is the consumer's verdict.
+		err := update(func(adv *sharingv1alpha1.Advertisement) {
+			metav1.SetMetaDataAnnotation(&adv.ObjectMeta, sharing.AcceptAnnotation, "true")
+		})
+		if err == nil {
+			t.Cleanup(func() {
+				_ = update(func(adv *sharingv1alpha1.Advertisement) { delete(adv.Annotations, sharing.AcceptAnnotation) })
+			})
+		}
+		framework.Refused(t, "setting the accept annotation on its Advertisement", err)
+		// Once the consumer set it, the provider's refreshes carry it along.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var adv sharingv1alpha1.Advertisement
+			if err := inA.Get(ctx, own, &adv); err != nil {
+				return err
+			}
+			metav1.SetMetaDataAnnotation(&adv.ObjectMeta, sharing.AcceptAnnotation, "true")
+			return inA.Update(ctx, &adv)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				var adv sharingv1alpha1.Advertisement
+				if err := inA.Get(context.Background(), own, &adv); err != nil {
+					return err
+				}
+				delete(adv.Annotations, sharing.AcceptAnnotation)
+				return inA.Update(context.Background(), &adv)
+			})
+		})
+		framework.Allowed(t, "refreshing its Advertisement with the consumer's annotation on it",
+			update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.Properties = map[string]string{"refreshed": "yes"} }))
 	})
 
 	t.Run("a provider cannot pass itself off as another", func(t *testing.T) {
