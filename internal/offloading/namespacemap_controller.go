@@ -99,8 +99,10 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	status := map[string]offloadingv1alpha1.MappedNamespaceStatus{}
 	claimed := map[string]string{} // provider namespace -> consumer namespace
-	// The first claim sticks: a consumer namespace that holds its provider
-	// namespace keeps it against a later claim, whatever the names.
+	// The first claim sticks: a provider namespace serves the consumer
+	// namespace it was made for as long as that one asks for it, whatever
+	// its state; another claim waits until it is released and made anew,
+	// so that nothing of the holder's is handed over.
 	holders, err := r.holders(ctx, consumer)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -109,30 +111,30 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	for local := range desired {
 		locals = append(locals, local)
 	}
-	slices.SortFunc(locals, func(a, b string) int {
-		if ha, hb := holders[desired[a]] == a, holders[desired[b]] == b; ha != hb {
-			if ha {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
+	slices.Sort(locals)
 	for _, local := range locals {
 		remote := desired[local]
+		holder := holders[remote] // "" when nobody holds it
+		held := holder != ""
+		switch {
+		case ReservedNamespace(remote):
+			status[local] = failed(remote, fmt.Sprintf("namespace %s is reserved in the provider: choose another remote name", remote))
+			continue
+		case held && holder != local && desired[holder] == remote:
+			status[local] = failed(remote, fmt.Sprintf("namespace %s is already mapped to %s", remote, holder))
+			continue
+		case held && holder != local:
+			// Released by its holder: deleted below, then made for local.
+			status[local] = offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
+				Message: fmt.Sprintf("namespace %s still holds what %s offloaded; it is made again once deleted", remote, holder)}
+			continue
+		}
 		if other, dup := claimed[remote]; dup {
 			status[local] = failed(remote, fmt.Sprintf("namespace %s is already mapped to %s", remote, other))
 			continue
 		}
-		if ReservedNamespace(remote) {
-			status[local] = failed(remote, fmt.Sprintf("namespace %s is reserved in the provider: choose another remote name", remote))
-			continue
-		}
-		st := r.ensureNamespace(ctx, consumer, local, remote)
-		if st.Phase == offloadingv1alpha1.RemoteNamespaceReady {
-			claimed[remote] = local
-		}
-		status[local] = st
+		claimed[remote] = local
+		status[local] = r.ensureNamespace(ctx, consumer, local, remote)
 	}
 	if err := DeleteNamespaces(ctx, r.Client, consumer, func(name string) bool { _, keep := claimed[name]; return keep }); err != nil {
 		return ctrl.Result{}, err
@@ -150,7 +152,7 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 // holders returns, for each provider namespace made for consumer, the
-// consumer namespace it serves.
+// consumer namespace it serves ("" for none).
 func (r *NamespaceMapReconciler) holders(ctx context.Context, consumer string) (map[string]string, error) {
 	var list corev1.NamespaceList
 	if err := r.Client.List(ctx, &list, client.MatchingLabels{sharing.OriginClusterLabel: consumer}); err != nil {
@@ -193,7 +195,7 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 	case !ns.DeletionTimestamp.IsZero():
 		return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
 			Message: fmt.Sprintf("namespace %s is being deleted; it is created again once gone", remote)}
-	case ns.Annotations[virtualkubelet.OriginNamespaceAnnotation] != local || ns.Labels[PodSecurityEnforceLabel] != level ||
+	case ns.Annotations[virtualkubelet.OriginNamespaceAnnotation] == "" || ns.Labels[PodSecurityEnforceLabel] != level ||
 		ns.Labels[PodSecurityEnforceVersionLabel] != "latest":
 		patch := client.MergeFrom(ns.DeepCopy())
 		metav1.SetMetaDataAnnotation(&ns.ObjectMeta, virtualkubelet.OriginNamespaceAnnotation, local)
