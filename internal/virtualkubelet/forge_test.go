@@ -5,6 +5,7 @@ package virtualkubelet
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -259,9 +260,36 @@ func TestRejectedForGood(t *testing.T) {
 		{"quota", apierrors.NewForbidden(gr, "p", errors.New("exceeded quota: q, requested: pods=1, used: pods=10, limited: pods=10")), false},
 		{"unreachable", errors.New("connection refused"), false},
 		{"conflict", apierrors.NewConflict(gr, "p", errors.New("x")), false},
+		{"admission policy", apierrors.NewForbidden(gr, "p", errors.New("ValidatingAdmissionPolicy 'liqo-offloaded-pods' with binding 'liqo-offloaded-pods' denied request: spec.hostNetwork")), true},
+		{"rbac", apierrors.NewForbidden(gr, "p", errors.New(`User "liqo-virtual-kubelet-x" cannot create resource "pods"`)), false},
+		{"namespace terminating", apierrors.NewForbidden(gr, "p", errors.New("unable to create new content in namespace x because it is being terminated")), false},
 	} {
 		if got := rejectedForGood(tc.err); got != tc.want {
 			t.Errorf("%s: rejectedForGood = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestPodSecretNames(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
+		Volumes: []corev1.Volume{
+			{Name: "v1", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "volume"}}},
+			{Name: "v2", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "projected"}}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "not-a-secret"}}},
+			}}}},
+			{Name: "v3", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "also-not"}}}},
+		},
+		InitContainers: []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-env"}}}}}},
+		Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{
+			{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}, Key: "k"}}},
+			{Name: "B", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "volume"}, Key: "k"}}},
+		}}},
+	}}
+	got := PodSecretNames(pod)
+	want := []string{"env", "init-env", "projected", "pull", "volume"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("PodSecretNames = %v, want %v", got, want)
 	}
 }

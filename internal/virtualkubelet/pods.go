@@ -198,9 +198,15 @@ func (r *PodReflector) deleteIfNodeGone(ctx context.Context, pod *corev1.Pod) er
 const ReasonProviderRejected = "ProviderRejected"
 
 // rejectedForGood says whether the provider's refusal of a pod will not
-// change by asking again: a quota exceeded now may have room later.
+// change by asking again: an invalid spec, its Pod Security level, an
+// admission policy. Any other refusal (RBAC not yet granted, a namespace
+// being deleted, a quota) may pass later and is retried.
 func rejectedForGood(err error) bool {
-	return apierrors.IsInvalid(err) || (apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "exceeded quota"))
+	if apierrors.IsInvalid(err) {
+		return true
+	}
+	msg := err.Error()
+	return apierrors.IsForbidden(err) && (strings.Contains(msg, "violates PodSecurity") || strings.Contains(msg, "ValidatingAdmissionPolicy"))
 }
 
 func (r *PodReflector) createRemote(ctx context.Context, sess *session, pod, desired *corev1.Pod) (ctrl.Result, error) {
