@@ -102,6 +102,12 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 		return ctrl.Result{}, r.setStatus(ctx, &no, no.Status.RemoteNamespaces, metav1.ConditionFalse, "InvalidClusterSelector", err.Error())
 	}
 	remoteName := RemoteNamespaceName(no.Namespace, r.LocalClusterID, &no.Spec)
+	if ReservedNamespace(remoteName) {
+		// Providers refuse it (their NamespaceMap schema); say why here
+		// instead of asking them again and again.
+		return ctrl.Result{}, r.setStatus(ctx, &no, no.Status.RemoteNamespaces, metav1.ConditionFalse, "ReservedRemoteName", fmt.Sprintf(
+			"the remote name %s is reserved in providers (default, liqo, liqo-*, kube-*): set namespaceMappingStrategy SelectedName with another remoteNamespaceName", remoteName))
+	}
 	previous := map[string]offloadingv1alpha1.RemoteNamespaceStatus{}
 	for _, st := range no.Status.RemoteNamespaces {
 		previous[st.ClusterID] = st

@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,4 +109,25 @@ func TestNamespaceMapCannotSquat(t *testing.T) {
 			t.Errorf("namespace %s was created in %s (labels %v, annotations %v)", tc.remote, b.Name, n.Labels, n.Annotations)
 		}
 	}
+}
+
+// TestReservedRemoteNameIsExplained: a local namespace whose default
+// remote name falls under a reserved prefix is not offloaded, and its
+// NamespaceOffloading says why instead of asking the providers again.
+func TestReservedRemoteNameIsExplained(t *testing.T) {
+	peered(t)
+	a, _, _ := members()
+	const ns = "liqo-demo"
+	startOffloading(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{})
+	framework.Eventually(t, 30*time.Second, func() error {
+		var no offloadingv1alpha1.NamespaceOffloading
+		if err := framework.Client(t, a).Get(t.Context(), client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ReservedRemoteName" || !strings.Contains(c.Message, "SelectedName") {
+			return fmt.Errorf("NamespaceOffloading %s: Ready %+v, want False ReservedRemoteName naming the way out", ns, c)
+		}
+		return nil
+	})
 }
