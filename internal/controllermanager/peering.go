@@ -103,6 +103,9 @@ func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, cluster
 	if err := virtualkubelet.IndexPodsByNode(mgr); err != nil {
 		return err
 	}
+	if err := virtualkubelet.IndexPodsBySecret(mgr); err != nil {
+		return err
+	}
 	remotes := &virtualkubelet.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
 	sessions := &virtualkubelet.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
 	if err := mgr.Add(sessions); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
@@ -38,7 +42,8 @@ type objectKind struct {
 }
 
 // ObjectKinds are the kinds reflected into each provider namespace:
-// ConfigMaps and Secrets offloaded pods mount, and Services (with their
+// ConfigMaps, the Secrets the namespace's pods use (all of them with
+// spec.secretReflection All), and Services (with their
 // selector, so that the provider's endpoints controller fills them with the
 // provider pods).
 var objectKinds = []objectKind{
@@ -154,6 +159,15 @@ func (r *ObjectReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
+	// A Secret leaves the consumer only for a pod that uses it, unless the
+	// namespace shares all of them: its copy goes with the last such pod.
+	if exists && r.kind.name == kindSecret && no.Spec.SecretReflection != offloadingv1alpha1.ReflectAllSecrets {
+		var users corev1.PodList
+		if err := r.Client.List(ctx, &users, client.InNamespace(req.Namespace), client.MatchingFields{secretRefsField: req.Name}); err != nil {
+			return ctrl.Result{}, err
+		}
+		exists = len(users.Items) > 0
+	}
 	var errs []error
 	retry := false
 	reached := map[string]bool{}
@@ -259,10 +273,79 @@ func (r *ObjectReflector) SetupWithManager(mgr ctrl.Manager) error {
 		})
 		return reqs
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(r.kind.newObject()).
 		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
-		WatchesRawSource(r.Sessions.Source(r.kind.name, &handler.EnqueueRequestForObject{})).
-		Named("virtualkubelet-" + r.kind.name).
-		Complete(r)
+		WatchesRawSource(r.Sessions.Source(r.kind.name, &handler.EnqueueRequestForObject{}))
+	if r.kind.name == kindSecret {
+		// A pod that comes or goes decides whether the Secrets it uses
+		// are shared; its spec cannot change what it uses.
+		users := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			names := PodSecretNames(o.(*corev1.Pod))
+			reqs := make([]reconcile.Request, 0, len(names))
+			for _, name := range names {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}})
+			}
+			return reqs
+		})
+		b = b.Watches(&corev1.Pod{}, users, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}))
+	}
+	return b.Named("virtualkubelet-" + r.kind.name).Complete(r)
+}
+
+// secretRefsField indexes pods by the Secrets they use.
+const secretRefsField = "liqo.secretRefs"
+
+// IndexPodsBySecret adds the index of pods by the Secrets they use, which
+// the Secret reflector lists with; call it once, before setting it up.
+func IndexPodsBySecret(mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, secretRefsField, func(o client.Object) []string {
+		return PodSecretNames(o.(*corev1.Pod))
+	})
+}
+
+// PodSecretNames returns the Secrets pod uses: in volumes (projected ones
+// included), in its containers' environment, and to pull its images.
+func PodSecretNames(pod *corev1.Pod) []string {
+	seen := map[string]bool{}
+	add := func(name string) {
+		if name != "" {
+			seen[name] = true
+		}
+	}
+	for _, r := range pod.Spec.ImagePullSecrets {
+		add(r.Name)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil {
+			add(v.Secret.SecretName)
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					add(src.Secret.Name)
+				}
+			}
+		}
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			for _, e := range c.EnvFrom {
+				if e.SecretRef != nil {
+					add(e.SecretRef.Name)
+				}
+			}
+			for _, e := range c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					add(e.ValueFrom.SecretKeyRef.Name)
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }

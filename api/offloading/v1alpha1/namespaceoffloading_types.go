@@ -64,7 +64,25 @@ type NamespaceOffloadingSpec struct {
 	// namespace offloads to. Empty selects every provider.
 	// +optional
 	ClusterSelector *corev1.NodeSelector `json:"clusterSelector,omitempty"`
+
+	// SecretReflection says which Secrets of the namespace are copied to
+	// the providers: Referenced (the default) copies those the namespace's
+	// pods use (volumes, environment, image pull secrets); All copies every
+	// Secret, for workloads that read Secrets through the API.
+	// +kubebuilder:default=Referenced
+	// +optional
+	SecretReflection SecretReflection `json:"secretReflection,omitempty"`
 }
+
+// SecretReflection says which Secrets an offloaded namespace shares.
+// +kubebuilder:validation:Enum=Referenced;All
+type SecretReflection string
+
+// The Secret reflection policies.
+const (
+	ReflectReferencedSecrets SecretReflection = "Referenced"
+	ReflectAllSecrets        SecretReflection = "All"
+)
 
 // RemoteNamespacePhase is the state of one remote namespace.
 // +kubebuilder:validation:Enum=Pending;Ready;Failed;Terminating
