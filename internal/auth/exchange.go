@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // PeeringIdentityPath is where a consumer exchanges its token and CSR for
@@ -181,7 +183,7 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusServiceUnavailable, ReasonNotReady, "this cluster does not accept peerings yet")
 		return
 	}
-	if !s.allowExchange() {
+	if !s.allowExchange(r.RemoteAddr) {
 		w.Header().Set("Retry-After", "1")
 		refuse(http.StatusTooManyRequests, ReasonTooMany, "too many peering requests at once; try again shortly")
 		return
@@ -242,7 +244,11 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var e *ExchangeError
 		if !errors.As(err, &e) {
-			e = &ExchangeError{Status: http.StatusInternalServerError, Reason: ReasonInternal, Message: "issuing the identity failed: " + err.Error()}
+			// What failed inside stays in this cluster's log: the caller
+			// may not even be authenticated.
+			ctrl.LoggerFrom(r.Context()).Error(err, "Issuing a peering identity failed", "clusterID", req.ClusterID)
+			e = &ExchangeError{Status: http.StatusInternalServerError, Reason: ReasonInternal,
+				Message: "issuing the identity failed; the provider's controller manager logs say why"}
 		}
 		refuse(e.Status, e.Reason, "%s", e.Message)
 		return

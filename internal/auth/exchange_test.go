@@ -39,7 +39,7 @@ const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abc
 
 func newExchangeServer(t *testing.T, issuer Issuer) *httptest.Server {
 	t.Helper()
-	s := &Server{Issuer: issuer, Token: func(context.Context) (string, error) { return testToken, nil }, Limiter: rate.NewLimiter(rate.Inf, 0)}
+	s := &Server{Issuer: issuer, Token: func(context.Context) (string, error) { return testToken, nil }, Limiter: rate.NewLimiter(rate.Inf, 0), PerSource: rate.Inf}
 	srv := httptest.NewTLSServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return srv
@@ -173,7 +173,7 @@ func FuzzExchange(f *testing.F) {
 	f.Add([]byte("{"), "Bearer x")
 	issuer := &stubIssuer{}
 	// No rate limit here: every input must reach the parsing.
-	s := &Server{Issuer: issuer, Token: func(context.Context) (string, error) { return testToken, nil }, Limiter: rate.NewLimiter(rate.Inf, 0)}
+	s := &Server{Issuer: issuer, Token: func(context.Context) (string, error) { return testToken, nil }, Limiter: rate.NewLimiter(rate.Inf, 0), PerSource: rate.Inf}
 	h := s.Handler()
 	f.Fuzz(func(t *testing.T, b []byte, authz string) {
 		req := httptest.NewRequest(http.MethodPost, PeeringIdentityPath, bytes.NewReader(b))
@@ -206,5 +206,30 @@ func TestExchangesAreRateLimited(t *testing.T) {
 		if limited := status == http.StatusTooManyRequests && reason == ReasonTooMany; limited != (i >= burst) {
 			t.Fatalf("request %d: %d %s; want the first %d served and the rest refused with 429 %s", i+1, status, reason, burst, ReasonTooMany)
 		}
+	}
+}
+
+// TestOneSourceCannotSpendEveryonesExchanges checks that a source past its
+// own bound is refused while another source is still served, and that the
+// flooder's refusals do not spend the global budget.
+func TestOneSourceCannotSpendEveryonesExchanges(t *testing.T) {
+	const perSource = 2
+	s := &Server{Issuer: &stubIssuer{}, Token: func(context.Context) (string, error) { return testToken, nil },
+		Limiter: rate.NewLimiter(rate.Every(time.Hour), perSource+1), PerSource: rate.Every(time.Hour), PerSourceBurst: perSource}
+	body, _ := json.Marshal(sampleRequest)
+	send := func(src string) int {
+		r := httptest.NewRequest(http.MethodPost, PeeringIdentityPath, bytes.NewReader(body))
+		r.RemoteAddr = src
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, r)
+		return w.Code
+	}
+	for i := range perSource + 3 {
+		if code := send("192.0.2.1:1000"); (code == http.StatusTooManyRequests) != (i >= perSource) {
+			t.Fatalf("flooder request %d: %d; want the first %d served and the rest refused with 429", i+1, code, perSource)
+		}
+	}
+	if code := send("192.0.2.2:1000"); code == http.StatusTooManyRequests {
+		t.Fatalf("another source: %d; want it served although the first one flooded", code)
 	}
 }

@@ -38,8 +38,15 @@ type Server struct {
 	// Limiter bounds the token exchanges; nil means 20 a second, in bursts
 	// of 40.
 	Limiter *rate.Limiter
+	// PerSource bounds the exchanges of one source address, checked
+	// before Limiter so that one flooding host cannot spend every peer's
+	// share; zero means 2 a second, in bursts of PerSourceBurst (10 when
+	// zero).
+	PerSource      rate.Limit
+	PerSourceBurst int
 
 	nonces    nonceCache
+	sources   sourceLimits
 	limitOnce sync.Once
 	tokenMu   sync.Mutex
 	token     string
@@ -67,13 +74,51 @@ const (
 	exchangeBurst      = 40
 )
 
-func (s *Server) allowExchange() bool {
+// Defaults of the per-source bound, and how many sources it remembers.
+const (
+	sourceExchangesPerSecond = 2
+	sourceExchangeBurst      = 10
+	maxSources               = 4096
+)
+
+func (s *Server) allowExchange(remoteAddr string) bool {
 	s.limitOnce.Do(func() {
 		if s.Limiter == nil {
 			s.Limiter = rate.NewLimiter(exchangesPerSecond, exchangeBurst)
 		}
+		if s.PerSource == 0 {
+			s.PerSource = sourceExchangesPerSecond
+		}
+		if s.PerSourceBurst == 0 {
+			s.PerSourceBurst = sourceExchangeBurst
+		}
 	})
-	return s.Limiter.Allow()
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	return s.sources.allow(host, s.PerSource, s.PerSourceBurst) && s.Limiter.Allow()
+}
+
+// sourceLimits keeps one limiter per source address, at most maxSources:
+// past that it starts afresh (the global limiter still bounds the whole).
+type sourceLimits struct {
+	mu    sync.Mutex
+	bySrc map[string]*rate.Limiter
+}
+
+func (l *sourceLimits) allow(src string, limit rate.Limit, burst int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim, ok := l.bySrc[src]
+	if !ok {
+		if l.bySrc == nil || len(l.bySrc) >= maxSources {
+			l.bySrc = map[string]*rate.Limiter{}
+		}
+		lim = rate.NewLimiter(limit, burst)
+		l.bySrc[src] = lim
+	}
+	return lim.Allow()
 }
 
 // Handler returns the service's HTTP handler.
