@@ -24,16 +24,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -68,68 +65,27 @@ func peered(t *testing.T) {
 		framework.AddWithToken(t, a, b)
 		framework.AddWithToken(t, a, c)
 	})
-	for _, p := range []*playground.Member{b, c} {
-		framework.Eventually(t, 60*time.Second, func() error {
-			n, err := framework.VirtualNode(framework.Client(t, a), p.ClusterID)
-			if err != nil {
-				return err
-			}
-			return readyError(n)
-		})
-	}
+	framework.WaitVirtualNodesReady(t, a, b, c)
 }
 
-// startOffloading creates namespace ns in the consumer with a
-// NamespaceOffloading, both deleted, provider namespaces included, when
-// the test ends; it does not wait for the offloading to be Ready.
+// startOffloading, offload and offloadingReady are the framework's, with
+// this suite's consumer and providers.
 func startOffloading(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec) *offloadingv1alpha1.NamespaceOffloading {
 	t.Helper()
-	cleanupNamespace(t, ns)
-	a, _, _ := members()
-	c := framework.Client(t, a)
-	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, Spec: spec}
-	if err := c.Create(ctx, no); err != nil {
-		t.Fatal(err)
-	}
-	return no
+	a, b, c := members()
+	return framework.StartOffloading(t, a, []*playground.Member{b, c}, ns, spec)
 }
 
-// offload is startOffloading followed by the wait until every one of the
-// providers selected has its namespace; it returns the status entries.
 func offload(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec, providers int) []offloadingv1alpha1.RemoteNamespaceStatus {
 	t.Helper()
-	no := startOffloading(t, ns, spec)
-	framework.Eventually(t, 30*time.Second, func() error {
-		got, err := offloadingReady(t, ns)
-		if err != nil {
-			return err
-		}
-		if len(got.Status.RemoteNamespaces) != providers {
-			return fmt.Errorf("NamespaceOffloading %s has %d provider namespaces, want %d: %+v", ns, len(got.Status.RemoteNamespaces), providers, got.Status)
-		}
-		no = got
-		return nil
-	})
-	return no.Status.RemoteNamespaces
+	a, b, c := members()
+	return framework.Offload(t, a, []*playground.Member{b, c}, ns, spec, providers)
 }
 
-// offloadingReady returns the NamespaceOffloading of ns, or an error
-// unless its Ready condition is True.
 func offloadingReady(t *testing.T, ns string) (*offloadingv1alpha1.NamespaceOffloading, error) {
 	t.Helper()
 	a, _, _ := members()
-	var no offloadingv1alpha1.NamespaceOffloading
-	if err := framework.Client(t, a).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
-		return nil, err
-	}
-	if cond := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue {
-		return nil, fmt.Errorf("NamespaceOffloading %s not Ready: %+v", ns, no.Status)
-	}
-	return &no, nil
+	return framework.OffloadingReady(t, a, ns)
 }
 
 // remoteNamespaceOf returns the provider namespace of providerID among
@@ -143,34 +99,6 @@ func remoteNamespaceOf(t *testing.T, entries []offloadingv1alpha1.RemoteNamespac
 	}
 	t.Fatalf("no provider namespace for %s in %+v", providerID, entries)
 	return ""
-}
-
-// cleanupNamespace deletes ns in the consumer when the test ends and waits
-// until its provider namespaces are gone too.
-func cleanupNamespace(t *testing.T, ns string) {
-	t.Helper()
-	a, b, c := members()
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = framework.Client(t, a).Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		framework.Eventually(t, 90*time.Second, func() error {
-			for _, p := range []*playground.Member{b, c} {
-				var list corev1.NamespaceList
-				if err := framework.Client(t, p).List(ctx, &list, client.MatchingLabels{sharing.OriginClusterLabel: a.ClusterID}); err != nil {
-					return err
-				}
-				for _, n := range list.Items {
-					if n.Annotations[virtualkubelet.OriginNamespaceAnnotation] == ns {
-						return fmt.Errorf("%s still has namespace %s (%s)", p.Name, n.Name, n.Status.Phase)
-					}
-				}
-			}
-			if err := framework.Client(t, a).Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("namespace %s still there (%w)", ns, err)
-			}
-			return nil
-		})
-	})
 }
 
 // pausePod is a pod of one pause container.

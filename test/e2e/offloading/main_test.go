@@ -14,19 +14,15 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
@@ -62,48 +58,14 @@ func peered(t *testing.T) {
 		framework.AddWithToken(t, a, b)
 		framework.AddWithToken(t, a, c)
 	})
-	for _, p := range []*playground.Member{b, c} {
-		framework.Eventually(t, 60*time.Second, func() error {
-			n, err := framework.VirtualNode(framework.Client(t, a), p.ClusterID)
-			if err != nil {
-				return err
-			}
-			if virtualkubelet.NodeReady(n) != corev1.ConditionTrue {
-				return fmt.Errorf("virtual node %s not Ready", n.Name)
-			}
-			return nil
-		})
-	}
+	framework.WaitVirtualNodesReady(t, a, b, c)
 }
 
-// offload creates namespace ns in the consumer with a NamespaceOffloading
-// (deleted, provider namespaces included, when the test ends) and waits
-// until every selected provider has its namespace; it returns the status
-// entries.
+// offload is framework.Offload with this suite's consumer and providers.
 func offload(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec, providers int) []offloadingv1alpha1.RemoteNamespaceStatus {
 	t.Helper()
-	cleanupNamespace(t, ns)
-	a, _, _ := members()
-	c := framework.Client(t, a)
-	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, Spec: spec}
-	if err := c.Create(ctx, no); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 30*time.Second, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(no), no); err != nil {
-			return err
-		}
-		cond := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady)
-		if cond == nil || cond.Status != metav1.ConditionTrue || len(no.Status.RemoteNamespaces) != providers {
-			return fmt.Errorf("NamespaceOffloading %s: %+v", ns, no.Status)
-		}
-		return nil
-	})
-	return no.Status.RemoteNamespaces
+	a, b, c := members()
+	return framework.Offload(t, a, []*playground.Member{b, c}, ns, spec, providers)
 }
 
 // deployment is a Deployment of replicas pods labelled app=name that read
@@ -209,33 +171,6 @@ func allRunning(t *testing.T, ns string, want int) error {
 		return fmt.Errorf("%d of %d pods Running and Ready, want %d", running, len(pods.Items), want)
 	}
 	return nil
-}
-
-// cleanupNamespace deletes ns in the consumer and waits until its provider
-// namespaces are gone too.
-func cleanupNamespace(t *testing.T, ns string) {
-	a, b, c := members()
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = framework.Client(t, a).Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		framework.Eventually(t, 90*time.Second, func() error {
-			for _, p := range []*playground.Member{b, c} {
-				var list corev1.NamespaceList
-				if err := framework.Client(t, p).List(ctx, &list, client.MatchingLabels{sharing.OriginClusterLabel: a.ClusterID}); err != nil {
-					return err
-				}
-				for _, n := range list.Items {
-					if n.Annotations[virtualkubelet.OriginNamespaceAnnotation] == ns {
-						return fmt.Errorf("%s still has namespace %s (%s)", p.Name, n.Name, n.Status.Phase)
-					}
-				}
-			}
-			if err := framework.Client(t, a).Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("namespace %s still there (%w)", ns, err)
-			}
-			return nil
-		})
-	})
 }
 
 // remotePods counts the provider pods, terminating ones included, made for
