@@ -60,8 +60,11 @@ func TestAdvertisementSwitch(t *testing.T) {
 		framework.Eventually(t, 10*time.Second, func() error { return seenByMDNS(t, m, quiet) })
 	}
 
-	setDiscovery(t, quiet, func(d *configv1alpha1.DiscoveryConfig) { d.EnableAdvertisement = enable(false) })
+	// The clock starts before the switch: advertising may stop before
+	// setDiscovery has seen the change applied, and the lower bound below
+	// must count from the earliest moment it could have stopped.
 	stopped := time.Now()
+	setDiscovery(t, quiet, func(d *configv1alpha1.DiscoveryConfig) { d.EnableAdvertisement = enable(false) })
 	for _, m := range []*playground.Member{a, b} {
 		framework.Eventually(t, 20*time.Second, func() error {
 			if _, err := foreignClusterOf(t, m, quiet); err == nil {
