@@ -218,7 +218,13 @@ func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignC
 	}
 	if trusted == fp {
 		fc.Status.TrustedCAFingerprint = fp
-		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionTrue, "Trusted", "The remote CA is the one trusted")
+		// While the operator's annotation names it, the condition keeps
+		// saying who trusted it, instead of changing at the next pass.
+		if fc.Annotations[discoveryv1alpha1.TrustCAAnnotation] == fp {
+			setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionTrue, "TrustedByOperator", "An operator trusted the new remote CA")
+		} else {
+			setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionTrue, "Trusted", "The remote CA is the one trusted")
+		}
 		return nil
 	}
 	if fc.Annotations[discoveryv1alpha1.TrustCAAnnotation] != fp {

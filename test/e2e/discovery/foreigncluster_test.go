@@ -182,7 +182,7 @@ func TestCAChange(t *testing.T) {
 	annotate(discoveryv1alpha1.UntrustedCAAnnotation, "true")
 	waitCA(metav1.ConditionFalse, "Untrusted", discoveryv1alpha1.UntrustedCAAnnotation)
 	annotate(discoveryv1alpha1.UntrustedCAAnnotation, "")
-	waitCA(metav1.ConditionTrue, "Trusted", "")
+	waitCA(metav1.ConditionTrue, "TrustedByOperator", "") // the trust annotation still names it
 }
 
 // TestAddressChange: when a cluster's auth service moves, the others update
