@@ -6,9 +6,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -17,10 +19,21 @@ import (
 )
 
 // SelfSignedCertificate returns a serving certificate for hosts (names or
-// IP addresses), valid for a year. The auth service needs no certificate
-// chain: peers pin the cluster CA it hands out, not this certificate.
+// IP addresses), valid for a year, with a new key.
 func SelfSignedCertificate(hosts []string) (tls.Certificate, error) {
-	key, tmpl, err := servingTemplate("liqo-auth", hosts)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return SelfSignedCertificateFor(key, hosts)
+}
+
+// SelfSignedCertificateFor returns a serving certificate for hosts, valid
+// for a year, with key. The auth service needs no certificate chain: peers
+// pin its public key on first contact (KeyFingerprint), which stays the
+// same across restarts and new certificates as long as the key does.
+func SelfSignedCertificateFor(key *ecdsa.PrivateKey, hosts []string) (tls.Certificate, error) {
+	_, tmpl, err := servingTemplate("liqo-auth", hosts)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("preparing the auth service certificate: %w", err)
 	}
@@ -29,6 +42,14 @@ func SelfSignedCertificate(hosts []string) (tls.Certificate, error) {
 		return tls.Certificate{}, fmt.Errorf("signing the auth service certificate: %w", err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// KeyFingerprint returns the SHA-256 of a certificate's public key (its
+// SubjectPublicKeyInfo) as lower-case hex: what peers pin of an auth
+// service, so that a renewed certificate with the same key stays trusted.
+func KeyFingerprint(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return hex.EncodeToString(sum[:])
 }
 
 // newTemplate returns a new P-256 key and a certificate template with a

@@ -4,9 +4,8 @@ package auth
 
 import (
 	"context"
-	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,17 +26,47 @@ type ClientOptions struct {
 	// RootCAs verifies the serving certificate when not insecure; nil means
 	// the system pool.
 	RootCAs *x509.CertPool
+	// PinnedKey, when set, is the KeyFingerprint the auth service must
+	// present: any other key fails the TLS handshake with a
+	// *KeyMismatchError, before anything is sent.
+	PinnedKey string
 	// Timeout bounds the whole request; defaults to 5 seconds.
 	Timeout time.Duration
+}
+
+// KeyMismatchError is a TLS handshake refused because the auth service
+// presented a key other than the pinned one.
+type KeyMismatchError struct {
+	// Pinned is the fingerprint expected, Presented the one found.
+	Pinned, Presented string
+}
+
+func (e *KeyMismatchError) Error() string {
+	return fmt.Sprintf("the auth service presented key %s, not the pinned %s", e.Presented, e.Pinned)
+}
+
+// verifyPinnedKey checks the leaf certificate of a TLS connection against
+// the pinned key fingerprint.
+func (o ClientOptions) verifyPinnedKey(cs tls.ConnectionState) error {
+	if o.PinnedKey == "" {
+		return nil
+	}
+	if len(cs.PeerCertificates) == 0 {
+		return &KeyMismatchError{Pinned: o.PinnedKey}
+	}
+	if got := KeyFingerprint(cs.PeerCertificates[0]); got != o.PinnedKey {
+		return &KeyMismatchError{Pinned: o.PinnedKey, Presented: got}
+	}
+	return nil
 }
 
 // Response is what GetIdentity learned.
 type Response struct {
 	// Identity is the remote cluster's identity.
 	Identity *Identity
-	// ServingCertFingerprint is the SHA-256 of the auth service's own
+	// ServingKey is the KeyFingerprint of the auth service's own
 	// certificate, for trust on first use.
-	ServingCertFingerprint string
+	ServingKey string
 }
 
 // GetIdentity asks the auth service at authURL for its cluster's identity.
@@ -79,8 +108,7 @@ func GetIdentity(ctx context.Context, authURL string, o ClientOptions) (*Respons
 	}
 	out := &Response{Identity: &id}
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
-		sum := sha256.Sum256(resp.TLS.PeerCertificates[0].Raw)
-		out.ServingCertFingerprint = hex.EncodeToString(sum[:])
+		out.ServingKey = KeyFingerprint(resp.TLS.PeerCertificates[0])
 	}
 	return out, nil
 }

@@ -386,6 +386,7 @@ func (o ClientOptions) httpClient() *http.Client {
 				InsecureSkipVerify: o.InsecureSkipVerify, //nolint:gosec // asked for by the ForeignCluster; the CA is pinned and the exchange signed
 				RootCAs:            o.RootCAs,
 				MinVersion:         tls.VersionTLS12,
+				VerifyConnection:   o.verifyPinnedKey,
 			},
 			Proxy: nil, // peers are reached directly
 		},

@@ -204,7 +204,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 
 	store := &clusterconfig.Store{}
-	authURL, authServer, err := setupDiscovery(mgr, o, cfg, id, store)
+	authURL, authServer, err := setupDiscovery(ctx, mgr, o, cfg, direct, id, store)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,12 @@ const rootCAConfigMap = "kube-root-ca.crt"
 
 // setupDiscovery adds the auth service, the ForeignCluster controllers and
 // LAN discovery to the manager, and returns the auth service's URL.
-func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID string, store *clusterconfig.Store) (string, *auth.Server, error) {
+func setupDiscovery(ctx context.Context, mgr ctrl.Manager, o *Options, cfg *rest.Config, direct client.Client, clusterID string, store *clusterconfig.Store) (string, *auth.Server, error) {
+	// The key is kept across restarts: peers pin it.
+	servingKey, err := auth.EnsureServingKey(ctx, direct, o.Namespace)
+	if err != nil {
+		return "", nil, err
+	}
 	listener, err := net.Listen("tcp", o.AuthBindAddress)
 	if err != nil {
 		return "", nil, fmt.Errorf("listening for the auth service on %s: %w", o.AuthBindAddress, err)
@@ -43,7 +48,7 @@ func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID st
 		_ = listener.Close()
 		return "", nil, err
 	}
-	cert, err := auth.SelfSignedCertificate([]string{host, "localhost", "127.0.0.1"})
+	cert, err := auth.SelfSignedCertificateFor(servingKey, []string{host, "localhost", "127.0.0.1"})
 	if err != nil {
 		_ = listener.Close()
 		return "", nil, err
@@ -91,6 +96,12 @@ func setupDiscovery(mgr ctrl.Manager, o *Options, cfg *rest.Config, clusterID st
 		// A sighting is written often enough for the checker never to see
 		// a live cluster as missing.
 		RefreshEvery: func() time.Duration { return policy().Interval / 3 },
+		MaxDiscovered: func() int {
+			if cc := store.Get(); cc != nil {
+				return int(cc.Spec.DiscoveryConfig.MaxDiscoveredClusters)
+			}
+			return 0
+		},
 	}
 	if err := (&foreigncluster.Reconciler{
 		Client: c, Namespace: o.Namespace, LocalClusterID: clusterID, Choices: choices,

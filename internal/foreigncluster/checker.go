@@ -107,6 +107,7 @@ func (c *Checker) check(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 	}
 	resp, err := c.GetIdentity(ctx, fc.Spec.ForeignAuthURL, auth.ClientOptions{
 		InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify,
+		PinnedKey:          fc.Status.AuthServiceKeyFingerprint, // another key is no sign of life
 		Timeout:            min(p.Interval, 5*time.Second),
 	})
 	if err == nil && fc.Spec.ClusterIdentity.ClusterID != "" && resp.Identity.ClusterID != fc.Spec.ClusterIdentity.ClusterID {

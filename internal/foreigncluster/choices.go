@@ -46,12 +46,21 @@ func (c *Choices) Get(ctx context.Context, clusterID string) (join, ok bool, err
 	return join, err == nil, nil
 }
 
-// Set remembers the decision for clusterID.
+// maxChoices bounds the decisions remembered: a flood of announced
+// clusters, autojoined, must not grow the ConfigMap past its size limit.
+const maxChoices = 4096
+
+// Set remembers the decision for clusterID. Not joining a cluster never
+// joined is what every new cluster gets without autojoin, and is not
+// written down: only decisions a cluster was ever joined under are kept.
 func (c *Choices) Set(ctx context.Context, clusterID string, join bool) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var cm corev1.ConfigMap
 		err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ChoicesConfigMap}, &cm)
 		if apierrors.IsNotFound(err) {
+			if !join {
+				return nil
+			}
 			cm = corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: ChoicesConfigMap},
 				Data:       map[string]string{clusterID: strconv.FormatBool(join)},
@@ -61,7 +70,8 @@ func (c *Choices) Set(ctx context.Context, clusterID string, join bool) error {
 		if err != nil {
 			return err
 		}
-		if cm.Data[clusterID] == strconv.FormatBool(join) {
+		old, known := cm.Data[clusterID]
+		if old == strconv.FormatBool(join) || !known && (!join || len(cm.Data) >= maxChoices) {
 			return nil
 		}
 		if cm.Data == nil {

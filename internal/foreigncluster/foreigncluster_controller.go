@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,9 +71,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	orig := fc.DeepCopy()
+	// The auth service must present the key pinned at first contact, or
+	// the one an operator trusted after it changed.
+	pinned := fc.Status.AuthServiceKeyFingerprint
+	if trusted := fc.Annotations[discoveryv1alpha1.TrustAuthKeyAnnotation]; trusted != "" {
+		pinned = trusted
+	}
 	resp, fetchErr := r.GetIdentity(ctx, fc.Spec.ForeignAuthURL, auth.ClientOptions{
 		InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify,
+		PinnedKey:          pinned,
 	})
+	var mismatch *auth.KeyMismatchError
+	if errors.As(fetchErr, &mismatch) {
+		setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, reasonAuthKeyChanged, fmt.Sprintf(
+			"The auth service at %s presents key %s, not %s trusted for this cluster: someone else may answer at that address. "+
+				"If the cluster's auth service key was replaced on purpose, trust the new one with: kubectl annotate foreigncluster %s %s=%s",
+			fc.Spec.ForeignAuthURL, mismatch.Presented, mismatch.Pinned, fc.Name, discoveryv1alpha1.TrustAuthKeyAnnotation, mismatch.Presented))
+		return ctrl.Result{RequeueAfter: r.resync()}, r.patchStatus(ctx, orig, &fc)
+	}
 	if fetchErr != nil {
 		setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, "AuthServiceUnreachable", fetchErr.Error())
 		if err := r.patchStatus(ctx, orig, &fc); err != nil {
@@ -99,6 +115,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: r.resync()}, r.patchStatus(ctx, orig, &fc)
 	}
 	setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionTrue, "AuthServiceAnswered", "The auth service answered")
+	if resp.ServingKey != "" {
+		fc.Status.AuthServiceKeyFingerprint = resp.ServingKey // pinned on first contact, or as the operator trusted
+	}
 	if err := r.checkCA(ctx, &fc, []byte(id.CACert)); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -116,6 +135,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // reasonIdentityMismatch marks an auth service that answers for another
 // cluster.
 const reasonIdentityMismatch = "IdentityMismatch"
+
+// reasonAuthKeyChanged marks an auth service presenting a key other than
+// the pinned one.
+const reasonAuthKeyChanged = "AuthServiceKeyChanged"
 
 func (r *Reconciler) resync() time.Duration {
 	if r.Resync == 0 {
@@ -164,6 +187,20 @@ func (r *Reconciler) complete(ctx context.Context, fc *discoveryv1alpha1.Foreign
 	if err := r.Client.Patch(ctx, fc, patch); err != nil {
 		return nil, fmt.Errorf("completing ForeignCluster %s: %w", fc.Name, err)
 	}
+	if len(list.Items) > 1 {
+		// The CA Secret may belong to a copy about to go: hand it over
+		// first, so that the garbage collector does not take it along.
+		var secret corev1.Secret
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: CASecretName(fc.Spec.ClusterIdentity.ClusterID)}, &secret)
+		if client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		if err == nil {
+			if err := r.ownCA(ctx, &secret, fc); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var merged []discoveryv1alpha1.DiscoverySource
 	for i := range list.Items {
 		other := &list.Items[i]
@@ -199,7 +236,8 @@ func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignC
 		secret = corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: key.Namespace, Name: key.Name,
-				Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: fc.Spec.ClusterIdentity.ClusterID},
+				Labels:          map[string]string{discoveryv1alpha1.ClusterIDLabel: fc.Spec.ClusterIdentity.ClusterID},
+				OwnerReferences: caOwners(fc),
 			},
 			Data: map[string][]byte{CASecretKey: caPEM},
 		}
@@ -210,6 +248,9 @@ func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignC
 		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionTrue, "TrustedOnFirstUse", "The CA presented on first contact is trusted")
 		return nil
 	case err != nil:
+		return err
+	}
+	if err := r.ownCA(ctx, &secret, fc); err != nil {
 		return err
 	}
 	trusted, err := auth.Fingerprint(secret.Data[CASecretKey])
@@ -240,6 +281,34 @@ func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignC
 	}
 	fc.Status.TrustedCAFingerprint = fp
 	setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionTrue, "TrustedByOperator", "An operator trusted the new remote CA")
+	return nil
+}
+
+// caOwners returns the owners the CA Secret of fc should have: fc itself
+// while only discovery knows of the cluster, so that the pin goes with a
+// ForeignCluster that ages out (a flood of announcements leaves nothing
+// behind); none once the cluster was added by hand or peers with this
+// one, so that the pin outlives its ForeignCluster.
+func caOwners(fc *discoveryv1alpha1.ForeignCluster) []metav1.OwnerReference {
+	if !discoveredOnly(fc) || fc.UID == "" {
+		return nil
+	}
+	return []metav1.OwnerReference{{
+		APIVersion: discoveryv1alpha1.GroupVersion.String(), Kind: "ForeignCluster", Name: fc.Name, UID: fc.UID,
+	}}
+}
+
+// ownCA gives the CA Secret the owners caOwners says.
+func (r *Reconciler) ownCA(ctx context.Context, secret *corev1.Secret, fc *discoveryv1alpha1.ForeignCluster) error {
+	want := caOwners(fc)
+	if equality.Semantic.DeepEqual(secret.OwnerReferences, want) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	secret.OwnerReferences = want
+	if err := r.Client.Patch(ctx, secret, patch); err != nil {
+		return fmt.Errorf("updating the owner of the CA Secret of %s: %w", fc.Spec.ClusterIdentity.ClusterID, err)
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd"
 )
 
@@ -56,10 +58,28 @@ type Registry struct {
 	// RefreshEvery bounds how often a sighting that changes nothing but the
 	// time is written, to spare the API server; nil means 2 seconds.
 	RefreshEvery func() time.Duration
+	// MaxDiscovered returns how many ForeignClusters discovery alone may
+	// know of (the ClusterConfig's maxDiscoveredClusters); nil or 0 means
+	// DefaultMaxDiscovered.
+	MaxDiscovered func() int
+	// Verify asks the auth service at an announced new address for its
+	// identity; nil means auth.GetIdentity. Injectable for tests.
+	Verify func(ctx context.Context, url string, o auth.ClientOptions) (*auth.Response, error)
 
 	mu      sync.Mutex
 	written map[string]time.Time // clusterID/source -> last write
+	refused map[string]time.Time // clusterID + " " + auth URL -> last refused move
+
+	createMu  sync.Mutex
+	fullUntil time.Time // checkRoom found no room: refuse until then without counting again
 }
+
+// DefaultMaxDiscovered is the default bound on clusters only discovery
+// knows of.
+const DefaultMaxDiscovered = 256
+
+// maxRefused bounds the refused moves remembered.
+const maxRefused = 4096
 
 func (r *Registry) now() time.Time {
 	if r.Clock == nil {
@@ -127,13 +147,30 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 		if err != nil {
 			return err
 		}
-		if fc == nil {
-			fc, err = r.create(ctx, d)
+		switch {
+		case fc == nil:
+			// One creation at a time, counted against the API server, so
+			// that parallel sightings cannot overshoot the bound.
+			r.createMu.Lock()
+			err := r.checkRoom(ctx, now)
+			if err == nil {
+				fc, err = r.create(ctx, d)
+			}
+			r.createMu.Unlock()
 			if err != nil {
 				return err
 			}
-		} else if err := r.updateSpec(ctx, fc, d); err != nil {
-			return err
+		case d.Type == discoveryv1alpha1.LanDiscovery && !discoveredType(fc):
+			// Anyone on the LAN can announce a known ClusterID: a cluster
+			// added by hand or known from its peering gets no LAN source,
+			// which would keep it alive and look like a LAN sighting.
+			return &dnssd.DropError{Reason: dnssd.ReasonNotDiscovered, Detail: fmt.Sprintf(
+				"cluster %s is known as %s, not by discovery: its LAN announcements are ignored",
+				a.ClusterID, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])}
+		default:
+			if err := r.updateSpec(ctx, fc, d); err != nil {
+				return err
+			}
 		}
 		return r.markSeen(ctx, fc, d, now)
 	})
@@ -155,15 +192,104 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 // cacheLagBackoff retries conflicts with other writers of the same status.
 var cacheLagBackoff = wait.Backoff{Steps: 6, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5}
 
-func (r *Registry) recent(clusterID, source string, now time.Time) bool {
-	every := 2 * time.Second
+func (r *Registry) refreshEvery() time.Duration {
 	if r.RefreshEvery != nil {
-		every = r.RefreshEvery()
+		return r.RefreshEvery()
 	}
+	return 2 * time.Second
+}
+
+func (r *Registry) recent(clusterID, source string, now time.Time) bool {
+	every := r.refreshEvery()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	last, ok := r.written[clusterID+"/"+source]
 	return ok && now.Sub(last) < every
+}
+
+// checkRoom refuses a new discovered cluster when discovery alone already
+// knows of as many as allowed.
+// Called with createMu held.
+func (r *Registry) checkRoom(ctx context.Context, now time.Time) error {
+	limit := DefaultMaxDiscovered
+	if r.MaxDiscovered != nil && r.MaxDiscovered() > 0 {
+		limit = r.MaxDiscovered()
+	}
+	full := func(n int) error {
+		return &dnssd.DropError{Reason: dnssd.ReasonTooManyClusters, Detail: fmt.Sprintf(
+			"discovery already knows of %d clusters, the ClusterConfig's maxDiscoveredClusters (%d)", n, limit)}
+	}
+	if now.Before(r.fullUntil) {
+		return full(limit)
+	}
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader // the cache may not show the last creations yet
+	}
+	var list discoveryv1alpha1.ForeignClusterList
+	sel, err := labels.Parse(discoveryv1alpha1.DiscoveryTypeLabel + " in (" + string(discoveryv1alpha1.LanDiscovery) + "," + string(discoveryv1alpha1.WanDiscovery) + ")")
+	if err != nil {
+		return err
+	}
+	if err := reader.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return fmt.Errorf("counting discovered clusters: %w", err)
+	}
+	n := 0
+	for i := range list.Items {
+		if discoveredOnly(&list.Items[i]) {
+			n++
+		}
+	}
+	if n >= limit {
+		r.fullUntil = now.Add(time.Second)
+		return full(n)
+	}
+	return nil
+}
+
+// verifyMove accepts a new auth URL for fc only when the auth service there
+// presents the key pinned at first contact and answers for the same
+// cluster: anyone on the LAN, or able to add a DNS record, can announce a
+// known ClusterID with an address of their own. A refusal is remembered
+// for a refresh interval, so that repeated announcements are not dialled
+// each time.
+func (r *Registry) verifyMove(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, a dnssd.Announcement) error {
+	pinned := fc.Status.AuthServiceKeyFingerprint
+	if pinned == "" {
+		return nil // not contacted yet: trust on first use
+	}
+	key, now := a.ClusterID+" "+a.AuthURL, r.now()
+	r.mu.Lock()
+	last, refused := r.refused[key]
+	r.mu.Unlock()
+	drop := func(why string) error {
+		return &dnssd.DropError{Reason: dnssd.ReasonUnverifiedAddress, Detail: fmt.Sprintf(
+			"cluster %s was announced at %s, which %s; it stays at %s", a.ClusterID, a.AuthURL, why, fc.Spec.ForeignAuthURL)}
+	}
+	if refused && now.Sub(last) < r.refreshEvery() {
+		return drop("was refused moments ago")
+	}
+	verify := r.Verify
+	if verify == nil {
+		verify = auth.GetIdentity
+	}
+	resp, err := verify(ctx, a.AuthURL, auth.ClientOptions{
+		InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify,
+		PinnedKey:          pinned, Timeout: 2 * time.Second,
+	})
+	if err == nil && resp.Identity.ClusterID != a.ClusterID {
+		err = fmt.Errorf("the auth service there answers for cluster %s", resp.Identity.ClusterID)
+	}
+	if err == nil {
+		return nil
+	}
+	r.mu.Lock()
+	if r.refused == nil || len(r.refused) >= maxRefused {
+		r.refused = map[string]time.Time{}
+	}
+	r.refused[key] = now
+	r.mu.Unlock()
+	return drop(fmt.Sprintf("does not prove to be it (%v)", err))
 }
 
 // forget drops the write cache of a cluster, so that the next sighting is
@@ -225,6 +351,9 @@ func (r *Registry) updateSpec(ctx context.Context, fc *discoveryv1alpha1.Foreign
 	// inserted by hand keeps the URL the operator gave it.
 	recorded := discoveryv1alpha1.DiscoveryType(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])
 	if recorded != discoveryv1alpha1.ManualDiscovery && typeRank[d.Type] >= typeRank[recorded] && fc.Spec.ForeignAuthURL != a.AuthURL {
+		if err := r.verifyMove(ctx, fc, a); err != nil {
+			return err
+		}
 		fc.Spec.ForeignAuthURL = a.AuthURL
 	}
 	if a.ClusterName != "" && fc.Spec.ClusterIdentity.ClusterName != a.ClusterName {
@@ -324,6 +453,11 @@ func deleteIfForgotten(ctx context.Context, c client.Client, fc *discoveryv1alph
 
 // discoveredOnly reports whether only LAN or WAN discovery knows of fc.
 func discoveredOnly(fc *discoveryv1alpha1.ForeignCluster) bool {
+	return discoveredType(fc) && !fc.Status.IncomingPeering
+}
+
+// discoveredType reports whether LAN or WAN discovery found fc first.
+func discoveredType(fc *discoveryv1alpha1.ForeignCluster) bool {
 	t := discoveryv1alpha1.DiscoveryType(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])
-	return (t == discoveryv1alpha1.LanDiscovery || t == discoveryv1alpha1.WanDiscovery) && !fc.Status.IncomingPeering
+	return t == discoveryv1alpha1.LanDiscovery || t == discoveryv1alpha1.WanDiscovery
 }

@@ -317,7 +317,11 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	resp, err := auth.RequestIdentity(ctx, fc.Spec.ForeignAuthURL, token, &auth.IdentityRequest{
 		ClusterID: r.LocalClusterID, ClusterName: local.ClusterName, AuthURL: r.LocalAuthURL,
 		Namespace: r.Namespace, CACert: local.CACert, CSR: string(csr),
-	}, auth.ClientOptions{InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify})
+	}, auth.ClientOptions{
+		InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify,
+		// Nothing is sent to an auth service other than the one pinned.
+		PinnedKey: fc.Status.AuthServiceKeyFingerprint,
+	})
 	if err != nil {
 		var ee *auth.ExchangeError
 		if errors.As(err, &ee) && ee.Reason == auth.ReasonPolicy {

@@ -103,6 +103,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err := r.Registry.Seen(ctx, foreigncluster.Discovery{
 			Announcement: *f.Announcement, Source: source, Type: discoveryv1alpha1.WanDiscovery, AutoJoin: sd.Spec.AutoJoin,
 		})
+		var drop *dnssd.DropError
+		if errors.As(err, &drop) {
+			// Refused (an unverified address, too many clusters): counted,
+			// and not listed as found here.
+			dnssd.DroppedTotal.WithLabelValues(dnssd.SourceDNS, drop.Reason).Inc()
+			log.V(1).Info("Refused a DNS-SD instance", "domain", sd.Spec.Domain, "reason", drop.Reason, "detail", drop.Detail)
+			continue
+		}
 		if err != nil {
 			// Still listed: a failed write is no reason to withdraw it.
 			errs = append(errs, err)

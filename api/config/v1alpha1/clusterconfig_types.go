@@ -116,6 +116,18 @@ type DiscoveryConfig struct {
 	// +kubebuilder:default=3
 	// +optional
 	MaxMissedHealthChecks int32 `json:"maxMissedHealthChecks,omitempty"`
+
+	// MaxDiscoveredClusters bounds the ForeignClusters that discovery
+	// alone knows of (found on the LAN or through DNS, neither added by
+	// hand nor peering with this cluster): beyond it, new clusters are not
+	// recorded, and the drop is
+	// counted in liqo_discovery_dropped_total{reason="too-many-clusters"}.
+	// It keeps a flood of announcements from filling the API server.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +kubebuilder:default=256
+	// +optional
+	MaxDiscoveredClusters int32 `json:"maxDiscoveredClusters,omitempty"`
 }
 
 // SharingConfig holds the resource-sharing policy.

@@ -44,6 +44,11 @@ const (
 	// UntrustedCAAnnotation set to "true" withdraws trust in the remote
 	// CA: nothing is done with the cluster until it is removed.
 	UntrustedCAAnnotation = "discovery.liqo.io/untrusted-ca"
+
+	// TrustAuthKeyAnnotation trusts a remote auth service key that changed:
+	// set it to the new key's fingerprint, as shown in the Reachable
+	// condition's message.
+	TrustAuthKeyAnnotation = "discovery.liqo.io/trust-auth-key"
 )
 
 // DiscoveryType is how a ForeignCluster was found.

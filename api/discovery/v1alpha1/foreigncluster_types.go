@@ -126,6 +126,13 @@ type ForeignClusterStatus struct {
 	// +optional
 	TrustedCAFingerprint string `json:"trustedCAFingerprint,omitempty"`
 
+	// AuthServiceKeyFingerprint is the SHA-256 of the public key the remote
+	// auth service presented on first contact, pinned: every later
+	// connection to the auth service must present it, and discovery moves
+	// spec.foreignAuthUrl only to an address that presents it.
+	// +optional
+	AuthServiceKeyFingerprint string `json:"authServiceKeyFingerprint,omitempty"`
+
 	// Sources are the discovery mechanisms that currently see the cluster.
 	// +listType=map
 	// +listMapKey=name

@@ -19,7 +19,11 @@ type PeeringRequestSpec struct {
 	Namespace string `json:"namespace"`
 
 	// AuthURL is the consumer's auth service, for the reverse direction.
+	// The provider records it on the consumer's ForeignCluster and asks it
+	// for the consumer's identity, pinning the key it presents on first
+	// contact.
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https' && url(self).getHostname() != ''",message="authUrl must be an https:// URL with a host"
 	// +optional
 	AuthURL string `json:"authUrl,omitempty"`
 

@@ -56,6 +56,12 @@ const (
 	ReasonInvalid    = "invalid"    // a value that breaks its rule
 	ReasonMissing    = "missing"    // a required key is absent
 	ReasonIncomplete = "incomplete" // an instance without its TXT record
+
+	// What the ForeignCluster registry refuses of a well-formed sighting.
+	ReasonUnverifiedAddress = "unverified-address" // a new auth URL that does not present the pinned key
+	ReasonNotDiscovered     = "not-discovered"     // a LAN sighting of a cluster added by hand or peering in
+	ReasonTooManyClusters   = "too-many-clusters"  // over the ClusterConfig's maxDiscoveredClusters
+	ReasonOverloaded        = "overloaded"         // more sightings waiting than are recorded
 )
 
 // DropError says why network input was dropped.

@@ -48,8 +48,11 @@ type Discovery struct {
 	log    logr.Logger
 	failed atomic.Bool // the socket failed: reopen it at the next apply
 
-	// pending holds the latest sighting of each cluster not yet recorded:
-	// a slow API server makes sightings coalesce, never queue up stale.
+	// pending holds the latest sighting of each cluster and address not
+	// yet recorded: a slow API server makes sightings coalesce, never
+	// queue up stale. Keyed by address too, so that someone announcing a
+	// known ClusterID at an address of its own cannot crowd out the
+	// cluster's real announcements; bounded by maxPending.
 	pendingMu sync.Mutex
 	pending   map[string]sighting
 	wake      chan struct{}
@@ -274,6 +277,11 @@ func (d *Discovery) record(ctx context.Context) {
 				err := d.Registry.Seen(bctx, foreigncluster.Discovery{
 					Announcement: s.announcement, Source: Source, Type: discoveryv1alpha1.LanDiscovery, At: s.at,
 				})
+				var drop *dnssd.DropError
+				if errors.As(err, &drop) {
+					handler{d}.Dropped(drop, nil)
+					return
+				}
 				if err != nil && bctx.Err() == nil {
 					d.log.Error(err, "Recording a cluster found on the LAN failed", "clusterID", s.announcement.ClusterID)
 				}
@@ -285,6 +293,11 @@ func (d *Discovery) record(ctx context.Context) {
 
 // recordWorkers bounds the sightings recorded at once.
 const recordWorkers = 8
+
+// maxPending bounds the sightings waiting to be recorded.
+const maxPending = 1024
+
+func pendingKey(a *dnssd.Announcement) string { return a.ClusterID + " " + a.AuthURL }
 
 func (d *Discovery) setBrowsing(ctx context.Context, on bool) {
 	d.browsingMu.Lock()
@@ -317,12 +330,16 @@ func (d *Discovery) addresses() []net.IP {
 
 type handler struct{ d *Discovery }
 
-func (h handler) Found(f dnssd.Found, _ net.Addr) {
+func (h handler) Found(f dnssd.Found, from net.Addr) {
 	if f.Goodbye {
 		// A sighting still pending is older than the goodbye: drop it.
 		id, _, _ := strings.Cut(f.Instance, ".")
 		h.d.pendingMu.Lock()
-		delete(h.d.pending, id)
+		for k := range h.d.pending {
+			if strings.HasPrefix(k, id+" ") {
+				delete(h.d.pending, k)
+			}
+		}
 		h.d.pendingMu.Unlock()
 		return // the checker ages the cluster out
 	}
@@ -330,9 +347,18 @@ func (h handler) Found(f dnssd.Found, _ net.Addr) {
 		return // a PTR without its TXT: the next answer brings it
 	}
 	dnssd.FoundTotal.WithLabelValues(dnssd.SourceMDNS).Inc()
+	key := pendingKey(f.Announcement)
 	h.d.pendingMu.Lock()
-	h.d.pending[f.Announcement.ClusterID] = sighting{announcement: *f.Announcement, at: time.Now()}
+	_, known := h.d.pending[key]
+	full := !known && len(h.d.pending) >= maxPending
+	if !full {
+		h.d.pending[key] = sighting{announcement: *f.Announcement, at: time.Now()}
+	}
 	h.d.pendingMu.Unlock()
+	if full {
+		h.Dropped(&dnssd.DropError{Reason: dnssd.ReasonOverloaded, Detail: "too many sightings waiting to be recorded"}, from)
+		return
+	}
 	select {
 	case h.d.wake <- struct{}{}:
 	default: // a wake-up is already pending
