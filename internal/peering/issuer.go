@@ -155,6 +155,7 @@ func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, t
 // a LAN peer whose CA this cluster pinned at discovery, or not at all when
 // the policy does not require a token.
 func (i *Issuer) authenticate(ctx context.Context, req *auth.IdentityRequest, caFP string, tokenValid bool) (string, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("consumer", req.ClusterID)
 	if tokenValid {
 		return "token", nil
 	}
@@ -167,21 +168,24 @@ func (i *Issuer) authenticate(ctx context.Context, req *auth.IdentityRequest, ca
 		if err != nil {
 			return "", err
 		}
+		// The caller is not authenticated yet: why LAN trust did not apply
+		// (which clusters were seen, which CA is pinned) is logged here,
+		// never told; it answers like any request without a token.
 		switch {
 		case fc == nil || !seenOnLAN(fc):
 			// fall through to the token requirement below
 		case !meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionCATrusted) || fc.Status.TrustedCAFingerprint != caFP:
-			return "", refuse(http.StatusUnauthorized, auth.ReasonTokenRequired,
-				"cluster %s was discovered on the LAN with CA %s, but the request carries CA %s: LAN trust needs the CA pinned at discovery; use a peering token",
-				req.ClusterID, fc.Status.TrustedCAFingerprint, caFP)
+			log.Info("LAN trust refused: the request's CA is not the one pinned at discovery",
+				"pinned", fc.Status.TrustedCAFingerprint, "presented", caFP)
+			return "", errTokenRequired
 		default:
 			same, err := samePinnedCA(ctx, i.Client, i.Namespace, req.ClusterID, []byte(req.CACert))
 			if err != nil {
 				return "", err
 			}
 			if !same {
-				return "", refuse(http.StatusUnauthorized, auth.ReasonTokenRequired,
-					"the CA bundle of the request is not exactly the one pinned for cluster %s at discovery; use a peering token", req.ClusterID)
+				log.Info("LAN trust refused: the request's CA bundle is not exactly the one pinned at discovery")
+				return "", errTokenRequired
 			}
 			return "lan-trust", nil
 		}
@@ -189,11 +193,21 @@ func (i *Issuer) authenticate(ctx context.Context, req *auth.IdentityRequest, ca
 	if pc.RequireToken != nil && !*pc.RequireToken {
 		return "open", nil
 	}
-	return "", refuse(http.StatusUnauthorized, auth.ReasonTokenRequired,
-		"this cluster requires a peering token: ask its operator for the output of liqoctl generate-add-command")
+	return "", errTokenRequired
 }
 
+// errTokenRequired is the one answer to a request this cluster cannot
+// authenticate.
+var errTokenRequired = refuse(http.StatusUnauthorized, auth.ReasonTokenRequired,
+	"this cluster requires a peering token: ask its operator for the output of liqoctl generate-add-command")
+
+// seenOnLAN reports whether fc is a cluster found on the LAN and seen
+// there now. A cluster added by hand, found through DNS or known from an
+// incoming peering is never LAN-trusted, whatever its sources say.
 func seenOnLAN(fc *discoveryv1alpha1.ForeignCluster) bool {
+	if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] != string(discoveryv1alpha1.LanDiscovery) {
+		return false
+	}
 	for _, s := range fc.Status.Sources {
 		if s.Type == discoveryv1alpha1.LanDiscovery {
 			return true

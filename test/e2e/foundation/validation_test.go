@@ -68,6 +68,8 @@ func TestAPIServerRejectsInvalidObjects(t *testing.T) {
 		{"negative ttl", foreignCluster("negative-ttl", func(fc *discoveryv1alpha1.ForeignCluster) {
 			fc.Spec.TTL = -1
 		}), "spec.ttl"},
+		{"PeeringRequest auth URL not https", peeringRequest("http://10.0.0.1:8443"), "spec.authUrl"},
+		{"PeeringRequest auth URL without a host", peeringRequest("https:///ids"), "spec.authUrl"},
 		{"second ClusterConfig", &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: "another"}}, "metadata.name must be 'cluster'"},
 		{"NamespaceOffloading SelectedName without a name", &offloadingv1alpha1.NamespaceOffloading{
 			ObjectMeta: metav1.ObjectMeta{Name: offloadingv1alpha1.NamespaceOffloadingName, Namespace: "default"},
@@ -99,6 +101,18 @@ func TestAPIServerRejectsInvalidObjects(t *testing.T) {
 				t.Fatalf("error does not name %q: %v", tt.wantField, err)
 			}
 		})
+	}
+}
+
+// peeringRequest returns a PeeringRequest that is valid but for authURL.
+func peeringRequest(authURL string) *discoveryv1alpha1.PeeringRequest {
+	return &discoveryv1alpha1.PeeringRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "some-consumer"},
+		Spec: discoveryv1alpha1.PeeringRequestSpec{
+			ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: "some-consumer"},
+			Namespace:       "liqo", AuthURL: authURL, APIServerURL: "https://127.0.0.1:6443",
+			CACert: "ca", ProviderCertificate: "cert",
+		},
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -113,14 +115,150 @@ func TestLANPeering(t *testing.T) {
 			}
 		}
 	}
+	t.Run("a stranger learns nothing from a refusal", testRefusalsSayNothing)
+	t.Run("a cluster redirected to another auth service sends it nothing", testRedirectedToAnotherKey)
 	t.Run("an answer changed between the clusters gets no provider identity signed", testSwappedProviderCSR)
 }
 
+// testRefusalsSayNothing: without a token, a request naming a cluster B
+// found on the LAN but carrying another CA is refused exactly as one
+// naming a cluster nobody knows: the answer tells a stranger neither which
+// ClusterIDs were seen nor which CA is pinned for them.
+func testRefusalsSayNothing(t *testing.T) {
+	a, b := suite.Members[0], suite.Members[1]
+	caCert, _, err := auth.NewCA("stranger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusal := func(clusterID string) *auth.ExchangeError {
+		t.Helper()
+		_, csr, err := identity.NewKeyAndCSR(identity.ConsumerUserPrefix + clusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &auth.IdentityRequest{ClusterID: clusterID, Namespace: "liqo", CACert: string(caCert), CSR: string(csr)}
+		_, err = auth.RequestIdentity(t.Context(), b.AuthURL, "", req, auth.ClientOptions{InsecureSkipVerify: true})
+		var ee *auth.ExchangeError
+		if !errors.As(err, &ee) {
+			t.Fatalf("a token-less request as %s with another CA: %v, want a refusal", clusterID, err)
+		}
+		return ee
+	}
+	known, unknown := refusal(a.ClusterID), refusal("never-seen-anywhere")
+	if *known != *unknown {
+		t.Fatalf("the refusals differ, so they tell what %s has seen:\n  for %s: %+v\n  for an unknown ID: %+v", b.Name, a.Name, known, unknown)
+	}
+	if pinned := getFC(t, b, a.ClusterID).Status.TrustedCAFingerprint; pinned == "" || strings.Contains(known.Message, pinned) {
+		t.Fatalf("the refusal names the CA pinned for %s (%q): %s", a.Name, pinned, known.Message)
+	}
+}
+
+// redirect points A's ForeignCluster of B at url, with pin as the pinned
+// auth service key ("" for none), and puts both back when the test ends.
+// The status is written first, so that the reconcile the new URL starts
+// sees the new pin.
+func redirect(t *testing.T, a, b *playground.Member, url, pin string) {
+	t.Helper()
+	inA := framework.Client(t, a)
+	set := func(ctx context.Context, url, pin string) error {
+		fc := getFC(t, a, b.ClusterID)
+		patch := client.MergeFrom(fc.DeepCopy())
+		fc.Status.AuthServiceKeyFingerprint = pin
+		if err := inA.Status().Patch(ctx, fc, patch); err != nil {
+			return err
+		}
+		patch = client.MergeFrom(fc.DeepCopy())
+		fc.Spec.ForeignAuthURL = url
+		return inA.Patch(ctx, fc, patch)
+	}
+	before := getFC(t, a, b.ClusterID)
+	if err := set(t.Context(), url, pin); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := set(context.Background(), b.AuthURL, before.Status.AuthServiceKeyFingerprint); err != nil {
+			t.Errorf("pointing %s back at %s: %v", a.Name, b.Name, err)
+		}
+	})
+}
+
+// relayTo returns an auth service, with a key of its own, that relays every
+// request to target after letting change rewrite the answer, and counts
+// the requests.
+func relayTo(t *testing.T, target string, change func(path string, answer []byte) []byte) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var requests atomic.Int64
+	relay := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // B's self-signed auth service
+	proxy := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, target+r.URL.Path, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := relay.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusOK {
+			out = change(r.URL.Path, out)
+		}
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(out)
+	}))
+	proxy.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are expected
+	proxy.StartTLS()
+	t.Cleanup(proxy.Close)
+	return proxy, &requests
+}
+
+// testRedirectedToAnotherKey: a host that gets A to use its address for B
+// (as a spoofed announcement or DNS record would try to) presents a key
+// other than the one A pinned for B's auth service at first contact: A
+// refuses the TLS handshake and sends nothing, and says why.
+func testRedirectedToAnotherKey(t *testing.T) {
+	a, b := suite.Members[0], suite.Members[1]
+	ctx := t.Context()
+	inA := framework.Client(t, a)
+	setClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) { s.DiscoveryConfig.EnableDiscovery = ptr.To(false) })
+	proxy, requests := relayTo(t, b.AuthURL, func(_ string, out []byte) []byte { return out })
+	pinned := getFC(t, a, b.ClusterID).Status.AuthServiceKeyFingerprint
+	if pinned == "" {
+		t.Fatalf("%s pinned no auth service key for %s", a.Name, b.Name)
+	}
+	// Runs after redirect's cleanup: A is back with B before the next test.
+	t.Cleanup(func() {
+		framework.Eventually(t, 60*time.Second, func() error {
+			c := meta.FindStatusCondition(getFC(t, a, b.ClusterID).Status.Conditions, discoveryv1alpha1.ConditionAuthenticated)
+			if c == nil || c.Status != metav1.ConditionTrue {
+				return errorf("A is not authenticated with B again: %+v", c)
+			}
+			return nil
+		})
+	})
+	redirect(t, a, b, proxy.URL, pinned)
+	if err := inA.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: identity.RemoteSecretName(b.ClusterID)}}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 60*time.Second, func() error {
+		c := meta.FindStatusCondition(getFC(t, a, b.ClusterID).Status.Conditions, discoveryv1alpha1.ConditionAuthenticated)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not the pinned "+pinned) {
+			return errorf("A's Authenticated condition: %+v", c)
+		}
+		return nil
+	})
+	if n := requests.Load(); n > 0 {
+		t.Fatalf("%d requests reached the host presenting another key", n)
+	}
+}
+
 // testSwappedProviderCSR: under LAN trust the exchange's answer is not
-// signed. A host that redirects A to itself (as a spoofed announcement
-// would) relays A's request to the real B and swaps the provider CSR in
-// B's answer for its own: A must refuse to sign it, and no certificate for
-// the attacker's key may reach B's PeeringRequest.
+// signed. A host that A reaches for B before pinning B's key relays A's
+// request to the real B and swaps the provider CSR in B's answer for its
+// own: A must refuse to sign it, and no certificate for the attacker's key
+// may reach B's PeeringRequest.
 func testSwappedProviderCSR(t *testing.T) {
 	a, b := suite.Members[0], suite.Members[1]
 	ctx := t.Context()
@@ -133,42 +271,19 @@ func testSwappedProviderCSR(t *testing.T) {
 		t.Fatal(err)
 	}
 	var swapped atomic.Int64
-	relay := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // B's self-signed auth service
-	proxy := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, b.AuthURL+r.URL.Path, bytes.NewReader(body))
-		req.Header = r.Header.Clone()
-		resp, err := relay.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
+	proxy, _ := relayTo(t, b.AuthURL, func(path string, out []byte) []byte {
 		var ir auth.IdentityResponse
-		if resp.StatusCode == http.StatusOK && r.URL.Path == auth.PeeringIdentityPath && json.Unmarshal(out, &ir) == nil {
+		if path == auth.PeeringIdentityPath && json.Unmarshal(out, &ir) == nil {
 			ir.ProviderCSR = string(attackerCSR)
 			out, _ = json.Marshal(&ir)
 			swapped.Add(1)
 		}
-		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-		w.WriteHeader(resp.StatusCode)
-		_, _ = w.Write(out)
-	}))
-	t.Cleanup(proxy.Close)
-
-	fc := getFC(t, a, b.ClusterID)
-	patch := client.MergeFrom(fc.DeepCopy())
-	fc.Spec.ForeignAuthURL = proxy.URL
-	if err := inA.Patch(ctx, fc, patch); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		fc := getFC(t, a, b.ClusterID)
-		patch := client.MergeFrom(fc.DeepCopy())
-		fc.Spec.ForeignAuthURL = b.AuthURL
-		_ = inA.Patch(context.Background(), fc, patch)
+		return out
 	})
+	// As if the host had been there at first contact, before A pinned
+	// any key for B: A pins the host's key, and only the provider CSR
+	// check stands between the host and a provider identity.
+	redirect(t, a, b, proxy.URL, "")
 	// A authenticates again once its identity in B is gone.
 	if err := inA.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: identity.RemoteSecretName(b.ClusterID)}}); err != nil {
 		t.Fatal(err)
