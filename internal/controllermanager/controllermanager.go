@@ -40,6 +40,14 @@ type Options struct {
 	ClusterName string
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS to callers the API server
+	// authenticates (TokenReview) and authorizes (SubjectAccessReview,
+	// get on the non-resource URL /metrics), as controller-runtime's
+	// secure serving does; false serves plain HTTP to anyone.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint;
+	// empty means a self-signed certificate made at start.
+	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's /debug/pprof; "" or "0" disables it.
@@ -88,6 +96,7 @@ func NewOptions() *Options {
 	return &Options{
 		Namespace:              install.DefaultNamespace,
 		MetricsBindAddress:     ":8080",
+		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
 		AuthBindAddress:        ":8443",
 		WebhookBindAddress:     ":9443",
@@ -105,6 +114,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "The Liqo namespace")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Name this cluster announces to its peers; overrides ClusterConfig spec.clusterName")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, only to callers allowed get on /metrics (e.g. by the ClusterRole liqo-metrics-reader); false serves plain HTTP to anyone")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; 0 disables them")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of Go's /debug/pprof endpoints, for profiling; empty or 0 disables them")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas before running controllers")
@@ -121,6 +132,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ExchangeTTL, "peering-exchange-ttl", o.ExchangeTTL, "How long a token exchange may wait for its PeeringRequest before the identity it issued is revoked")
 	fs.DurationVar(&o.ForceUnpeerAfter, "force-unpeer-after", o.ForceUnpeerAfter, "How long an unpeering waits for an unreachable provider before removing the local side alone")
 	fs.StringVar(&o.APIServerURL, "api-server-url", o.APIServerURL, "URL peers reach this cluster's API server at (default: the kubeconfig's server)")
+}
+
+// metricsServer returns the metrics endpoint's options: by default HTTPS,
+// with the caller authenticated and authorized by the API server.
+func (o *Options) metricsServer() metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if o.MetricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = metricsAuthFilter
+		m.CertDir = o.MetricsCertDir
+	}
+	return m
 }
 
 // Validate reports the first invalid option.
@@ -182,7 +205,7 @@ func Run(ctx context.Context, o *Options) error {
 		// virtual kubelet reflects those of offloaded namespaces. Managed
 		// fields are never read, and are most of an object's size.
 		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                 o.metricsServer(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		PprofBindAddress:        o.PprofBindAddress,
 		LeaderElection:          o.LeaderElect,

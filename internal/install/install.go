@@ -36,7 +36,10 @@ const (
 	// ControllerManagerName names the controller manager's ServiceAccount,
 	// ClusterRole and ClusterRoleBinding.
 	ControllerManagerName = "liqo-controller-manager"
-	fieldOwner            = "liqo-install"
+	// MetricsReaderName is the ClusterRole that may scrape the controller
+	// manager's metrics: bind it to Prometheus's ServiceAccount.
+	MetricsReaderName = "liqo-metrics-reader"
+	fieldOwner        = "liqo-install"
 )
 
 // Options says where to install.
@@ -146,6 +149,10 @@ func Install(ctx context.Context, cfg *rest.Config, opts Options) error {
 			ObjectMeta: metav1.ObjectMeta{Name: ControllerManagerName},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ControllerManagerName},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ControllerManagerName, Namespace: ns}},
+		},
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderName},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
 		},
 	}
 	policies, err := AdmissionPolicies()

@@ -10,7 +10,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,8 +19,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -210,29 +207,6 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// Metric returns the sum of a Prometheus counter or gauge, over the series
-// whose labels include all of labels, from a member's controller manager.
-func Metric(t testing.TB, m *playground.Member, name string, labels map[string]string) float64 {
-	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", m.MetricsPort)) //nolint:noctx // a test helper on loopback
-	if err != nil {
-		t.Fatalf("scraping the metrics of %s: %v", m.Name, err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parsing the metrics of %s: %v", m.Name, err)
-	}
-	var sum float64
-	for _, metric := range families[name].GetMetric() {
-		if hasLabels(metric.GetLabel(), labels) {
-			sum += metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
-		}
-	}
-	return sum
 }
 
 func hasLabels(have []*dto.LabelPair, want map[string]string) bool {

@@ -1,0 +1,125 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/playground"
+)
+
+// MetricsReader is the ServiceAccount, in the Liqo namespace, whose token
+// the suites scrape metrics with, bound to install.MetricsReaderName.
+const MetricsReader = "liqo-e2e-metrics-reader"
+
+var metricsTokens sync.Map // *playground.Member -> string
+
+// ServiceAccountToken returns a token of ServiceAccount name in the Liqo
+// namespace of m, creating the account, and binding it to clusterRole
+// unless that is empty.
+func ServiceAccountToken(t testing.TB, m *playground.Member, name, clusterRole string) string {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(m.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := install.DefaultNamespace
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating ServiceAccount %s in %s: %v", name, m.Name, err)
+	}
+	if clusterRole != "" {
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("binding %s to %s in %s: %v", name, clusterRole, m.Name, err)
+		}
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(6 * time.Hour / time.Second))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token for %s in %s: %v", name, m.Name, err)
+	}
+	return tr.Status.Token
+}
+
+// ScrapeMetrics GETs a member's controller manager metrics endpoint
+// (HTTPS, self-signed) with token, and returns the status and body.
+func ScrapeMetrics(t testing.TB, m *playground.Member, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", m.MetricsPort), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the endpoint's self-signed certificate, on loopback
+	}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("scraping the metrics of %s: %v", m.Name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the metrics of %s: %v", m.Name, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// Metric returns the sum of a Prometheus counter or gauge, over the series
+// whose labels include all of labels, from a member's controller manager,
+// scraped as Prometheus would: with the token of a ServiceAccount bound to
+// the liqo-metrics-reader ClusterRole.
+func Metric(t testing.TB, m *playground.Member, name string, labels map[string]string) float64 {
+	t.Helper()
+	token, ok := metricsTokens.Load(m)
+	if !ok {
+		token = ServiceAccountToken(t, m, MetricsReader, install.MetricsReaderName)
+		metricsTokens.Store(m, token)
+	}
+	status, body := ScrapeMetrics(t, m, token.(string))
+	if status != http.StatusOK {
+		t.Fatalf("scraping the metrics of %s: %d %s", m.Name, status, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing the metrics of %s: %v", m.Name, err)
+	}
+	var sum float64
+	for _, metric := range families[name].GetMetric() {
+		if hasLabels(metric.GetLabel(), labels) {
+			sum += metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
