@@ -15,9 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
@@ -107,6 +110,10 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	offered, err := offerOf(ctx, r.Client, consumer)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	locals := make([]string, 0, len(desired))
 	for local := range desired {
 		locals = append(locals, local)
@@ -134,7 +141,7 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			continue
 		}
 		claimed[remote] = local
-		status[local] = r.ensureNamespace(ctx, consumer, local, remote)
+		status[local] = r.ensureNamespace(ctx, consumer, local, remote, offered)
 	}
 	if err := DeleteNamespaces(ctx, r.Client, consumer, func(name string) bool { _, keep := claimed[name]; return keep }); err != nil {
 		return ctrl.Result{}, err
@@ -170,8 +177,9 @@ func failed(remote, msg string) offloadingv1alpha1.MappedNamespaceStatus {
 }
 
 // ensureNamespace creates (or repairs) the provider namespace remote for
-// the consumer's namespace local, and the virtual kubelet's Role in it.
-func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, local, remote string) offloadingv1alpha1.MappedNamespaceStatus {
+// the consumer's namespace local, the virtual kubelet's Role in it, and the
+// quota of what the consumer was offered.
+func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, local, remote string, offered corev1.ResourceList) offloadingv1alpha1.MappedNamespaceStatus {
 	level := r.podSecurityLevel()
 	var ns corev1.Namespace
 	err := r.Client.Get(ctx, client.ObjectKey{Name: remote}, &ns)
@@ -208,6 +216,9 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 	if err := EnsureRoleBinding(ctx, r.Direct, remote, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+consumer, VirtualKubeletRules,
 		map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
 		return failed(remote, err.Error())
+	}
+	if st := r.ensureQuota(ctx, consumer, remote, offered); st != nil {
+		return *st
 	}
 	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespaceReady}
 }
@@ -272,9 +283,29 @@ func (r *NamespaceMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: offloadingv1alpha1.NamespaceMapName,
 		}}}
 	})
+	// A new offer changes the quota of every namespace of the consumer.
+	offerChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{
+			Namespace: discoveryv1alpha1.TenantNamespace(o.GetName()), Name: offloadingv1alpha1.NamespaceMapName,
+		}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&offloadingv1alpha1.NamespaceMap{}).
 		Watches(&corev1.Namespace{}, nsChanged).
+		// The quota controller counting a namespace makes it Ready (only
+		// that: the usage changes with every pod).
+		Watches(&corev1.ResourceQuota{}, nsChanged, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				o, n := e.ObjectOld.(*corev1.ResourceQuota), e.ObjectNew.(*corev1.ResourceQuota)
+				return !equality.Semantic.DeepEqual(o.Status.Hard, n.Status.Hard) || !equality.Semantic.DeepEqual(o.Spec.Hard, n.Spec.Hard)
+			},
+		})).
+		Watches(&discoveryv1alpha1.PeeringRequest{}, offerChanged, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				o, n := e.ObjectOld.(*discoveryv1alpha1.PeeringRequest), e.ObjectNew.(*discoveryv1alpha1.PeeringRequest)
+				return !equality.Semantic.DeepEqual(o.Status.OfferedResources, n.Status.OfferedResources)
+			},
+		})).
 		Named("namespacemap").
 		Complete(r)
 }

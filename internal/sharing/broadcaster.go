@@ -171,8 +171,9 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	// Refresh before half the time-to-live is gone.
 	next := time.Until(written.TimeToLive.Add(-b.ttl() / 2))
-	return ctrl.Result{RequeueAfter: max(next, time.Second)}, b.setCondition(ctx, &pr, metav1.ConditionTrue, "Advertised",
-		fmt.Sprintf("Offering %d%% of the free resources: %s", pct, describe(written.Resources)), nil)
+	// The quota of the consumer's namespaces follows what was offered.
+	return ctrl.Result{RequeueAfter: max(next, time.Second)}, b.setStatus(ctx, &pr, metav1.ConditionTrue, "Advertised",
+		fmt.Sprintf("Offering %d%% of the free resources: %s", pct, describe(written.Resources)), written.Resources, nil)
 }
 
 // stale reports whether written must be replaced by want.
@@ -256,10 +257,19 @@ func (b *Broadcaster) remote(ctx context.Context, consumer string) (client.Clien
 	return b.clients.For(cfg, b.Scheme)
 }
 
+// setCondition writes the Advertised condition.
 func (b *Broadcaster) setCondition(ctx context.Context, pr *discoveryv1alpha1.PeeringRequest, s metav1.ConditionStatus, reason, msg string, err error) error {
+	return b.setStatus(ctx, pr, s, reason, msg, pr.Status.OfferedResources, err)
+}
+
+// setStatus writes the Advertised condition and the resources offered,
+// when either changed.
+func (b *Broadcaster) setStatus(ctx context.Context, pr *discoveryv1alpha1.PeeringRequest, s metav1.ConditionStatus, reason, msg string, offered corev1.ResourceList, err error) error {
 	orig := pr.DeepCopy()
+	pr.Status.OfferedResources = offered
 	meta.SetStatusCondition(&pr.Status.Conditions, metav1.Condition{Type: ConditionAdvertised, Status: s, Reason: reason, Message: msg, ObservedGeneration: pr.Generation})
-	if c := meta.FindStatusCondition(orig.Status.Conditions, ConditionAdvertised); c != nil && c.Status == s && c.Reason == reason && c.Message == msg {
+	if c := meta.FindStatusCondition(orig.Status.Conditions, ConditionAdvertised); c != nil && c.Status == s && c.Reason == reason && c.Message == msg &&
+		equality.Semantic.DeepEqual(orig.Status.OfferedResources, offered) {
 		return err
 	}
 	return errors.Join(err, client.IgnoreNotFound(b.Client.Status().Patch(ctx, pr, client.MergeFrom(orig))))

@@ -3,6 +3,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -87,6 +88,13 @@ type PeeringRequestStatus struct {
 	// certificate (PEM) bound to a Role in the tenant namespace.
 	// +optional
 	VirtualKubeletCertificate string `json:"virtualKubeletCertificate,omitempty"`
+
+	// OfferedResources is what this cluster last advertised to the
+	// consumer. Every namespace made for the consumer carries a
+	// ResourceQuota of it (pods, requests.cpu, requests.memory), so that
+	// the consumer runs no more than it was offered.
+	// +optional
+	OfferedResources corev1.ResourceList `json:"offeredResources,omitempty"`
 }
 
 // PeeringRequest is created by a consumer in a provider to ask for a

@@ -7,6 +7,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -244,6 +245,13 @@ func (in *PeeringRequestStatus) DeepCopyInto(out *PeeringRequestStatus) {
 		in, out := &in.KubeconfigSecretRef, &out.KubeconfigSecretRef
 		*out = new(SecretReference)
 		**out = **in
+	}
+	if in.OfferedResources != nil {
+		in, out := &in.OfferedResources, &out.OfferedResources
+		*out = make(corev1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
 	}
 }
 
