@@ -10,6 +10,7 @@ package virtualkubelet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -145,15 +146,58 @@ func NodeName(id discoveryv1alpha1.ClusterIdentity) string {
 	return "liqo-" + id.ClusterID
 }
 
-func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advertisement) (*corev1.Node, error) {
+// nodeName returns the name of provider's virtual node. A node keeps the
+// name it was given, as a kubelet's does, whatever the provider calls
+// itself later. A new node is liqo-<the name the provider announces> only
+// when that name is no other cluster's: no node of another provider has it,
+// and no other ForeignCluster announces it, so that a provider cannot take
+// the name (and with it the pods bound to it by hostname) of another
+// provider's node while that node is briefly gone. Otherwise, and when a
+// name would collide, it is liqo-<ClusterID>.
+func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Advertisement) (string, error) {
 	provider := adv.Spec.ClusterIdentity.ClusterID
+	var own corev1.NodeList
+	if err := r.Client.List(ctx, &own, client.MatchingLabels{RemoteClusterLabel: provider}); err != nil {
+		return "", err
+	}
+	if len(own.Items) > 0 {
+		names := make([]string, 0, len(own.Items))
+		for _, n := range own.Items {
+			names = append(names, n.Name)
+		}
+		slices.Sort(names)
+		return names[0], nil
+	}
+	fallback := "liqo-" + provider
 	name := NodeName(adv.Spec.ClusterIdentity)
+	if name == fallback {
+		return name, nil
+	}
 	var existing corev1.Node
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &existing); err == nil && existing.Labels[RemoteClusterLabel] != provider {
-		name = "liqo-" + provider // another provider has that name
+		return fallback, nil // another provider's node has that name
+	}
+	var clusters discoveryv1alpha1.ForeignClusterList
+	if err := r.Client.List(ctx, &clusters); err != nil {
+		return "", err
+	}
+	for i := range clusters.Items {
+		id := clusters.Items[i].Spec.ClusterIdentity
+		if id.ClusterID != provider && id.ClusterID != "" && NodeName(id) == name {
+			return fallback, nil // another cluster goes by that name
+		}
+	}
+	return name, nil
+}
+
+func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advertisement) (*corev1.Node, error) {
+	provider := adv.Spec.ClusterIdentity.ClusterID
+	name, err := r.nodeName(ctx, adv)
+	if err != nil {
+		return nil, fmt.Errorf("naming the virtual node of %s: %w", provider, err)
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, node, func() error {
+	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, node, func() error {
 		labels := sharing.AllowedNodeLabels(adv.Spec.Labels)
 		labels[sharing.VirtualNodeLabel] = sharing.VirtualNodeValue
 		labels[RemoteClusterLabel] = provider
