@@ -105,6 +105,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if fc.Spec.ClusterIdentity.ClusterID == id.ClusterID && id.ClusterName != "" && id.ClusterName != fc.Spec.ClusterIdentity.ClusterName {
+		// The name follows the answer of the (pinned) auth service, not
+		// announcements, which anyone can make.
+		patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		fc.Spec.ClusterIdentity.ClusterName = id.ClusterName
+		if err := r.Client.Patch(ctx, &fc, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("renaming ForeignCluster %s: %w", fc.Name, err)
+		}
+	}
 	// complete() may have written the object: compare the status against
 	// what is stored now, and add the sources of the copies merged away.
 	orig = fc.DeepCopy()
@@ -287,10 +296,10 @@ func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignC
 // caOwners returns the owners the CA Secret of fc should have: fc itself
 // while only discovery knows of the cluster, so that the pin goes with a
 // ForeignCluster that ages out (a flood of announcements leaves nothing
-// behind); none once the cluster was added by hand or peers with this
-// one, so that the pin outlives its ForeignCluster.
+// behind); none once the cluster is joined, was added by hand or peers
+// with this one, so that the pin outlives its ForeignCluster.
 func caOwners(fc *discoveryv1alpha1.ForeignCluster) []metav1.OwnerReference {
-	if !discoveredOnly(fc) || fc.UID == "" {
+	if !discoveredOnly(fc) || fc.Spec.Join || fc.UID == "" {
 		return nil
 	}
 	return []metav1.OwnerReference{{

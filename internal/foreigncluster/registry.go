@@ -66,9 +66,10 @@ type Registry struct {
 	// identity; nil means auth.GetIdentity. Injectable for tests.
 	Verify func(ctx context.Context, url string, o auth.ClientOptions) (*auth.Response, error)
 
-	mu      sync.Mutex
-	written map[string]time.Time // clusterID/source -> last write
-	refused map[string]time.Time // clusterID + " " + auth URL -> last refused move
+	mu       sync.Mutex
+	written  map[string]time.Time // clusterID/source -> last write
+	verdicts map[string]verdict   // clusterID + " " + auth URL -> the last check of a move there
+	checking map[string]bool      // clusterID -> a move of it is being checked
 
 	createMu  sync.Mutex
 	fullUntil time.Time // checkRoom found no room: refuse until then without counting again
@@ -78,8 +79,18 @@ type Registry struct {
 // knows of.
 const DefaultMaxDiscovered = 256
 
-// maxRefused bounds the refused moves remembered.
-const maxRefused = 4096
+// maxVerdicts bounds the checks of moves remembered, and maxChecks those
+// running at once.
+const (
+	maxVerdicts = 4096
+	maxChecks   = 4
+)
+
+// verdict is the outcome of checking a cluster's new address.
+type verdict struct {
+	at  time.Time
+	err error // nil: it is the cluster
+}
 
 func (r *Registry) now() time.Time {
 	if r.Clock == nil {
@@ -250,46 +261,79 @@ func (r *Registry) checkRoom(ctx context.Context, now time.Time) error {
 // verifyMove accepts a new auth URL for fc only when the auth service there
 // presents the key pinned at first contact and answers for the same
 // cluster: anyone on the LAN, or able to add a DNS record, can announce a
-// known ClusterID with an address of their own. A refusal is remembered
-// for a refresh interval, so that repeated announcements are not dialled
-// each time.
+// known ClusterID with an address of their own.
+//
+// The check runs in the background, one per cluster and a few at a time,
+// so that addresses that do not answer never hold back the sightings of
+// any cluster at the address it has: the sighting that started it is
+// dropped, and one arriving after a successful check moves the cluster. A
+// verdict is remembered for a refresh interval, so that repeated
+// announcements are not dialled each time.
 func (r *Registry) verifyMove(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, a dnssd.Announcement) error {
 	pinned := fc.Status.AuthServiceKeyFingerprint
 	if pinned == "" {
 		return nil // not contacted yet: trust on first use
 	}
 	key, now := a.ClusterID+" "+a.AuthURL, r.now()
-	r.mu.Lock()
-	last, refused := r.refused[key]
-	r.mu.Unlock()
 	drop := func(why string) error {
 		return &dnssd.DropError{Reason: dnssd.ReasonUnverifiedAddress, Detail: fmt.Sprintf(
 			"cluster %s was announced at %s, which %s; it stays at %s", a.ClusterID, a.AuthURL, why, fc.Spec.ForeignAuthURL)}
 	}
-	if refused && now.Sub(last) < r.refreshEvery() {
-		return drop("was refused moments ago")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.verdicts[key]; ok && now.Sub(v.at) < r.refreshEvery() {
+		if v.err == nil {
+			return nil
+		}
+		return drop(fmt.Sprintf("does not prove to be it (%v)", v.err))
 	}
+	if r.checking[a.ClusterID] {
+		return drop("waits: another address of this cluster is being checked")
+	}
+	if len(r.checking) >= maxChecks {
+		return drop("waits: too many addresses are being checked")
+	}
+	if r.checking == nil {
+		r.checking = map[string]bool{}
+	}
+	r.checking[a.ClusterID] = true
+	opts := auth.ClientOptions{
+		InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify,
+		PinnedKey:          pinned, Timeout: 2 * time.Second,
+	}
+	go r.check(context.WithoutCancel(ctx), key, a, opts)
+	return drop("is being checked")
+}
+
+// check asks the auth service at a new address whether it is the cluster,
+// and remembers the verdict.
+func (r *Registry) check(ctx context.Context, key string, a dnssd.Announcement, opts auth.ClientOptions) {
 	verify := r.Verify
 	if verify == nil {
 		verify = auth.GetIdentity
 	}
-	resp, err := verify(ctx, a.AuthURL, auth.ClientOptions{
-		InsecureSkipVerify: fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify,
-		PinnedKey:          pinned, Timeout: 2 * time.Second,
-	})
+	resp, err := verify(ctx, a.AuthURL, opts)
 	if err == nil && resp.Identity.ClusterID != a.ClusterID {
 		err = fmt.Errorf("the auth service there answers for cluster %s", resp.Identity.ClusterID)
 	}
-	if err == nil {
-		return nil
-	}
+	now := r.now()
 	r.mu.Lock()
-	if r.refused == nil || len(r.refused) >= maxRefused {
-		r.refused = map[string]time.Time{}
+	defer r.mu.Unlock()
+	delete(r.checking, a.ClusterID)
+	if r.verdicts == nil {
+		r.verdicts = map[string]verdict{}
 	}
-	r.refused[key] = now
-	r.mu.Unlock()
-	return drop(fmt.Sprintf("does not prove to be it (%v)", err))
+	if len(r.verdicts) >= maxVerdicts {
+		for k, v := range r.verdicts {
+			if now.Sub(v.at) >= r.refreshEvery() {
+				delete(r.verdicts, k)
+			}
+		}
+		if len(r.verdicts) >= maxVerdicts {
+			return // full of fresh verdicts: this one is found again next time
+		}
+	}
+	r.verdicts[key] = verdict{at: now, err: err}
 }
 
 // forget drops the write cache of a cluster, so that the next sighting is
@@ -356,7 +400,10 @@ func (r *Registry) updateSpec(ctx context.Context, fc *discoveryv1alpha1.Foreign
 		}
 		fc.Spec.ForeignAuthURL = a.AuthURL
 	}
-	if a.ClusterName != "" && fc.Spec.ClusterIdentity.ClusterName != a.ClusterName {
+	// Once the auth service's key is pinned, the name comes from its answer
+	// (the reconciler): anyone can announce a known ClusterID at its
+	// address under another name.
+	if a.ClusterName != "" && fc.Spec.ClusterIdentity.ClusterName != a.ClusterName && fc.Status.AuthServiceKeyFingerprint == "" {
 		fc.Spec.ClusterIdentity.ClusterName = a.ClusterName
 	}
 	if typeRank[d.Type] > typeRank[discoveryv1alpha1.DiscoveryType(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])] {

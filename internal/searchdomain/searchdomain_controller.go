@@ -105,11 +105,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		})
 		var drop *dnssd.DropError
 		if errors.As(err, &drop) {
-			// Refused (an unverified address, too many clusters): counted,
-			// and not listed as found here.
+			// Refused: counted. A cluster listed at an address not (yet)
+			// proved to be it stays listed, as after a failed write:
+			// withdrawing it would delete it, and its pinned key and CA
+			// with it, for whoever answers there next to be trusted anew.
 			dnssd.DroppedTotal.WithLabelValues(dnssd.SourceDNS, drop.Reason).Inc()
 			log.V(1).Info("Refused a DNS-SD instance", "domain", sd.Spec.Domain, "reason", drop.Reason, "detail", drop.Detail)
-			continue
+			if drop.Reason != dnssd.ReasonUnverifiedAddress {
+				continue
+			}
+			err = nil
 		}
 		if err != nil {
 			// Still listed: a failed write is no reason to withdraw it.
