@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,9 +89,16 @@ func (r *NamespaceMapReconciler) ensureQuota(ctx context.Context, consumer, name
 		st := failed(namespace, fmt.Sprintf("ResourceQuota %s/%s: %v", namespace, OfferQuotaName, err))
 		return &st
 	}
-	if !equality.Semantic.DeepEqual(quota.Status.Hard, hard) {
-		return &offloadingv1alpha1.MappedNamespaceStatus{Namespace: namespace, Phase: offloadingv1alpha1.RemoteNamespacePending,
-			Message: fmt.Sprintf("waiting for the quota controller to count namespace %s", namespace)}
+	// Pods are refused until the quota controller has counted the
+	// namespace once; after that a change of the offer applies when it
+	// gets to it, the previous limits holding meanwhile, and the namespace
+	// stays Ready (a consumer seeing it Pending would take back what it
+	// reflected there).
+	for name := range hard {
+		if _, counted := quota.Status.Hard[name]; !counted {
+			return &offloadingv1alpha1.MappedNamespaceStatus{Namespace: namespace, Phase: offloadingv1alpha1.RemoteNamespacePending,
+				Message: fmt.Sprintf("waiting for the quota controller to count namespace %s", namespace)}
+		}
 	}
 	return nil
 }

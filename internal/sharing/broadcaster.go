@@ -137,8 +137,10 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 			return ctrl.Result{RequeueAfter: 5 * time.Second}, err
 		}
 		err = remote.Delete(ctx, &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-		return ctrl.Result{}, b.setCondition(ctx, &pr, metav1.ConditionFalse, "BroadcasterDisabled",
-			"spec.sharingConfig.enableBroadcaster is false: nothing is offered", client.IgnoreNotFound(err))
+		// Nothing offered: the quota of the consumer's namespaces drops to
+		// zero, so that the consumer's credentials start nothing more.
+		return ctrl.Result{}, b.setStatus(ctx, &pr, metav1.ConditionFalse, "BroadcasterDisabled",
+			"spec.sharingConfig.enableBroadcaster is false: nothing is offered", nil, client.IgnoreNotFound(err))
 	}
 
 	// Nodes and pods come from the cache, uncopied (only read): this runs
