@@ -5,12 +5,14 @@ package controllermanager
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,7 +36,13 @@ const (
 	metricsVerb     = "get"
 	metricsDenied   = "Forbidden: get on this path is not allowed; bind the ClusterRole liqo-metrics-reader"
 	metricsUnauthed = "Unauthorized: send a bearer token the API server accepts"
+	reviewRate      = 20
+	reviewBurst     = 40
 )
+
+// errTooManyReviews is a caller refused because too many unknown tokens
+// were checked lately.
+var errTooManyReviews = errors.New("too many reviews")
 
 // metricsAuth is the metrics endpoint's filter: the caller's bearer token
 // is authenticated by the API server (TokenReview) and get on the request
@@ -43,6 +51,9 @@ const (
 // k8s.io/apiserver.
 type metricsAuth struct {
 	client client.Client
+	// reviews bounds the TokenReviews a caller with unknown tokens can
+	// make this ask the API server for.
+	reviews *rate.Limiter
 
 	mu       sync.Mutex
 	verdicts map[verdictKey]verdict
@@ -68,11 +79,14 @@ func metricsAuthFilter(cfg *rest.Config, httpClient *http.Client) (metricsserver
 	if err != nil {
 		return nil, err
 	}
-	a := &metricsAuth{client: c, verdicts: map[verdictKey]verdict{}}
+	a := &metricsAuth{client: c, reviews: rate.NewLimiter(reviewRate, reviewBurst), verdicts: map[verdictKey]verdict{}}
 	return func(log logr.Logger, next http.Handler) (http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			status, err := a.check(r)
 			switch {
+			case errors.Is(err, errTooManyReviews):
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "too many callers to check at once; try again", http.StatusTooManyRequests)
 			case err != nil:
 				log.Error(err, "Checking a metrics caller failed")
 				http.Error(w, "cannot check the caller's rights now; try again", http.StatusServiceUnavailable)
@@ -101,6 +115,9 @@ func (a *metricsAuth) check(r *http.Request) (int, error) {
 	if cached && now.Before(v.expires) {
 		return v.status, nil
 	}
+	if !a.reviews.Allow() {
+		return 0, errTooManyReviews
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
 	defer cancel()
 	status, err := a.review(ctx, token, r.URL.Path)
@@ -112,11 +129,17 @@ func (a *metricsAuth) check(r *http.Request) (int, error) {
 		ttl = allowedTTL
 	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if len(a.verdicts) >= maxVerdicts {
-		a.verdicts = map[verdictKey]verdict{} // bounded: a flood of tokens only costs reviews
+		for k, v := range a.verdicts {
+			if !now.Before(v.expires) {
+				delete(a.verdicts, k)
+			}
+		}
 	}
-	a.verdicts[key] = verdict{status: status, expires: now.Add(ttl)}
-	a.mu.Unlock()
+	if len(a.verdicts) < maxVerdicts { // full of fresh verdicts: this one is asked for again next time
+		a.verdicts[key] = verdict{status: status, expires: now.Add(ttl)}
+	}
 	return status, nil
 }
 
