@@ -146,14 +146,20 @@ func NodeName(id discoveryv1alpha1.ClusterIdentity) string {
 	return "liqo-" + id.ClusterID
 }
 
+// NodeNameAnnotation records, on a provider's ForeignCluster, the name its
+// virtual node was given: the name stays the provider's, reserved, even
+// while the node is gone.
+const NodeNameAnnotation = "liqo.io/virtual-node-name"
+
 // nodeName returns the name of provider's virtual node. A node keeps the
 // name it was given, as a kubelet's does, whatever the provider calls
-// itself later. A new node is liqo-<the name the provider announces> only
-// when that name is no other cluster's: no node of another provider has it,
-// and no other ForeignCluster announces it, so that a provider cannot take
-// the name (and with it the pods bound to it by hostname) of another
-// provider's node while that node is briefly gone. Otherwise, and when a
-// name would collide, it is liqo-<ClusterID>.
+// itself later, and gets it back when made again. A new node is
+// liqo-<the name the provider announces> only when that name is no other
+// cluster's: no node of another provider has it, no other ForeignCluster
+// announces it or had a node by it, so that a provider cannot take the
+// name (and with it the pods bound to it by hostname) of another
+// provider's node while that node is gone. Otherwise it is
+// liqo-<ClusterID>.
 func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Advertisement) (string, error) {
 	provider := adv.Spec.ClusterIdentity.ClusterID
 	var own corev1.NodeList
@@ -168,26 +174,56 @@ func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Adve
 		slices.Sort(names)
 		return names[0], nil
 	}
-	fallback := "liqo-" + provider
-	name := NodeName(adv.Spec.ClusterIdentity)
-	if name == fallback {
-		return name, nil
-	}
-	var existing corev1.Node
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &existing); err == nil && existing.Labels[RemoteClusterLabel] != provider {
-		return fallback, nil // another provider's node has that name
-	}
 	var clusters discoveryv1alpha1.ForeignClusterList
 	if err := r.Client.List(ctx, &clusters); err != nil {
 		return "", err
 	}
+	claimedByOthers := func(name string) bool {
+		for i := range clusters.Items {
+			fc := &clusters.Items[i]
+			if fc.Spec.ClusterIdentity.ClusterID != provider && fc.Spec.ClusterIdentity.ClusterID != "" &&
+				(NodeName(fc.Spec.ClusterIdentity) == name || fc.Annotations[NodeNameAnnotation] == name) {
+				return true
+			}
+		}
+		var existing corev1.Node
+		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &existing)
+		return err == nil && existing.Labels[RemoteClusterLabel] != provider
+	}
+	fallback := "liqo-" + provider
 	for i := range clusters.Items {
-		id := clusters.Items[i].Spec.ClusterIdentity
-		if id.ClusterID != provider && id.ClusterID != "" && NodeName(id) == name {
-			return fallback, nil // another cluster goes by that name
+		fc := &clusters.Items[i]
+		if remembered := fc.Annotations[NodeNameAnnotation]; fc.Spec.ClusterIdentity.ClusterID == provider && remembered != "" {
+			if remembered == fallback || !claimedByOthers(remembered) {
+				return remembered, nil
+			}
+			return fallback, nil
 		}
 	}
-	return name, nil
+	if name := NodeName(adv.Spec.ClusterIdentity); name != fallback && !claimedByOthers(name) {
+		return name, nil
+	}
+	return fallback, nil
+}
+
+// rememberNodeName records name on provider's ForeignCluster.
+func (r *NodeReconciler) rememberNodeName(ctx context.Context, provider, name string) error {
+	var list discoveryv1alpha1.ForeignClusterList
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: provider}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		fc := &list.Items[i]
+		if fc.Annotations[NodeNameAnnotation] == name {
+			continue
+		}
+		patch := client.MergeFrom(fc.DeepCopy())
+		metav1.SetMetaDataAnnotation(&fc.ObjectMeta, NodeNameAnnotation, name)
+		if err := r.Client.Patch(ctx, fc, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("recording the virtual node name on ForeignCluster %s: %w", fc.Name, err)
+		}
+	}
+	return nil
 }
 
 func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advertisement) (*corev1.Node, error) {
@@ -219,6 +255,9 @@ func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Ad
 	})
 	if err != nil {
 		return nil, fmt.Errorf("virtual node %s: %w", name, err)
+	}
+	if err := r.rememberNodeName(ctx, provider, name); err != nil {
+		return nil, err
 	}
 	return node, nil
 }

@@ -106,6 +106,15 @@ func TestProviderCannotTakeAnotherProvidersNodeName(t *testing.T) {
 			t.Fatalf("%s's virtual node is now %s, was %s", b.Name, node.Name, bNode.Name)
 		}
 	}
+	// The name stays reserved for C, on its ForeignCluster, while its node
+	// is gone: even a C that calls itself otherwise later gets it back.
+	var fcs discoveryv1alpha1.ForeignClusterList
+	if err := inA.List(ctx, &fcs, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: c.ClusterID}); err != nil || len(fcs.Items) != 1 {
+		t.Fatalf("the ForeignCluster of %s in %s: %d found (%v)", c.Name, a.Name, len(fcs.Items), err)
+	}
+	if got := fcs.Items[0].Annotations[virtualkubelet.NodeNameAnnotation]; got != cNode.Name {
+		t.Fatalf("%s's ForeignCluster remembers node name %q, want %s", c.Name, got, cNode.Name)
+	}
 	var squatted corev1.Node
 	if err := inA.Get(ctx, client.ObjectKey{Name: cNode.Name}, &squatted); err == nil {
 		t.Fatalf("node %s, %s's name, exists while %s offers nothing: %s=%s", cNode.Name, c.Name, c.Name,
