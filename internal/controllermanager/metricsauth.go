@@ -115,7 +115,9 @@ func (a *metricsAuth) check(r *http.Request) (int, error) {
 	if cached && now.Before(v.expires) {
 		return v.status, nil
 	}
-	if !a.reviews.Allow() {
+	// Only callers never allowed wait for the limiter: a flood of made-up
+	// tokens must not lock Prometheus out when its verdict expires.
+	if allowedBefore := cached && v.status == http.StatusOK; !allowedBefore && !a.reviews.Allow() {
 		return 0, errTooManyReviews
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)

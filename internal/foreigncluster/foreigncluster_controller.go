@@ -105,7 +105,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if fc.Spec.ClusterIdentity.ClusterID == id.ClusterID && id.ClusterName != "" && id.ClusterName != fc.Spec.ClusterIdentity.ClusterName {
+	if fc.Spec.ClusterIdentity.ClusterID == id.ClusterID && id.ClusterName != "" && id.ClusterName != fc.Spec.ClusterIdentity.ClusterName &&
+		len(id.ClusterName) <= maxClusterName {
 		// The name follows the answer of the (pinned) auth service, not
 		// announcements, which anyone can make.
 		patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -140,6 +141,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return ctrl.Result{RequeueAfter: r.resync()}, nil
 }
+
+// maxClusterName is the schema's bound on spec.clusterIdentity.clusterName:
+// a longer name in an answer is not taken.
+const maxClusterName = 253
 
 // reasonIdentityMismatch marks an auth service that answers for another
 // cluster.

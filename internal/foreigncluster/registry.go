@@ -4,6 +4,7 @@ package foreigncluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -180,6 +181,15 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 				a.ClusterID, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])}
 		default:
 			if err := r.updateSpec(ctx, fc, d); err != nil {
+				// A DNS zone listing the cluster at an address not (yet)
+				// proved still lists it: the source saw it, or the cluster
+				// would age out and be trusted anew at that address.
+				var drop *dnssd.DropError
+				if d.Type == discoveryv1alpha1.WanDiscovery && errors.As(err, &drop) && drop.Reason == dnssd.ReasonUnverifiedAddress {
+					if err := r.markSeen(ctx, fc, d, now); err != nil {
+						return err
+					}
+				}
 				return err
 			}
 		}
@@ -316,6 +326,11 @@ func (r *Registry) check(ctx context.Context, key string, a dnssd.Announcement, 
 	if err == nil && resp.Identity.ClusterID != a.ClusterID {
 		err = fmt.Errorf("the auth service there answers for cluster %s", resp.Identity.ClusterID)
 	}
+	if err == nil {
+		// Proved: move the cluster now, rather than wait for a sighting
+		// that may come after the verdict is forgotten.
+		err = r.move(ctx, a, opts.PinnedKey)
+	}
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -334,6 +349,28 @@ func (r *Registry) check(ctx context.Context, key string, a dnssd.Announcement, 
 		}
 	}
 	r.verdicts[key] = verdict{at: now, err: err}
+}
+
+// move points the cluster's ForeignCluster at a's auth URL, if its pinned
+// key is still pinnedKey and discovery may move it.
+func (r *Registry) move(ctx context.Context, a dnssd.Announcement, pinnedKey string) error {
+	return retry.RetryOnConflict(cacheLagBackoff, func() error {
+		var reader client.Reader = r.Client
+		if r.APIReader != nil {
+			reader = r.APIReader
+		}
+		fc, err := Find(ctx, reader, a.ClusterID)
+		if err != nil || fc == nil {
+			return err
+		}
+		if fc.Status.AuthServiceKeyFingerprint != pinnedKey || fc.Spec.ForeignAuthURL == a.AuthURL ||
+			fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] == string(discoveryv1alpha1.ManualDiscovery) {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		fc.Spec.ForeignAuthURL = a.AuthURL
+		return client.IgnoreNotFound(r.Client.Patch(ctx, fc, patch))
+	})
 }
 
 // forget drops the write cache of a cluster, so that the next sighting is

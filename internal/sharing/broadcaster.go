@@ -132,15 +132,19 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.LocalClusterID), Name: AdvertisementName(b.LocalClusterID)}
 	if !on {
 		b.forget(pr.Name)
+		// Nothing offered: the quota of the consumer's namespaces drops to
+		// zero at once, whether the consumer can be told or not, so that
+		// its credentials start nothing more.
+		if err := b.setStatus(ctx, &pr, metav1.ConditionFalse, "BroadcasterDisabled",
+			"spec.sharingConfig.enableBroadcaster is false: nothing is offered", nil, nil); err != nil {
+			return ctrl.Result{}, err
+		}
 		remote, err := b.remote(ctx, consumer)
 		if err != nil || remote == nil {
 			return ctrl.Result{RequeueAfter: 5 * time.Second}, err
 		}
 		err = remote.Delete(ctx, &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-		// Nothing offered: the quota of the consumer's namespaces drops to
-		// zero, so that the consumer's credentials start nothing more.
-		return ctrl.Result{}, b.setStatus(ctx, &pr, metav1.ConditionFalse, "BroadcasterDisabled",
-			"spec.sharingConfig.enableBroadcaster is false: nothing is offered", nil, client.IgnoreNotFound(err))
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
 	// Nodes and pods come from the cache, uncopied (only read): this runs

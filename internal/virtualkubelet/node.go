@@ -178,11 +178,14 @@ func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Adve
 	if err := r.Client.List(ctx, &clusters); err != nil {
 		return "", err
 	}
-	claimedByOthers := func(name string) bool {
+	// claimedByOthers says whether another cluster has name: a node of
+	// another provider, the name recorded for another one, or (for a name
+	// not yet given, announced) another cluster's announced name.
+	claimedByOthers := func(name string, announced bool) bool {
 		for i := range clusters.Items {
 			fc := &clusters.Items[i]
 			if fc.Spec.ClusterIdentity.ClusterID != provider && fc.Spec.ClusterIdentity.ClusterID != "" &&
-				(NodeName(fc.Spec.ClusterIdentity) == name || fc.Annotations[NodeNameAnnotation] == name) {
+				(fc.Annotations[NodeNameAnnotation] == name || announced && NodeName(fc.Spec.ClusterIdentity) == name) {
 				return true
 			}
 		}
@@ -194,13 +197,13 @@ func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Adve
 	for i := range clusters.Items {
 		fc := &clusters.Items[i]
 		if remembered := fc.Annotations[NodeNameAnnotation]; fc.Spec.ClusterIdentity.ClusterID == provider && remembered != "" {
-			if remembered == fallback || !claimedByOthers(remembered) {
+			if remembered == fallback || !claimedByOthers(remembered, false) {
 				return remembered, nil
 			}
 			return fallback, nil
 		}
 	}
-	if name := NodeName(adv.Spec.ClusterIdentity); name != fallback && !claimedByOthers(name) {
+	if name := NodeName(adv.Spec.ClusterIdentity); name != fallback && !claimedByOthers(name, true) {
 		return name, nil
 	}
 	return fallback, nil

@@ -52,7 +52,7 @@ func setClusterConfig(t *testing.T, m *playground.Member, change func(*configv1a
 	if err := c.Patch(ctx, &cc, patch); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 10*time.Second, func() error {
+	framework.Eventually(t, 30*time.Second, func() error {
 		if err := c.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
 			return err
 		}
