@@ -12,14 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
-	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd/dnstest"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/playground"
@@ -110,7 +108,6 @@ func foreignClusterOf(t *testing.T, m, other *playground.Member) (*discoveryv1al
 	return fc, nil
 }
 
-// setDiscovery patches a member's discovery switches.
 // setDiscovery patches a member's discovery switches, and puts them back
 // as they were when the test ends.
 func setDiscovery(t *testing.T, m *playground.Member, mutate func(*configv1alpha1.DiscoveryConfig)) {
@@ -121,23 +118,7 @@ func setDiscovery(t *testing.T, m *playground.Member, mutate func(*configv1alpha
 		t.Fatal(err)
 	}
 	before := cfg.Spec.DiscoveryConfig
-	patch := client.MergeFrom(cfg.DeepCopy())
-	mutate(&cfg.Spec.DiscoveryConfig)
-	if err := c.Patch(t.Context(), &cfg, patch); err != nil {
-		t.Fatalf("patching the ClusterConfig of %s: %v", m.Name, err)
-	}
-	// The controller manager reports the generation it applied.
-	framework.Eventually(t, 10*time.Second, func() error {
-		var now configv1alpha1.ClusterConfig
-		if err := c.Get(t.Context(), client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &now); err != nil {
-			return err
-		}
-		ready := meta.FindStatusCondition(now.Status.Conditions, clusterconfig.ConditionReady)
-		if ready == nil || ready.ObservedGeneration < cfg.Generation {
-			return fmt.Errorf("%s has not applied generation %d yet", m.Name, cfg.Generation)
-		}
-		return nil
-	})
+	framework.SetClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) { mutate(&s.DiscoveryConfig) })
 	t.Cleanup(func() {
 		// t.Context() is already cancelled in cleanups.
 		var now configv1alpha1.ClusterConfig

@@ -13,9 +13,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
@@ -97,4 +101,42 @@ func SetJoin(t testing.TB, m *playground.Member, clusterID string, join bool) {
 	if err := c.Patch(ctx, fc, patch); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SetClusterConfig changes a member's ClusterConfig spec (again on a
+// conflict) and waits until its controller manager reports the new
+// generation applied.
+func SetClusterConfig(t testing.TB, m *playground.Member, change func(*configv1alpha1.ClusterConfigSpec)) {
+	t.Helper()
+	c := Client(t, m)
+	ctx := context.Background()
+	key := client.ObjectKey{Name: configv1alpha1.ClusterConfigName}
+	var generation int64
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cc configv1alpha1.ClusterConfig
+		if err := c.Get(ctx, key, &cc); err != nil {
+			return err
+		}
+		change(&cc.Spec)
+		if err := c.Update(ctx, &cc); err != nil {
+			return err
+		}
+		generation = cc.Generation
+		return nil
+	}); err != nil {
+		t.Fatalf("changing the ClusterConfig of %s: %v", m.Name, err)
+	}
+	// After an API server restart the controller's watch reconnects with
+	// backoff: this can take more than a few seconds.
+	Eventually(t, 30*time.Second, func() error {
+		var cc configv1alpha1.ClusterConfig
+		if err := c.Get(ctx, key, &cc); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(cc.Status.Conditions, clusterconfig.ConditionReady)
+		if ready == nil || ready.ObservedGeneration < generation {
+			return fmt.Errorf("%s has not applied ClusterConfig generation %d yet", m.Name, generation)
+		}
+		return nil
+	})
 }

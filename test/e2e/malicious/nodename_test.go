@@ -26,17 +26,7 @@ import (
 // setBroadcaster switches a provider's offers on or off.
 func setBroadcaster(t *testing.T, m *playground.Member, on bool) {
 	t.Helper()
-	c := framework.Client(t, m)
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var cfg configv1alpha1.ClusterConfig
-		if err := c.Get(context.Background(), client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cfg); err != nil {
-			return err
-		}
-		cfg.Spec.SharingConfig.EnableBroadcaster = ptr.To(on)
-		return c.Update(context.Background(), &cfg)
-	}); err != nil {
-		t.Fatalf("switching the broadcaster of %s: %v", m.Name, err)
-	}
+	framework.SetClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.EnableBroadcaster = ptr.To(on) })
 }
 
 // TestProviderCannotTakeAnotherProvidersNodeName: a provider that calls

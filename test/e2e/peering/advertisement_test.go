@@ -103,20 +103,20 @@ func TestAdvertisement(t *testing.T) {
 		return nil
 	})
 
-	setClusterConfig(t, b, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 20 })
+	framework.SetClusterConfig(t, b, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 20 })
 	t.Cleanup(func() {
-		setClusterConfig(t, b, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 50 })
+		framework.SetClusterConfig(t, b, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 50 })
 	})
 	start := time.Now()
 	waitOffer(20, sharingv1alpha1.AdvertisementAccepted, sharing.ReasonAccepted)
 	t.Logf("a new share percentage reached the consumer in %s", time.Since(start).Round(time.Millisecond))
 
 	limit := offerOf(10)
-	setClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) {
+	framework.SetClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) {
 		s.SharingConfig.MaxAcceptedResources = corev1.ResourceList{corev1.ResourceCPU: limit}
 	})
 	t.Cleanup(func() {
-		setClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.MaxAcceptedResources = nil })
+		framework.SetClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.MaxAcceptedResources = nil })
 	})
 	waitOffer(20, sharingv1alpha1.AdvertisementRefused, sharing.ReasonOverCap)
 	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionAdvertisementAccepted, metav1.ConditionFalse, sharing.ReasonOverCap, 5*time.Second)

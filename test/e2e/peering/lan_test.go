@@ -37,34 +37,6 @@ import (
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
-// setClusterConfig changes m's ClusterConfig and waits until the
-// controller manager applied it.
-func setClusterConfig(t *testing.T, m *playground.Member, change func(*configv1alpha1.ClusterConfigSpec)) {
-	t.Helper()
-	c := framework.Client(t, m)
-	ctx := context.Background()
-	var cc configv1alpha1.ClusterConfig
-	if err := c.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(cc.DeepCopy())
-	change(&cc.Spec)
-	if err := c.Patch(ctx, &cc, patch); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 30*time.Second, func() error {
-		if err := c.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
-			return err
-		}
-		for _, cond := range cc.Status.Conditions {
-			if cond.Type == "Ready" && cond.ObservedGeneration == cc.Generation {
-				return nil
-			}
-		}
-		return errorf("%s: ClusterConfig generation %d not applied yet", m.Name, cc.Generation)
-	})
-}
-
 // TestLANPeering: with autojoin and the LAN trust policy, three clusters
 // that find each other over loopback mDNS peer in both directions without
 // a token or any manual step.
@@ -85,7 +57,7 @@ func TestLANPeering(t *testing.T) {
 	}
 	start := time.Now()
 	for _, m := range suite.Members {
-		setClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) {
+		framework.SetClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) {
 			s.DiscoveryConfig.EnableDiscovery = ptr.To(true)
 			s.DiscoveryConfig.EnableAdvertisement = ptr.To(true)
 			s.DiscoveryConfig.AutoJoin = ptr.To(true)
@@ -222,7 +194,7 @@ func testRedirectedToAnotherKey(t *testing.T) {
 	a, b := suite.Members[0], suite.Members[1]
 	ctx := t.Context()
 	inA := framework.Client(t, a)
-	setClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) { s.DiscoveryConfig.EnableDiscovery = ptr.To(false) })
+	framework.SetClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) { s.DiscoveryConfig.EnableDiscovery = ptr.To(false) })
 	proxy, requests := relayTo(t, b.AuthURL, func(_ string, out []byte) []byte { return out })
 	pinned := getFC(t, a, b.ClusterID).Status.AuthServiceKeyFingerprint
 	if pinned == "" {
@@ -265,7 +237,7 @@ func testSwappedProviderCSR(t *testing.T) {
 	inA := framework.Client(t, a)
 	// A stops browsing, so that no announcement puts B's address back
 	// while A is redirected.
-	setClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) { s.DiscoveryConfig.EnableDiscovery = ptr.To(false) })
+	framework.SetClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) { s.DiscoveryConfig.EnableDiscovery = ptr.To(false) })
 	_, attackerCSR, err := identity.NewKeyAndCSR(identity.ProviderUserPrefix + b.ClusterID)
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +301,7 @@ func sameKey(t *testing.T, certPEM string, csrPEM []byte) bool {
 // ForeignClusters, so that later tests start from nothing.
 func lanCleanup(t *testing.T) {
 	for _, m := range suite.Members {
-		setClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) {
+		framework.SetClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) {
 			s.DiscoveryConfig.EnableDiscovery = ptr.To(false)
 			s.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
 			s.DiscoveryConfig.AutoJoin = ptr.To(false)

@@ -27,8 +27,10 @@ func setPeeringConfig(t *testing.T, m *playground.Member, change func(*configv1a
 		t.Fatal(err)
 	}
 	saved := before.Spec.PeeringConfig
-	setClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) { change(&s.PeeringConfig) })
-	t.Cleanup(func() { setClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) { s.PeeringConfig = saved }) })
+	framework.SetClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) { change(&s.PeeringConfig) })
+	t.Cleanup(func() {
+		framework.SetClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) { s.PeeringConfig = saved })
+	})
 }
 
 // TestWebhookPolicy: the provider's webhook rejects, with the rule in the

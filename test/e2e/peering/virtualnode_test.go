@@ -67,9 +67,9 @@ func TestVirtualNode(t *testing.T) {
 		return nil
 	})
 
-	setClusterConfig(t, c, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 25 })
+	framework.SetClusterConfig(t, c, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 25 })
 	t.Cleanup(func() {
-		setClusterConfig(t, c, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 50 })
+		framework.SetClusterConfig(t, c, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 50 })
 	})
 	before := node.Status.Allocatable[corev1.ResourceCPU]
 	start := time.Now()
