@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
@@ -126,8 +127,16 @@ func TestClusterIDImmutable(t *testing.T) {
 		t.Fatalf("creating ForeignCluster: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Delete(t.Context(), fc) })
-	fc.Spec.ClusterIdentity.ClusterID = "someone-else"
-	err := c.Update(t.Context(), fc)
+	// The controller manager writes the object's status meanwhile: a
+	// conflict is tried again on a fresh copy; only the answer to the
+	// change itself counts.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(fc), fc); err != nil {
+			return err
+		}
+		fc.Spec.ClusterIdentity.ClusterID = "someone-else"
+		return c.Update(t.Context(), fc)
+	})
 	if err == nil || !strings.Contains(err.Error(), "clusterID is immutable") {
 		t.Fatalf("changing the ClusterID: got %v, want an immutability error", err)
 	}
