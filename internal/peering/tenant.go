@@ -8,9 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/offloading"
@@ -42,6 +45,10 @@ func ensureTenant(ctx context.Context, c client.Client, peer, roleName, user str
 			ns.Labels[k] = v
 		}
 		ns.Labels[discoveryv1alpha1.TenantLabel] = "true"
+		if ns.Annotations == nil {
+			ns.Annotations = map[string]string{}
+		}
+		ns.Annotations[discoveryv1alpha1.TenantRoleAnnotationPrefix+roleName] = "true"
 		return nil
 	}); err != nil {
 		return "", fmt.Errorf("tenant namespace %s: %w", nsName, err)
@@ -52,14 +59,29 @@ func ensureTenant(ctx context.Context, c client.Client, peer, roleName, user str
 	return nsName, nil
 }
 
-// releaseTenant removes one direction's Role and RoleBinding from peer's
-// tenant namespace; the namespace itself, which both directions of a
-// two-way peering share, goes only when the other direction is not active.
-func releaseTenant(ctx context.Context, c client.Client, peer, roleName string, otherDirectionActive bool) error {
+// releaseTenant removes one direction's Role, RoleBinding and mark from
+// peer's tenant namespace; the namespace itself, which both directions of
+// a two-way peering share, goes only when the other direction neither is
+// active nor marks it. The namespace is deleted only in the version read,
+// so a direction that starts meanwhile (and marks it) keeps it: without
+// that, a peering starting while the other direction's reconciler looks
+// at a PeeringRequest that does not exist lost its new namespace.
+func releaseTenant(ctx context.Context, c client.Client, peer, roleName, otherRole string, otherDirectionActive bool) error {
 	nsName := discoveryv1alpha1.TenantNamespace(peer)
-	if !otherDirectionActive {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName}}
-		return client.IgnoreNotFound(c.Delete(ctx, ns))
+	var ns corev1.Namespace
+	if err := c.Get(ctx, client.ObjectKey{Name: nsName}, &ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !ns.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	own, other := discoveryv1alpha1.TenantRoleAnnotationPrefix+roleName, discoveryv1alpha1.TenantRoleAnnotationPrefix+otherRole
+	if !otherDirectionActive && ns.Annotations[other] == "" {
+		err := c.Delete(ctx, &ns, client.Preconditions{ResourceVersion: &ns.ResourceVersion})
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("tenant namespace %s changed while being released; looking again: %w", nsName, err)
+		}
+		return client.IgnoreNotFound(err)
 	}
 	for _, obj := range []client.Object{
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: roleName}},
@@ -69,7 +91,24 @@ func releaseTenant(ctx context.Context, c client.Client, peer, roleName string, 
 			return fmt.Errorf("releasing %s/%s: %w", nsName, roleName, err)
 		}
 	}
-	return nil
+	if _, ok := ns.Annotations[own]; !ok {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(ns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	delete(ns.Annotations, own)
+	return client.IgnoreNotFound(c.Patch(ctx, &ns, patch))
+}
+
+// tenantGone passes the deletion of a tenant namespace: what waited for it
+// to go may make it again.
+var tenantGone = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		l := e.Object.GetLabels()
+		return l[discoveryv1alpha1.TenantLabel] == "true" && l[discoveryv1alpha1.ClusterIDLabel] != ""
+	},
 }
 
 // Names and rules of the tenant Roles.
