@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/watch"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -101,27 +102,36 @@ func BenchmarkOffloading(b *testing.B) {
 		}
 		return nil
 	})
+	offload := func(ns string) {
+		no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName},
+			Spec: offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}}
+		if err := cc.Create(ctx, no); err != nil {
+			b.Fatal(err)
+		}
+		framework.Eventually(b, 30*time.Second, func() error {
+			if err := cc.Get(ctx, client.ObjectKeyFromObject(no), no); err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("namespace %s not offloaded yet", ns)
+			}
+			return nil
+		})
+	}
 	for _, n := range sizes {
+		if n == 1 {
+			b.Run("pods=1", func(b *testing.B) {
+				for i := range b.N {
+					singlePods(b, consumer, provider, fmt.Sprintf("single-%d", i), offload)
+				}
+			})
+			continue
+		}
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			for i := range b.N {
 				ns := fmt.Sprintf("offloaded-%d-%d", n, i)
 				profiles.start(ns)
-				off := runDeployment(b, p.Members, consumer, ns, n, func(ns string) {
-					no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName},
-						Spec: offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}}
-					if err := cc.Create(ctx, no); err != nil {
-						b.Fatal(err)
-					}
-					framework.Eventually(b, 30*time.Second, func() error {
-						if err := cc.Get(ctx, client.ObjectKeyFromObject(no), no); err != nil {
-							return err
-						}
-						if c := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-							return fmt.Errorf("namespace %s not offloaded yet", ns)
-						}
-						return nil
-					})
-				})
+				off := runDeployment(b, p.Members, consumer, ns, n, offload)
 				// The provider namespace must be gone too, pods and events,
 				// before the writes are counted and the baseline starts.
 				pc := framework.Client(b, provider)
@@ -417,14 +427,109 @@ func formatAPIWrites(members []*playground.Member, before, after map[string]map[
 	return strings.Join(parts, "; ")
 }
 
+// singleRepetitions is how many single pods the N=1 case starts, each
+// way.
+const singleRepetitions = 20
+
+// singlePods times one pod from its creation to Ready, as its cluster's API
+// server shows it, singleRepetitions times in an offloaded namespace of the
+// consumer and as many times directly in the provider, one after the
+// other (each pod deleted and gone before the next), and prints p50, p99
+// and the worst of both. prepare offloads the consumer's namespace.
+func singlePods(b *testing.B, consumer, provider *playground.Member, ns string, prepare func(ns string)) {
+	b.Helper()
+	ctx := context.Background()
+	cc, pc := framework.Client(b, consumer), framework.Client(b, provider)
+	for _, c := range []client.Client{cc, pc} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	prepare(ns)
+	ccs, pcs := framework.Clientset(b, consumer), framework.Clientset(b, provider)
+	var offloaded, direct []time.Duration
+	for i := range singleRepetitions {
+		offloaded = append(offloaded, timeOnePod(b, ccs, ns, fmt.Sprintf("pod-%d", i)))
+		direct = append(direct, timeOnePod(b, pcs, ns, fmt.Sprintf("pod-%d", i)))
+	}
+	for _, c := range []client.Client{cc, pc} {
+		if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p99o, p99d := percentile(offloaded, 0.99), percentile(direct, 0.99)
+	b.ReportMetric(float64(percentile(offloaded, 0.5).Milliseconds()), "ms-p50-offloaded")
+	b.ReportMetric(float64(p99o.Milliseconds()), "ms-p99-offloaded")
+	b.ReportMetric(float64(percentile(direct, 0.5).Milliseconds()), "ms-p50-direct")
+	b.ReportMetric(float64(p99d.Milliseconds()), "ms-p99-direct")
+	b.ReportMetric(float64((p99o - p99d).Milliseconds()), "ms-p99-over-direct")
+	b.Logf("N=1, %d pods each way, create -> Ready: offloaded p50 %s, p99 %s, worst %s; direct in the provider p50 %s, p99 %s, worst %s; p99 offloaded - direct %s",
+		singleRepetitions, percentile(offloaded, 0.5).Round(time.Millisecond), p99o.Round(time.Millisecond), worst(offloaded),
+		percentile(direct, 0.5).Round(time.Millisecond), p99d.Round(time.Millisecond), worst(direct), (p99o - p99d).Round(time.Millisecond))
+}
+
+// timeOnePod creates pod name in ns and returns the time from just before
+// the create to the watch showing it Ready; then deletes it and waits until
+// it is gone.
+func timeOnePod(b *testing.B, cs kubernetes.Interface, ns, name string) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience(1))
+	defer cancel()
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "bench"}},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			TerminationGracePeriodSeconds: ptr.To(int64(0)),
+		},
+	}
+	start := time.Now()
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Duration(0)
+	for took == 0 {
+		ev, ok := <-w.ResultChan()
+		if !ok {
+			b.Fatalf("pod %s/%s: the watch ended before it was Ready", ns, name)
+		}
+		p, isPod := ev.Object.(*corev1.Pod)
+		if !isPod {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				took = time.Since(start)
+			}
+		}
+	}
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		ev, ok := <-w.ResultChan()
+		if !ok {
+			b.Fatalf("pod %s/%s: the watch ended before it was gone", ns, name)
+		}
+		if ev.Type == watch.Deleted {
+			return took
+		}
+	}
+}
+
 // patience bounds a wait on n pods: 3 minutes, and a second per 20 pods.
 func patience(n int) time.Duration { return 3*time.Minute + time.Duration(n/20)*time.Second }
 
-// benchSizes reads LIQO_BENCH_OFFLOADING_PODS: 100 and 1000 by default.
+// benchSizes reads LIQO_BENCH_OFFLOADING_PODS: 1, 100 and 1000 by
+// default (1 is the single-pod latency case).
 func benchSizes(b *testing.B) []int {
 	env := os.Getenv("LIQO_BENCH_OFFLOADING_PODS")
 	if env == "" {
-		return []int{100, 1000}
+		return []int{1, 100, 1000}
 	}
 	var sizes []int
 	for f := range strings.SplitSeq(env, ",") {

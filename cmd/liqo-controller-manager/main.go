@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -17,7 +18,10 @@ import (
 func main() {
 	opts := controllermanager.NewOptions()
 	opts.AddFlags(pflag.CommandLine)
-	zapOpts := zap.Options{}
+	// Times to the nanosecond (--zap-time-encoding overrides): a peering
+	// or a pod start takes well under a second, and its steps cannot be
+	// told apart in whole seconds.
+	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
 	goFlags := flag.NewFlagSet("zap", flag.ExitOnError)
 	zapOpts.BindFlags(goFlags)
 	pflag.CommandLine.AddGoFlagSet(goFlags)

@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -178,6 +179,16 @@ func Client(t testing.TB, m *playground.Member) client.Client {
 		t.Fatalf("creating a client for %s: %v", m.Name, err)
 	}
 	return c
+}
+
+// Clientset returns an admin client-go clientset for a member.
+func Clientset(t testing.TB, m *playground.Member) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(m.RESTConfig)
+	if err != nil {
+		t.Fatalf("creating a clientset for %s: %v", m.Name, err)
+	}
+	return cs
 }
 
 // LogOnFailure prints where a member's logs are when the test fails.
