@@ -104,11 +104,11 @@ func setupDiscovery(ctx context.Context, mgr ctrl.Manager, o *Options, cfg *rest
 		},
 	}
 	if err := (&foreigncluster.Reconciler{
-		Client: c, Namespace: o.Namespace, LocalClusterID: clusterID, Choices: choices,
+		Client: c, APIReader: mgr.GetAPIReader(), Namespace: o.Namespace, LocalClusterID: clusterID, Choices: choices,
 	}).SetupWithManager(mgr); err != nil {
 		return "", nil, fmt.Errorf("setting up the ForeignCluster controller: %w", err)
 	}
-	if err := mgr.Add(&foreigncluster.Checker{Client: c, Policy: policy}); err != nil {
+	if err := mgr.Add(&foreigncluster.Checker{Client: c, APIReader: mgr.GetAPIReader(), Policy: policy}); err != nil {
 		return "", nil, err
 	}
 	if err := (&searchdomain.Reconciler{

@@ -87,7 +87,7 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Broadcaster: %w", err)
 	}
-	if err := (&sharing.Operator{Client: mgr.GetClient(), Config: config, Changes: store.Subscribe()}).SetupWithManager(mgr); err != nil {
+	if err := (&sharing.Operator{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: config, Changes: store.Subscribe()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Advertisement operator: %w", err)
 	}
 	return nil
@@ -111,7 +111,7 @@ func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, cluster
 	if err := mgr.Add(sessions); err != nil {
 		return err
 	}
-	nodes := &virtualkubelet.NodeReconciler{Client: mgr.GetClient(), Remotes: remotes, Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}
+	nodes := &virtualkubelet.NodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Remotes: remotes, Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}
 	if err := setupKubeletServer(mgr, o, sessions, nodes, wh); err != nil {
 		return err
 	}

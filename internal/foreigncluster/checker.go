@@ -36,6 +36,9 @@ type CheckPolicy struct {
 type Checker struct {
 	// Client reads and writes ForeignClusters.
 	Client client.Client
+	// APIReader, if set, reads a ForeignCluster again from the API server
+	// when writing its status met another writer's change.
+	APIReader client.Reader
 	// Policy returns the policy in force (from the ClusterConfig).
 	Policy func() CheckPolicy
 	// GetIdentity asks a remote auth service; injectable for tests.
@@ -127,7 +130,7 @@ func (c *Checker) check(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 				fmt.Sprintf("%d consecutive health checks failed; last error: %v", fc.Status.MissedHealthChecks, err))
 		}
 	}
-	return client.IgnoreNotFound(c.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	return client.IgnoreNotFound(PatchStatus(ctx, c.Client, c.APIReader, orig, fc))
 }
 
 // checkSources ages the discovery sources of fc: a source that did not see

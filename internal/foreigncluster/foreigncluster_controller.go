@@ -39,6 +39,9 @@ func CASecretName(clusterID string) string { return "liqo-remote-ca-" + clusterI
 type Reconciler struct {
 	// Client reads and writes ForeignClusters and Secrets.
 	Client client.Client
+	// APIReader, if set, reads a ForeignCluster again from the API server
+	// when writing its status met another writer's change.
+	APIReader client.Reader
 	// Namespace is the Liqo namespace, where remote CAs are stored.
 	Namespace string
 	// LocalClusterID is this cluster's own ID.
@@ -332,8 +335,8 @@ func setCondition(fc *discoveryv1alpha1.ForeignCluster, t string, s metav1.Condi
 
 func (r *Reconciler) patchStatus(ctx context.Context, orig, fc *discoveryv1alpha1.ForeignCluster) error {
 	// Other writers (the registry, the checker) patch the same lists: lose
-	// nobody's update, retry on conflict instead.
-	if err := r.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// nobody's update (see PatchStatus).
+	if err := PatchStatus(ctx, r.Client, r.APIReader, orig, fc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -101,7 +101,9 @@ func (r *Incoming) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 
 	orig := pr.DeepCopy()
 	period := reconcilePeriod(r.Config)
+	step := newSteps(ctx, "accept", "consumer", id)
 	secretRef, verr := r.verifyConsumer(ctx, &pr)
+	step("consumer verified")
 	if verr != nil {
 		setPRCondition(&pr, discoveryv1alpha1.PeeringRequestConsumerVerified, metav1.ConditionFalse, "VerificationFailed", verr.Error())
 		setPRCondition(&pr, discoveryv1alpha1.PeeringRequestAccepted, metav1.ConditionFalse, "ConsumerNotVerified",
@@ -117,12 +119,15 @@ func (r *Incoming) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	pr.Status.TenantNamespace = tenant
+	step("tenant")
 	if err := r.answerVirtualKubeletCSR(ctx, &pr); err != nil {
 		return ctrl.Result{}, err
 	}
+	step("virtual kubelet CSR answered")
 	if err := r.markIncoming(ctx, &pr, true); err != nil {
 		return ctrl.Result{}, err
 	}
+	step("marked incoming")
 	setPRCondition(&pr, discoveryv1alpha1.PeeringRequestAccepted, metav1.ConditionTrue, "Accepted",
 		fmt.Sprintf("Tenant namespace %s and the virtual kubelet's identity are ready", tenant))
 	return ctrl.Result{RequeueAfter: period}, r.patchStatus(ctx, orig, &pr)
@@ -328,9 +333,9 @@ func (r *Incoming) markIncoming(ctx context.Context, pr *discoveryv1alpha1.Peeri
 	if fc.Status.IncomingPeering == incoming {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	orig := fc.DeepCopy()
 	fc.Status.IncomingPeering = incoming
-	return r.Client.Status().Patch(ctx, fc, patch)
+	return foreigncluster.PatchStatus(ctx, r.Client, nil, orig, fc)
 }
 
 // revoke takes back everything issued to consumer id: its RBAC (so its
@@ -387,7 +392,7 @@ func (r *Incoming) dropAccepted(ctx context.Context, id string) error {
 	}
 	// This cluster's own peering towards id shares the tenant namespace.
 	outgoing := fc != nil && controllerutil.ContainsFinalizer(fc, discoveryv1alpha1.PeeringFinalizer)
-	if err := releaseTenant(ctx, r.Client, id, VirtualKubeletRole, outgoing); err != nil {
+	if err := releaseTenant(ctx, r.Client, id, VirtualKubeletRole, ProviderRole, outgoing); err != nil {
 		return err
 	}
 	if fc == nil {
@@ -403,9 +408,9 @@ func (r *Incoming) dropAccepted(ctx context.Context, id string) error {
 	if !fc.Status.IncomingPeering {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	orig := fc.DeepCopy()
 	fc.Status.IncomingPeering = false
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, fc, patch))
+	return client.IgnoreNotFound(foreigncluster.PatchStatus(ctx, r.Client, nil, orig, fc))
 }
 
 func setPRCondition(pr *discoveryv1alpha1.PeeringRequest, t string, s metav1.ConditionStatus, reason, msg string) {
@@ -441,6 +446,11 @@ func (r *Incoming) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return nil
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A request waiting for its tenant namespace to finish going
+		// starts again at once.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetLabels()[discoveryv1alpha1.ClusterIDLabel]}}}
+		}), builder.WithPredicates(tenantGone)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Named("peeringrequest").
 		Complete(r)

@@ -310,10 +310,12 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	} else if !apierrors.IsNotFound(err) {
 		return nil, nil, err
 	}
+	step := newSteps(ctx, "authenticate", "provider", provider)
 	key, csr, err := identity.NewKeyAndCSR(identity.ConsumerUserPrefix + r.LocalClusterID)
 	if err != nil {
 		return nil, nil, err
 	}
+	step("key and CSR")
 	resp, err := auth.RequestIdentity(ctx, fc.Spec.ForeignAuthURL, token, &auth.IdentityRequest{
 		ClusterID: r.LocalClusterID, ClusterName: local.ClusterName, AuthURL: r.LocalAuthURL,
 		Namespace: r.Namespace, CACert: local.CACert, CSR: string(csr),
@@ -332,6 +334,7 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 		}
 		return fail(ReasonAuthFailed, err)
 	}
+	step("token exchange")
 	// The provider must be the cluster this ForeignCluster trusts: same ID,
 	// same CA bundle and API server as pinned at discovery.
 	same, err := samePinnedCA(ctx, r.Client, r.Namespace, provider, []byte(resp.CACert))
@@ -358,13 +361,16 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	if err := r.checkIdentity(ctx, creds, identity.ConsumerUserPrefix+r.LocalClusterID); err != nil {
 		return fail(ReasonAuthFailed, err)
 	}
+	step("identity checked at the provider")
 	if err := r.checkProviderCSR(ctx, creds, resp.ProviderCSR); err != nil {
 		return fail(ReasonAuthFailed, err)
 	}
+	step("provider CSR checked")
 	providerCert, err := identity.Issue(ctx, r.Client, nil, []byte(resp.ProviderCSR), identity.ProviderUserPrefix+provider, r.Lifetime)
 	if err != nil {
 		return fail(ReasonAuthFailed, fmt.Errorf("issuing the provider's identity in this cluster: %w", err))
 	}
+	step("provider identity issued")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: identity.RemoteSecretName(provider)}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
 		secret.Labels = peerLabels(provider)
@@ -391,6 +397,7 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	}); err != nil {
 		return nil, nil, fmt.Errorf("storing the identity in %s: %w", provider, err)
 	}
+	step("identity stored")
 	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionTrue, "IdentityIssued",
 		fmt.Sprintf("%s issued the identity %s%s (authenticated by %s)", provider, identity.ConsumerUserPrefix, r.LocalClusterID, resp.AuthenticatedBy))
 	return creds, secret, nil
@@ -482,12 +489,14 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 	if err != nil {
 		return err
 	}
+	step := newSteps(ctx, "request", "provider", provider)
 	// Polled every few hundred milliseconds while pending: one client
 	// per identity, not one (and an API discovery) per call.
 	remote, err := r.clients.For(creds.RESTConfig(), r.Scheme)
 	if err != nil {
 		return err
 	}
+	step("client")
 	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionTrue, "IdentityIssued",
 		fmt.Sprintf("%s issued the identity %s%s (authenticated by %s)", provider, identity.ConsumerUserPrefix, r.LocalClusterID, secret.Annotations[AuthenticatedByAnnotation]))
 	want := discoveryv1alpha1.PeeringRequestSpec{
@@ -501,12 +510,14 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 	}
 	var pr discoveryv1alpha1.PeeringRequest
 	err = remote.Get(ctx, client.ObjectKey{Name: r.LocalClusterID}, &pr)
+	step("get")
 	switch {
 	case apierrors.IsNotFound(err):
 		pr = discoveryv1alpha1.PeeringRequest{ObjectMeta: metav1.ObjectMeta{Name: r.LocalClusterID}, Spec: want}
 		if err := remote.Create(ctx, &pr); err != nil {
 			return err
 		}
+		step("create")
 		ctrl.LoggerFrom(ctx).Info("PeeringRequest created", "provider", provider)
 	case err != nil:
 		return err
@@ -614,7 +625,7 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
-	if err := releaseTenant(ctx, r.Client, provider, ProviderRole, err == nil && incoming.DeletionTimestamp.IsZero()); err != nil {
+	if err := releaseTenant(ctx, r.Client, provider, ProviderRole, VirtualKubeletRole, err == nil && incoming.DeletionTimestamp.IsZero()); err != nil {
 		return ctrl.Result{}, err
 	}
 	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonNotJoined, "Not joined: no identity is held in the cluster")
@@ -668,11 +679,7 @@ func (r *Outgoing) patchStatus(ctx context.Context, orig, fc *discoveryv1alpha1.
 	if equality.Semantic.DeepEqual(orig.Status, fc.Status) {
 		return nil
 	}
-	err := r.Client.Status().Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return client.IgnoreNotFound(foreigncluster.PatchStatus(ctx, r.Client, nil, orig, fc))
 }
 
 // SetupWithManager registers the reconciler. Besides spec changes, it
@@ -706,6 +713,15 @@ func (r *Outgoing) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(fc)}}
 		})).
+		// A peering waiting for its tenant namespace to finish going
+		// (a fresh one is made once it is gone) starts again at once.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			fc, err := foreigncluster.Find(ctx, mgr.GetClient(), o.GetLabels()[discoveryv1alpha1.ClusterIDLabel])
+			if err != nil || fc == nil {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(fc)}}
+		}), builder.WithPredicates(tenantGone)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Named("peering").
 		Complete(r)

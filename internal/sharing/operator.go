@@ -50,6 +50,9 @@ const (
 type Operator struct {
 	// Client reads and writes Advertisements and ForeignClusters.
 	Client client.Client
+	// APIReader, if set, reads a ForeignCluster again from the API server
+	// when writing its status met another writer's change.
+	APIReader client.Reader
 	// Config returns the ClusterConfig in force.
 	Config func() *configv1alpha1.ClusterConfig
 	// Now is injectable for tests.
@@ -167,11 +170,11 @@ func (o *Operator) reflect(ctx context.Context, provider string, phase sharingv1
 		c.Status == status && c.Reason == reason && c.Message == msg {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	orig := fc.DeepCopy()
 	meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{
 		Type: discoveryv1alpha1.ConditionAdvertisementAccepted, Status: status, Reason: reason, Message: msg, ObservedGeneration: fc.Generation,
 	})
-	if err := o.Client.Status().Patch(ctx, fc, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := foreigncluster.PatchStatus(ctx, o.Client, o.APIReader, orig, fc); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil

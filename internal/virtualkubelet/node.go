@@ -54,6 +54,9 @@ const (
 type NodeReconciler struct {
 	// Client reads Advertisements and Secrets and writes Nodes and Leases.
 	Client client.Client
+	// APIReader, if set, reads a ForeignCluster again from the API server
+	// when writing its status met another writer's change.
+	APIReader client.Reader
 	// Remotes gives the virtual kubelet's config towards each provider,
 	// built from the identity this cluster stored for it.
 	Remotes interface {
@@ -399,7 +402,7 @@ func (r *NodeReconciler) reflect(ctx context.Context, provider string, status me
 	if (status == "" && cur == nil) || (cur != nil && cur.Status == status && cur.Reason == reason && cur.Message == msg) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	orig := fc.DeepCopy()
 	if status == "" {
 		meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady)
 	} else {
@@ -407,7 +410,7 @@ func (r *NodeReconciler) reflect(ctx context.Context, provider string, status me
 			Type: discoveryv1alpha1.ConditionVirtualNodeReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: fc.Generation,
 		})
 	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, fc, patch))
+	return client.IgnoreNotFound(foreigncluster.PatchStatus(ctx, r.Client, r.APIReader, orig, fc))
 }
 
 func orDefault(s, d string) string {
