@@ -370,6 +370,20 @@ func peakRSS(pid int) int64 {
 // it served so far, by "member" and "VERB resource[/subresource]".
 func apiWrites(b *testing.B, members []*playground.Member) map[string]map[string]float64 {
 	b.Helper()
+	return apiRequests(b, members, func(verb string) bool {
+		switch verb {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+			return true
+		}
+		return false
+	})
+}
+
+// apiRequests reads, from each member's API server, how many requests
+// with a verb counted served so far, by "member" and "VERB
+// resource[/subresource]".
+func apiRequests(b *testing.B, members []*playground.Member, counted func(verb string) bool) map[string]map[string]float64 {
+	b.Helper()
 	out := map[string]map[string]float64{}
 	for _, m := range members {
 		cs, err := kubernetes.NewForConfig(m.RESTConfig)
@@ -391,9 +405,7 @@ func apiWrites(b *testing.B, members []*playground.Member) map[string]map[string
 			for _, p := range metric.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			switch l["verb"] {
-			case "POST", "PUT", "PATCH", "DELETE", "APPLY":
-			default:
+			if !counted(l["verb"]) {
 				continue
 			}
 			res := l["resource"]

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -243,4 +244,21 @@ func Readyz(ctx context.Context, cfg *rest.Config) error {
 		return fmt.Errorf("/readyz answered %q", string(body))
 	}
 	return nil
+}
+
+// WhoAmI asks the API server of cfg which user it sees cfg's credentials
+// as (a SelfSubjectReview), within 5 s. It uses the typed client: no API
+// discovery, one request.
+func WhoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 5 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return review.Status.UserInfo.Username, nil
 }

@@ -245,8 +245,10 @@ func ensureConsumerRBAC(ctx context.Context, c client.Client, clusterID, provide
 			{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{name}, Verbs: []string{"get"}},
 			// RBAC cannot restrict create by name; the webhook does.
 			{APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, Resources: []string{"peeringrequests"}, Verbs: []string{"create"}},
+			// list and watch by name (a metadata.name field selector):
+			// the consumer learns of the acceptance as it happens.
 			{APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, Resources: []string{"peeringrequests"},
-				ResourceNames: []string{clusterID}, Verbs: []string{"get", "update", "patch", "delete"}},
+				ResourceNames: []string{clusterID}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},
 			{APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, Resources: []string{"peeringrequests/status"},
 				ResourceNames: []string{clusterID}, Verbs: []string{"get"}},
 		}

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -21,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -96,7 +97,8 @@ type Outgoing struct {
 	// Lifetime of the certificates this cluster issues to the provider.
 	Lifetime time.Duration
 
-	clients identity.Clients
+	clients    identity.Clients
+	acceptance *acceptanceWatches
 }
 
 // wantsPeering applies outgoingPeeringEnabled: Yes peers, No never does,
@@ -127,6 +129,7 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	orig := fc.DeepCopy()
 	if !wantsPeering(&fc) {
+		r.acceptance.stop(fc.Name)
 		if !controllerutil.ContainsFinalizer(&fc, discoveryv1alpha1.PeeringFinalizer) {
 			return ctrl.Result{}, nil
 		}
@@ -139,10 +142,13 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		orig = fc.DeepCopy()
 	}
 	period := reconcilePeriod(r.Config)
+	step := newSteps(ctx, "peering", "provider", provider)
 	result, err := r.peer(ctx, &fc)
+	step("peer")
 	if perr := r.patchStatus(ctx, orig, &fc); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
+	step("status written")
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -162,11 +168,18 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if result.RequeueAfter == 0 || result.RequeueAfter > period {
 		result.RequeueAfter = period
 	}
-	// Nothing tells this cluster when the provider accepts: look again
-	// soon, backing off as the wait grows (a quarter of the time waited,
-	// at least 200 ms, at most the period).
+	// A watch of the PeeringRequest in the provider wakes this up when it
+	// accepts; should the watch fail or not be allowed (an identity issued
+	// before it was), look again soon, backing off as the wait grows (a
+	// quarter of the time waited, at least 200 ms, at most the period).
 	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil && c.Reason == ReasonPending {
-		result.RequeueAfter = min(result.RequeueAfter, max(200*time.Millisecond, time.Since(c.LastTransitionTime.Time)/4))
+		floor := 200 * time.Millisecond
+		if r.acceptance.watching(fc.Name) {
+			floor = 2 * time.Second
+		}
+		result.RequeueAfter = min(result.RequeueAfter, max(floor, time.Since(c.LastTransitionTime.Time)/4))
+	} else {
+		r.acceptance.stop(fc.Name)
 	}
 	return result, nil
 }
@@ -185,9 +198,23 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 			"The cluster's CA is not trusted (see the CATrusted condition); nothing is sent to it until it is")
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	if _, err := ensureTenant(ctx, r.Client, provider, ProviderRole, identity.ProviderUserPrefix+provider, providerRules); err != nil {
-		return ctrl.Result{}, err
+	// The tenant namespace, where the provider writes its Advertisement,
+	// must exist before the PeeringRequest does; it is made while this
+	// cluster authenticates, and never outlives this reconcile.
+	tenant := make(chan error, 1)
+	go func() {
+		_, err := ensureTenant(ctx, r.Client, provider, ProviderRole, identity.ProviderUserPrefix+provider, providerRules)
+		tenant <- err
+	}()
+	waitTenant := func() error {
+		if tenant == nil {
+			return nil
+		}
+		err := <-tenant
+		tenant = nil
+		return err
 	}
+	defer func() { _ = waitTenant() }()
 	creds, secret, err := r.credentials(ctx, fc)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -203,6 +230,9 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 				}
 				return ctrl.Result{RequeueAfter: delay}, nil //nolint:nilerr // see above
 			}
+		}
+		if err := waitTenant(); err != nil {
+			return ctrl.Result{}, err
 		}
 		err = r.ensurePeeringRequest(ctx, fc, creds, secret)
 		refused := (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !isWebhookDenial(err)
@@ -436,17 +466,11 @@ var errNotVerified = errors.New("the provider could not verify this cluster")
 
 // checkIdentity asks the API server who creds are.
 func (r *Outgoing) checkIdentity(ctx context.Context, creds *identity.Credentials, want string) error {
-	cfg := creds.RESTConfig()
-	cfg.Timeout = 5 * time.Second
-	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	got, err := identity.WhoAmI(ctx, creds.RESTConfig())
 	if err != nil {
-		return err
-	}
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := remote.Create(ctx, review); err != nil {
 		return fmt.Errorf("the issued certificate does not work on the provider's API server %s: %w", creds.Server, err)
 	}
-	if got := review.Status.UserInfo.Username; got != want {
+	if got != want {
 		return fmt.Errorf("the provider's API server sees the issued certificate as %q, not %q", got, want)
 	}
 	return nil
@@ -461,14 +485,15 @@ func (r *Outgoing) checkIdentity(ctx context.Context, creds *identity.Credential
 func (r *Outgoing) checkProviderCSR(ctx context.Context, creds *identity.Credentials, csr string) error {
 	cfg := creds.RESTConfig()
 	cfg.Timeout = 5 * time.Second
-	remote, err := client.New(cfg, client.Options{Scheme: r.Scheme})
+	// The typed client: no API discovery in the provider for one read.
+	remote, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	var role rbacv1.ClusterRole
+	var role *rbacv1.ClusterRole
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
-		last = remote.Get(ctx, client.ObjectKey{Name: ConsumerRBACName(r.LocalClusterID)}, &role)
+		role, last = remote.RbacV1().ClusterRoles().Get(ctx, ConsumerRBACName(r.LocalClusterID), metav1.GetOptions{})
 		return last == nil || !apierrors.IsForbidden(last), nil
 	})
 	if last != nil || err != nil {
@@ -540,6 +565,7 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, ReasonAccepted,
 			fmt.Sprintf("%s admitted and accepted the PeeringRequest: %s", provider, c.Message))
 	} else {
+		r.acceptance.start(ctx, fc.Name, r.LocalClusterID, creds.RESTConfig(), r.Scheme)
 		msg := fmt.Sprintf("%s admitted the PeeringRequest; waiting for it to accept", provider)
 		if c != nil {
 			msg += ": " + c.Message
@@ -689,6 +715,7 @@ func (r *Outgoing) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Local == nil || r.LocalClusterID == "" || r.Namespace == "" {
 		return errors.New("peering.Outgoing needs Client, Local, LocalClusterID and Namespace")
 	}
+	r.acceptance = newAcceptanceWatches()
 	unblocked := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*discoveryv1alpha1.ForeignCluster)
 		n, ok2 := e.ObjectNew.(*discoveryv1alpha1.ForeignCluster)
@@ -722,6 +749,8 @@ func (r *Outgoing) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(fc)}}
 		}), builder.WithPredicates(tenantGone)).
+		// The provider accepting (or refusing) a PeeringRequest.
+		WatchesRawSource(source.Channel(r.acceptance.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Named("peering").
 		Complete(r)
