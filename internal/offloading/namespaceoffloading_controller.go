@@ -15,16 +15,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/remotewatch"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
 )
@@ -47,6 +51,8 @@ type NamespaceOffloadingReconciler struct {
 	Client client.Client
 	// Remotes gives the virtual kubelet's client in each provider.
 	Remotes *virtualkubelet.Remotes
+
+	namespaceMaps *remotewatch.Set
 	// LocalClusterID names the default provider namespaces.
 	LocalClusterID string
 	// Released, if set, is called with a namespace and the providers it
@@ -164,16 +170,61 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 	if err := r.setStatus(ctx, &no, entries, status, reason, msg); err != nil {
 		return ctrl.Result{}, err
 	}
-	// The providers' answers are polled (see docs/offloading.md): soon
-	// while a namespace is being made, less often while one failed (it
-	// may be for good, such as a name taken in the provider).
+	// A watch of each waiting provider's NamespaceMap wakes this up when
+	// it answers; the answers are also polled (see docs/offloading.md),
+	// in case a watch fails: every 2 s while a namespace is being made,
+	// every 5 s while one failed (it may be for good, such as a name
+	// taken in the provider).
+	for _, st := range entries {
+		if st.Phase == offloadingv1alpha1.RemoteNamespacePending {
+			r.watchNamespaceMap(ctx, st.ClusterID)
+		}
+	}
 	switch {
 	case pending:
-		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	case len(problems) > 0:
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return ctrl.Result{RequeueAfter: time.Minute}, nil
+}
+
+// namespaceMapWatchLimit bounds one watch of a provider's NamespaceMap.
+const namespaceMapWatchLimit = 2 * time.Minute
+
+// watchNamespaceMap watches this cluster's NamespaceMap in provider (the
+// virtual kubelet's identity may watch it in its tenant namespace) and, on
+// each change, wakes the NamespaceOffloadings that wait for that provider.
+func (r *NamespaceOffloadingReconciler) watchNamespaceMap(ctx context.Context, provider string) {
+	r.namespaceMaps.Start(ctx, provider, func(ctx context.Context) (watch.Interface, error) {
+		cfg, err := r.Remotes.Config(ctx, provider)
+		if err != nil {
+			return nil, err
+		}
+		mapper := meta.NewDefaultRESTMapper(nil)
+		mapper.Add(offloadingv1alpha1.GroupVersion.WithKind("NamespaceMap"), meta.RESTScopeNamespace)
+		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: r.Client.Scheme(), Mapper: mapper})
+		if err != nil {
+			return nil, err
+		}
+		return wc.Watch(ctx, &offloadingv1alpha1.NamespaceMapList{}, client.InNamespace(discoveryv1alpha1.TenantNamespace(r.LocalClusterID)),
+			client.MatchingFields{"metadata.name": offloadingv1alpha1.NamespaceMapName})
+	}, func(ctx context.Context, _ runtime.Object) ([]client.Object, bool) {
+		var list offloadingv1alpha1.NamespaceOffloadingList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil, false
+		}
+		var waiting []client.Object
+		for i := range list.Items {
+			for _, st := range list.Items[i].Status.RemoteNamespaces {
+				if st.ClusterID == provider && st.Phase != offloadingv1alpha1.RemoteNamespaceReady {
+					waiting = append(waiting, &list.Items[i])
+					break
+				}
+			}
+		}
+		return waiting, false
+	})
 }
 
 // selectProviders returns the ClusterIDs of the providers whose virtual
@@ -350,9 +401,12 @@ func (r *NamespaceOffloadingReconciler) SetupWithManager(mgr ctrl.Manager) error
 		}
 		return reqs
 	})
+	r.namespaceMaps = remotewatch.New(namespaceMapWatchLimit)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&offloadingv1alpha1.NamespaceOffloading{}).
 		Watches(&corev1.Node{}, all).
+		// A provider answering in its NamespaceMap.
+		WatchesRawSource(source.Channel(r.namespaceMaps.Events, &handler.EnqueueRequestForObject{})).
 		Named("namespaceoffloading").
 		Complete(r)
 }

@@ -109,6 +109,7 @@ func (r *Incoming) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		setPRCondition(&pr, discoveryv1alpha1.PeeringRequestConsumerVerified, metav1.ConditionFalse, "VerificationFailed", verr.Error())
 		setPRCondition(&pr, discoveryv1alpha1.PeeringRequestAccepted, metav1.ConditionFalse, "ConsumerNotVerified",
 			"The consumer is not verified yet; it repairs this by authenticating again")
+		waits.WithLabelValues(waitConsumerNotVerified).Inc()
 		return ctrl.Result{RequeueAfter: min(period, 5*time.Second)}, r.patchStatus(ctx, orig, &pr)
 	}
 	setPRCondition(&pr, discoveryv1alpha1.PeeringRequestConsumerVerified, metav1.ConditionTrue, "Verified",

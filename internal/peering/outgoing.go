@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -38,6 +39,7 @@ import (
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/remotewatch"
 	"github.com/liqo-go/liqo/internal/sharing"
 )
 
@@ -98,7 +100,8 @@ type Outgoing struct {
 	Lifetime time.Duration
 
 	clients    identity.Clients
-	acceptance *acceptanceWatches
+	acceptance *remotewatch.Set
+	joins      joinClock
 }
 
 // wantsPeering applies outgoingPeeringEnabled: Yes peers, No never does,
@@ -129,7 +132,8 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	orig := fc.DeepCopy()
 	if !wantsPeering(&fc) {
-		r.acceptance.stop(fc.Name)
+		r.acceptance.Stop(fc.Name)
+		r.joins.forget(fc.Name)
 		if !controllerutil.ContainsFinalizer(&fc, discoveryv1alpha1.PeeringFinalizer) {
 			return ctrl.Result{}, nil
 		}
@@ -149,6 +153,11 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	step("status written")
+	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil {
+		r.joins.observe(fc.Name, c.Status == metav1.ConditionTrue, c.Status == metav1.ConditionTrue && c.Reason == ReasonAccepted)
+	} else {
+		r.joins.observe(fc.Name, false, false)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -174,12 +183,12 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	// quarter of the time waited, at least 200 ms, at most the period).
 	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil && c.Reason == ReasonPending {
 		floor := 200 * time.Millisecond
-		if r.acceptance.watching(fc.Name) {
+		if r.acceptance.Watching(fc.Name) {
 			floor = 2 * time.Second
 		}
 		result.RequeueAfter = min(result.RequeueAfter, max(floor, time.Since(c.LastTransitionTime.Time)/4))
 	} else {
-		r.acceptance.stop(fc.Name)
+		r.acceptance.Stop(fc.Name)
 	}
 	return result, nil
 }
@@ -228,6 +237,7 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 				if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated); c != nil {
 					delay = min(delay, max(500*time.Millisecond, time.Since(c.LastTransitionTime.Time)/4))
 				}
+				waits.WithLabelValues(waitAuthRetry).Inc()
 				return ctrl.Result{RequeueAfter: delay}, nil //nolint:nilerr // see above
 			}
 		}
@@ -241,6 +251,7 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 		} else if first, _ := r.refusedSince.LoadOrStore(provider, time.Now()); time.Since(first.(time.Time)) < refusalGrace && identity.Readyz(ctx, creds.RESTConfig()) != nil {
 			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRequestFailed,
 				fmt.Sprintf("%s refuses the peering identity (%v); authenticating again if it still does after %s", provider, err, refusalGrace))
+			waits.WithLabelValues(waitRefusalGrace).Inc()
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		if (errors.Is(err, errNotVerified) || refused) && attempt == 0 {
@@ -257,6 +268,7 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 	if err != nil {
 		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRequestFailed,
 			fmt.Sprintf("Creating the PeeringRequest in %s failed: %v", provider, err))
+		waits.WithLabelValues(waitRequestRetry).Inc()
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	return ctrl.Result{}, nil
@@ -388,14 +400,14 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	// signer can arrange. Without a token, nothing else proves the answer
 	// came from the provider.
 	creds := &identity.Credentials{Server: resp.APIServerURL, CACert: []byte(resp.CACert), Certificate: []byte(resp.Certificate), Key: key}
-	if err := r.checkIdentity(ctx, creds, identity.ConsumerUserPrefix+r.LocalClusterID); err != nil {
+	// Both checks only read from the provider: they run at once.
+	var checks errgroup.Group
+	checks.Go(func() error { return r.checkIdentity(ctx, creds, identity.ConsumerUserPrefix+r.LocalClusterID) })
+	checks.Go(func() error { return r.checkProviderCSR(ctx, creds, resp.ProviderCSR) })
+	if err := checks.Wait(); err != nil {
 		return fail(ReasonAuthFailed, err)
 	}
-	step("identity checked at the provider")
-	if err := r.checkProviderCSR(ctx, creds, resp.ProviderCSR); err != nil {
-		return fail(ReasonAuthFailed, err)
-	}
-	step("provider CSR checked")
+	step("identity and provider CSR checked at the provider")
 	providerCert, err := identity.Issue(ctx, r.Client, nil, []byte(resp.ProviderCSR), identity.ProviderUserPrefix+provider, r.Lifetime)
 	if err != nil {
 		return fail(ReasonAuthFailed, fmt.Errorf("issuing the provider's identity in this cluster: %w", err))
@@ -494,7 +506,11 @@ func (r *Outgoing) checkProviderCSR(ctx context.Context, creds *identity.Credent
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
 		role, last = remote.RbacV1().ClusterRoles().Get(ctx, ConsumerRBACName(r.LocalClusterID), metav1.GetOptions{})
-		return last == nil || !apierrors.IsForbidden(last), nil
+		if apierrors.IsForbidden(last) {
+			waits.WithLabelValues(waitRBACPropagation).Inc()
+			return false, nil
+		}
+		return true, nil
 	})
 	if last != nil || err != nil {
 		return fmt.Errorf("reading the provider's CSR on its API server %s: %w", creds.Server, errors.Join(last, err))
@@ -565,7 +581,7 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, ReasonAccepted,
 			fmt.Sprintf("%s admitted and accepted the PeeringRequest: %s", provider, c.Message))
 	} else {
-		r.acceptance.start(ctx, fc.Name, r.LocalClusterID, creds.RESTConfig(), r.Scheme)
+		watchAcceptance(ctx, r.acceptance, fc.Name, r.LocalClusterID, creds.RESTConfig(), r.Scheme)
 		msg := fmt.Sprintf("%s admitted the PeeringRequest; waiting for it to accept", provider)
 		if c != nil {
 			msg += ": " + c.Message
@@ -715,7 +731,7 @@ func (r *Outgoing) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Local == nil || r.LocalClusterID == "" || r.Namespace == "" {
 		return errors.New("peering.Outgoing needs Client, Local, LocalClusterID and Namespace")
 	}
-	r.acceptance = newAcceptanceWatches()
+	r.acceptance = remotewatch.New(acceptanceWatchLimit)
 	unblocked := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*discoveryv1alpha1.ForeignCluster)
 		n, ok2 := e.ObjectNew.(*discoveryv1alpha1.ForeignCluster)
@@ -750,7 +766,7 @@ func (r *Outgoing) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(fc)}}
 		}), builder.WithPredicates(tenantGone)).
 		// The provider accepting (or refusing) a PeeringRequest.
-		WatchesRawSource(source.Channel(r.acceptance.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.acceptance.Events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Named("peering").
 		Complete(r)

@@ -95,7 +95,8 @@ func ScrapeMetrics(t testing.TB, m *playground.Member, token string) (int, strin
 	return resp.StatusCode, string(body)
 }
 
-// Metric returns the sum of a Prometheus counter or gauge, over the series
+// Metric returns the sum of a Prometheus counter or gauge (of a histogram:
+// its sample count), over the series
 // whose labels include all of labels, from a member's controller manager,
 // scraped as Prometheus would: with the token of a ServiceAccount bound to
 // the liqo-metrics-reader ClusterRole.
@@ -118,7 +119,7 @@ func Metric(t testing.TB, m *playground.Member, name string, labels map[string]s
 	var sum float64
 	for _, metric := range families[name].GetMetric() {
 		if hasLabels(metric.GetLabel(), labels) {
-			sum += metric.GetCounter().GetValue() + metric.GetGauge().GetValue()
+			sum += metric.GetCounter().GetValue() + metric.GetGauge().GetValue() + float64(metric.GetHistogram().GetSampleCount())
 		}
 	}
 	return sum

@@ -16,8 +16,9 @@ import (
 
 // TestManualPeering: A runs the command B's generate-add-command printed;
 // A's ForeignCluster for B reaches PeeringRequested (the webhook admitted
-// the request and B accepted it); B, which never heard of A before, shows
-// an incoming peering from A on a ForeignCluster it created for it.
+// the request and B accepted it), and A's metrics time both steps; B,
+// which never heard of A before, shows an incoming peering from A on a
+// ForeignCluster it created for it.
 func TestManualPeering(t *testing.T) {
 	a, b, _ := members()
 	framework.LogOnFailure(t, a, b)
@@ -37,6 +38,11 @@ func TestManualPeering(t *testing.T) {
 	if !meta.IsStatusConditionTrue(pr.Status.Conditions, discoveryv1alpha1.PeeringRequestAccepted) ||
 		pr.Status.TenantNamespace != discoveryv1alpha1.TenantNamespace(a.ClusterID) || pr.Status.VirtualKubeletCertificate == "" {
 		t.Fatalf("PeeringRequest status %+v: want Accepted, tenant namespace and the virtual kubelet's certificate", pr.Status)
+	}
+	for _, phase := range []string{"requested", "accepted"} {
+		if n := framework.Metric(t, a, "liqo_peering_duration_seconds", map[string]string{"phase": phase}); n < 1 {
+			t.Errorf("%s timed %v peerings to %s, want at least this one", a.Name, n, phase)
+		}
 	}
 	framework.Eventually(t, 10*time.Second, func() error {
 		in := getFC(t, b, a.ClusterID)
