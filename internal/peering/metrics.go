@@ -37,8 +37,8 @@ var (
 		Help: "Waits on the way to a peering that no watch can end early (retries after a failure, propagation delays), by reason.",
 	}, []string{"reason"})
 	durations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "liqo_peering_duration_seconds",
-		Help: "Time from join to the PeeringRequest admitted by the provider (phase requested) and accepted by it (phase accepted), as the consumer saw it.",
+		Name:    "liqo_peering_duration_seconds",
+		Help:    "Time from join to the PeeringRequest admitted by the provider (phase requested) and accepted by it (phase accepted), as the consumer saw it.",
 		Buckets: []float64{0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300},
 	}, []string{"phase"})
 )

@@ -52,12 +52,12 @@ func (s *Set) Watching(key string) bool {
 	return ok
 }
 
-// Open starts a watch; Wake says, for one of its events, which objects to
-// reconcile and whether the wait is over (the watch then ends).
-type (
-	Open func(ctx context.Context) (watch.Interface, error)
-	Wake func(ctx context.Context, obj runtime.Object) (reconcile []client.Object, done bool)
-)
+// Open starts a watch.
+type Open func(ctx context.Context) (watch.Interface, error)
+
+// Wake says, for one event of a watch, which objects to reconcile and
+// whether the wait is over (the watch then ends).
+type Wake func(ctx context.Context, obj runtime.Object) (reconcile []client.Object, done bool)
 
 // Start runs open's watch for key, unless one runs already.
 func (s *Set) Start(ctx context.Context, key string, open Open, wake Wake) {

@@ -78,11 +78,11 @@ const (
 	// TenantLabel marks a tenant namespace: the namespace one cluster keeps
 	// for one peer, named liqo-tenant-<peer cluster ID>.
 	TenantLabel = "liqo.io/tenant"
-	// TenantRoleAnnotationPrefix, followed by a tenant Role's name, marks
-	// a tenant namespace as used by the direction of the peering that
-	// Role serves (liqo-provider: this cluster consumes from the peer;
-	// liqo-virtual-kubelet: the peer consumes from this cluster). The
-	// namespace goes only when no direction uses it.
+	// TenantRoleAnnotationPrefix is followed by a tenant Role's name: the
+	// annotation marks a tenant namespace as used by the direction of the
+	// peering that Role serves (liqo-provider: this cluster consumes from
+	// the peer; liqo-virtual-kubelet: the peer consumes from this
+	// cluster). The namespace goes only when no direction uses it.
 	TenantRoleAnnotationPrefix = "liqo.io/tenant-role."
 )
 
