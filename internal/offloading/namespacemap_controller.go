@@ -4,6 +4,7 @@ package offloading
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,6 +103,7 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	status := map[string]offloadingv1alpha1.MappedNamespaceStatus{}
 	claimed := map[string]string{} // provider namespace -> consumer namespace
+	var retry error
 	// The first claim sticks: a provider namespace serves the consumer
 	// namespace it was made for as long as that one asks for it, whatever
 	// its state; another claim waits until it is released and made anew,
@@ -141,7 +143,10 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			continue
 		}
 		claimed[remote] = local
-		status[local] = r.ensureNamespace(ctx, consumer, local, remote, offered)
+		var err error
+		if status[local], err = r.ensureNamespace(ctx, consumer, local, remote, offered); err != nil {
+			retry = err
+		}
 	}
 	if err := DeleteNamespaces(ctx, r.Client, consumer, func(name string) bool { _, keep := claimed[name]; return keep }); err != nil {
 		return ctrl.Result{}, err
@@ -154,6 +159,9 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if err := r.Client.Status().Update(ctx, &nm); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if retry != nil {
+		return ctrl.Result{}, retry
 	}
 	return ctrl.Result{RequeueAfter: namespaceResync}, nil
 }
@@ -172,6 +180,17 @@ func (r *NamespaceMapReconciler) holders(ctx context.Context, consumer string) (
 	return out, nil
 }
 
+// errRetry says that a namespace failed on an API error (a stale cache, a
+// conflict, an API server away): its status says which, and the map is
+// reconciled again with back-off instead of at the next resync.
+var errRetry = errors.New("a namespace failed on an API error")
+
+// apiFailure is failed for a step that the API refused or could not
+// answer, which is retried.
+func apiFailure(remote, msg string) (offloadingv1alpha1.MappedNamespaceStatus, error) {
+	return failed(remote, msg), errRetry
+}
+
 func failed(remote, msg string) offloadingv1alpha1.MappedNamespaceStatus {
 	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespaceFailed, Message: msg}
 }
@@ -179,7 +198,7 @@ func failed(remote, msg string) offloadingv1alpha1.MappedNamespaceStatus {
 // ensureNamespace creates (or repairs) the provider namespace remote for
 // the consumer's namespace local, the virtual kubelet's Role in it, and the
 // quota of what the consumer was offered.
-func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, local, remote string, offered corev1.ResourceList) offloadingv1alpha1.MappedNamespaceStatus {
+func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, local, remote string, offered corev1.ResourceList) (offloadingv1alpha1.MappedNamespaceStatus, error) {
 	level := r.podSecurityLevel()
 	var ns corev1.Namespace
 	err := r.Client.Get(ctx, client.ObjectKey{Name: remote}, &ns)
@@ -194,15 +213,15 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 			Annotations: map[string]string{virtualkubelet.OriginNamespaceAnnotation: local},
 		}}
 		if err := r.Client.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return failed(remote, fmt.Sprintf("creating namespace %s: %v", remote, err))
+			return apiFailure(remote, fmt.Sprintf("creating namespace %s: %v", remote, err))
 		}
 	case err != nil:
-		return failed(remote, fmt.Sprintf("reading namespace %s: %v", remote, err))
+		return apiFailure(remote, fmt.Sprintf("reading namespace %s: %v", remote, err))
 	case ns.Labels[sharing.OriginClusterLabel] != consumer:
-		return failed(remote, fmt.Sprintf("namespace %s already exists in the provider and is not this consumer's: choose another remote name", remote))
+		return failed(remote, fmt.Sprintf("namespace %s already exists in the provider and is not this consumer's: choose another remote name", remote)), nil
 	case !ns.DeletionTimestamp.IsZero():
 		return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
-			Message: fmt.Sprintf("namespace %s is being deleted; it is created again once gone", remote)}
+			Message: fmt.Sprintf("namespace %s is being deleted; it is created again once gone", remote)}, nil
 	case ns.Annotations[virtualkubelet.OriginNamespaceAnnotation] == "" || ns.Labels[PodSecurityEnforceLabel] != level ||
 		ns.Labels[PodSecurityEnforceVersionLabel] != "latest":
 		patch := client.MergeFrom(ns.DeepCopy())
@@ -210,17 +229,14 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 		metav1.SetMetaDataLabel(&ns.ObjectMeta, PodSecurityEnforceLabel, level)
 		metav1.SetMetaDataLabel(&ns.ObjectMeta, PodSecurityEnforceVersionLabel, "latest")
 		if err := r.Client.Patch(ctx, &ns, patch); err != nil {
-			return failed(remote, fmt.Sprintf("labelling namespace %s: %v", remote, err))
+			return apiFailure(remote, fmt.Sprintf("labelling namespace %s: %v", remote, err))
 		}
 	}
 	if err := EnsureRoleBinding(ctx, r.Direct, remote, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+consumer, VirtualKubeletRules,
 		map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
-		return failed(remote, err.Error())
+		return apiFailure(remote, err.Error())
 	}
-	if st := r.ensureQuota(ctx, consumer, remote, offered); st != nil {
-		return *st
-	}
-	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespaceReady}
+	return r.ensureQuota(ctx, consumer, remote, offered)
 }
 
 // EnsureRoleBinding creates or repairs, in namespace, a Role with rules and

@@ -67,8 +67,9 @@ func offerOf(ctx context.Context, c client.Client, consumer string) (corev1.Reso
 
 // ensureQuota creates or updates the consumer's ResourceQuota and
 // LimitRange in namespace, and reports the namespace Pending until the
-// API server's quota controller has counted it (pods are refused before).
-func (r *NamespaceMapReconciler) ensureQuota(ctx context.Context, consumer, namespace string, offered corev1.ResourceList) *offloadingv1alpha1.MappedNamespaceStatus {
+// API server's quota controller has counted it (pods are refused before),
+// Ready after.
+func (r *NamespaceMapReconciler) ensureQuota(ctx context.Context, consumer, namespace string, offered corev1.ResourceList) (offloadingv1alpha1.MappedNamespaceStatus, error) {
 	labels := map[string]string{sharing.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: DefaultsLimitRangeName}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, lr, func() error {
@@ -76,8 +77,7 @@ func (r *NamespaceMapReconciler) ensureQuota(ctx context.Context, consumer, name
 		lr.Spec.Limits = []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, DefaultRequest: DefaultRequests}}
 		return nil
 	}); err != nil {
-		st := failed(namespace, fmt.Sprintf("LimitRange %s/%s: %v", namespace, DefaultsLimitRangeName, err))
-		return &st
+		return apiFailure(namespace, fmt.Sprintf("LimitRange %s/%s: %v", namespace, DefaultsLimitRangeName, err))
 	}
 	hard := QuotaOf(offered)
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: OfferQuotaName}}
@@ -86,8 +86,7 @@ func (r *NamespaceMapReconciler) ensureQuota(ctx context.Context, consumer, name
 		quota.Spec.Hard = hard
 		return nil
 	}); err != nil {
-		st := failed(namespace, fmt.Sprintf("ResourceQuota %s/%s: %v", namespace, OfferQuotaName, err))
-		return &st
+		return apiFailure(namespace, fmt.Sprintf("ResourceQuota %s/%s: %v", namespace, OfferQuotaName, err))
 	}
 	// Pods are refused until the quota controller has counted the
 	// namespace once; after that a change of the offer applies when it
@@ -96,9 +95,9 @@ func (r *NamespaceMapReconciler) ensureQuota(ctx context.Context, consumer, name
 	// reflected there).
 	for name := range hard {
 		if _, counted := quota.Status.Hard[name]; !counted {
-			return &offloadingv1alpha1.MappedNamespaceStatus{Namespace: namespace, Phase: offloadingv1alpha1.RemoteNamespacePending,
-				Message: fmt.Sprintf("waiting for the quota controller to count namespace %s", namespace)}
+			return offloadingv1alpha1.MappedNamespaceStatus{Namespace: namespace, Phase: offloadingv1alpha1.RemoteNamespacePending,
+				Message: fmt.Sprintf("waiting for the quota controller to count namespace %s", namespace)}, nil
 		}
 	}
-	return nil
+	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: namespace, Phase: offloadingv1alpha1.RemoteNamespaceReady}, nil
 }
