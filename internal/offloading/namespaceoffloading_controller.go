@@ -201,14 +201,8 @@ func (r *NamespaceOffloadingReconciler) watchNamespaceMap(ctx context.Context, p
 		if err != nil {
 			return nil, err
 		}
-		mapper := meta.NewDefaultRESTMapper(nil)
-		mapper.Add(offloadingv1alpha1.GroupVersion.WithKind("NamespaceMap"), meta.RESTScopeNamespace)
-		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: r.Client.Scheme(), Mapper: mapper})
-		if err != nil {
-			return nil, err
-		}
-		return wc.Watch(ctx, &offloadingv1alpha1.NamespaceMapList{}, client.InNamespace(discoveryv1alpha1.TenantNamespace(r.LocalClusterID)),
-			client.MatchingFields{"metadata.name": offloadingv1alpha1.NamespaceMapName})
+		return remotewatch.ByName(ctx, cfg, r.Client.Scheme(), &offloadingv1alpha1.NamespaceMapList{},
+			discoveryv1alpha1.TenantNamespace(r.LocalClusterID), offloadingv1alpha1.NamespaceMapName)
 	}, func(ctx context.Context, _ runtime.Object) ([]client.Object, bool) {
 		var list offloadingv1alpha1.NamespaceOffloadingList
 		if err := r.Client.List(ctx, &list); err != nil {

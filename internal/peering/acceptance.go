@@ -29,14 +29,7 @@ const acceptanceWatchLimit = 2 * time.Minute
 // accepted. One watch per ForeignCluster at most.
 func watchAcceptance(ctx context.Context, set *remotewatch.Set, fcName, name string, cfg *rest.Config, scheme *runtime.Scheme) {
 	set.Start(ctx, fcName, func(ctx context.Context) (watch.Interface, error) {
-		// A fixed mapping: no API discovery in the provider for one resource.
-		mapper := meta.NewDefaultRESTMapper(nil)
-		mapper.Add(discoveryv1alpha1.GroupVersion.WithKind("PeeringRequest"), meta.RESTScopeRoot)
-		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Mapper: mapper})
-		if err != nil {
-			return nil, err
-		}
-		return wc.Watch(ctx, &discoveryv1alpha1.PeeringRequestList{}, client.MatchingFields{"metadata.name": name})
+		return remotewatch.ByName(ctx, cfg, scheme, &discoveryv1alpha1.PeeringRequestList{}, "", name)
 	}, func(_ context.Context, obj runtime.Object) ([]client.Object, bool) {
 		pr, ok := obj.(*discoveryv1alpha1.PeeringRequest)
 		accepted := ok && meta.IsStatusConditionTrue(pr.Status.Conditions, discoveryv1alpha1.PeeringRequestAccepted)

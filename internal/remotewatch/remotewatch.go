@@ -10,13 +10,17 @@ package remotewatch
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
@@ -130,4 +134,32 @@ func (s *Set) run(ctx context.Context, open Open, wake Wake) error {
 			}
 		}
 	}
+}
+
+// ByName opens a watch of the one object name of list's kind, in
+// namespace ("" for a cluster-scoped kind), in the API server cfg
+// reaches. Its client knows only that kind: no API discovery in the peer,
+// and nothing but the object by name is asked for (a peer's grant may
+// allow no more).
+func ByName(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, list client.ObjectList, namespace, name string) (watch.Interface, error) {
+	gvk, err := apiutil.GVKForObject(list, scheme)
+	if err != nil {
+		return nil, err
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	scope := meta.RESTScopeNamespace
+	if namespace == "" {
+		scope = meta.RESTScopeRoot
+	}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, scope)
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		return nil, err
+	}
+	opts := []client.ListOption{client.MatchingFields{"metadata.name": name}}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	return wc.Watch(ctx, list, opts...)
 }

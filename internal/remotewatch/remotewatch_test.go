@@ -4,6 +4,8 @@ package remotewatch
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -98,5 +101,41 @@ func TestNilSetWatchesNothing(t *testing.T) {
 	s.Stop("p")
 	if s.Watching("p") {
 		t.Fatal("a nil Set watches")
+	}
+}
+
+// TestByNameAsksForTheOneObject: the watch asks the peer for the named
+// object only, at the kind's path (cluster-scoped or in the namespace),
+// without API discovery first; a peer's refusal is returned.
+func TestByNameAsksForTheOneObject(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.Path+"?"+r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`))
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL}
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		list            client.ObjectList
+		namespace, want string
+	}{
+		{&corev1.NamespaceList{}, "", "/api/v1/namespaces?fieldSelector=metadata.name%3Dtenant&watch=true"},
+		{&corev1.ConfigMapList{}, "ns", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dtenant&watch=true"},
+	} {
+		asked = nil
+		w, err := ByName(t.Context(), cfg, scheme, tc.list, tc.namespace, "tenant")
+		if err == nil {
+			w.Stop()
+			t.Fatalf("%T: a refused watch gave no error", tc.list)
+		}
+		if len(asked) != 1 || asked[0] != tc.want {
+			t.Errorf("%T: asked %q, want only %q", tc.list, asked, tc.want)
+		}
 	}
 }
