@@ -83,6 +83,13 @@ func releaseTenant(ctx context.Context, c client.Client, peer, roleName, otherRo
 		}
 		return client.IgnoreNotFound(err)
 	}
+	// ensureTenant marks the namespace before it makes the Role, and the
+	// mark goes last here: unmarked, this direction has nothing in it (a
+	// consumer's Incoming reconciler, looking at a join with no request
+	// from the provider, writes nothing).
+	if _, ok := ns.Annotations[own]; !ok {
+		return nil
+	}
 	for _, obj := range []client.Object{
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: roleName}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: roleName}},
@@ -90,9 +97,6 @@ func releaseTenant(ctx context.Context, c client.Client, peer, roleName, otherRo
 		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("releasing %s/%s: %w", nsName, roleName, err)
 		}
-	}
-	if _, ok := ns.Annotations[own]; !ok {
-		return nil
 	}
 	patch := client.MergeFromWithOptions(ns.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	delete(ns.Annotations, own)

@@ -4,6 +4,7 @@ package peering
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -73,5 +75,41 @@ func TestReleaseTenantKeepsItsMarkOnlyForItself(t *testing.T) {
 		if got := err == nil; got != want {
 			t.Errorf("Role %s present: %v, want %v (%v)", role, got, want, err)
 		}
+	}
+}
+
+// TestReleaseTenantUnmarkedWritesNothing: a direction that never marked
+// the namespace has nothing in it, and its release, which the consumer
+// runs on every reconcile of a join the provider has not answered yet,
+// writes nothing.
+func TestReleaseTenantUnmarkedWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	var writes []string
+	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			writes = append(writes, fmt.Sprintf("delete %T %s", obj, obj.GetName()))
+			return c.Delete(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			writes = append(writes, fmt.Sprintf("patch %T %s", obj, obj.GetName()))
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	}).Build()
+	if _, err := ensureTenant(ctx, c, "peer", ProviderRole, "liqo-provider-peer", providerRules); err != nil {
+		t.Fatal(err)
+	}
+	writes = nil
+	if err := releaseTenant(ctx, c, "peer", VirtualKubeletRole, ProviderRole, true); err != nil {
+		t.Fatal(err)
+	}
+	if len(writes) != 0 {
+		t.Errorf("releasing a direction that never marked the namespace wrote %q", writes)
+	}
+	// The marked direction's release still removes its Role and mark.
+	if err := releaseTenant(ctx, c, "peer", ProviderRole, VirtualKubeletRole, true); err != nil {
+		t.Fatal(err)
+	}
+	if len(writes) != 3 {
+		t.Errorf("releasing the marked direction wrote %q, want its RoleBinding, Role and mark", writes)
 	}
 }
