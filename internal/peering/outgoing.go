@@ -153,11 +153,9 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	step("status written")
-	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil {
-		r.joins.observe(fc.Name, c.Status == metav1.ConditionTrue, c.Status == metav1.ConditionTrue && c.Reason == ReasonAccepted)
-	} else {
-		r.joins.observe(fc.Name, false, false)
-	}
+	requested := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
+	isRequested := requested != nil && requested.Status == metav1.ConditionTrue
+	r.joins.observe(fc.Name, isRequested, isRequested && requested.Reason == ReasonAccepted)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
