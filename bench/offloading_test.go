@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -638,6 +639,34 @@ func (p *profiler) start(label string) {
 			}
 			if err != nil {
 				p.b.Logf("profiling %s: %v", name, err)
+			}
+		}()
+	}
+}
+
+// apiServers saves, in the background, a CPU profile of seconds of each
+// member's API server (started with Profiling) as
+// <dir>/<label>-apiserver-<cluster>.pprof.
+func (p *profiler) apiServers(label string, members []*playground.Member, seconds int) {
+	if p.dir == "" {
+		return
+	}
+	for _, m := range members {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			cfg := rest.CopyConfig(m.RESTConfig)
+			cfg.Timeout = time.Duration(seconds+30) * time.Second
+			cs, err := kubernetes.NewForConfig(cfg)
+			if err == nil {
+				var data []byte
+				data, err = cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).DoRaw(context.Background())
+				if err == nil {
+					err = os.WriteFile(filepath.Join(p.dir, label+"-apiserver-"+m.Name+".pprof"), data, 0o600)
+				}
+			}
+			if err != nil {
+				p.b.Logf("profiling the API server of %s: %v", m.Name, err)
 			}
 		}()
 	}

@@ -3,9 +3,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +25,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -46,9 +50,15 @@ const peeringProviders = 8
 func BenchmarkPeering(b *testing.B) {
 	var one, eight peeringTimes
 	var baseline []time.Duration
-	for range b.N {
+	// What each run of eight used, printed for the slowest run only (a
+	// benchmark's log keeps ten lines).
+	var runs []peeringRun
+	profiles := newProfiler(b, os.Getenv("LIQO_BENCH_PROFILE_DIR"))
+	for i := range b.N {
 		p, stop := startStoppablePlayground(b, playground.Options{
-			Clusters: 2 + peeringProviders, NodesPerCluster: 1,
+			Customize:                func(_ string, o *localcluster.Options) { o.Profiling = profiles.dir != "" },
+			ControllerManagerArgsFor: profiles.args,
+			Clusters:                 2 + peeringProviders, NodesPerCluster: 1,
 			ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 				spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
 				spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
@@ -65,18 +75,61 @@ func BenchmarkPeering(b *testing.B) {
 		baseline = append(baseline, baselineCreate(b, p.Members[1]))
 		one.add(joinAndTime(b, consumer.RESTConfig, p.Members[1:2]))
 		// The first provider's virtual node comes after its acceptance:
-		// the eight start once it is there, not while it is made.
+		// the eight start once it is there, not while it is made. What
+		// the ten clusters use by themselves is measured meanwhile: the
+		// eight compete with it for the machine's cores.
 		framework.WaitVirtualNodesReady(b, consumer, p.Members[1])
+		var run peeringRun
+		idleBefore, idleStart := componentCPU(p.Members), time.Now()
+		time.Sleep(2 * time.Second)
+		run.idle = formatComponentCPU(p.Members, idleBefore, componentCPU(p.Members), time.Since(idleStart))
 		all := func(string) bool { return true }
 		before, requestsBefore, start := componentCPU(p.Members), apiRequests(b, p.Members[:3], all), time.Now()
-		eight.add(joinAndTime(b, consumer.RESTConfig, p.Members[2:]))
-		b.Logf("CPU seconds by component while %d providers joined: %s", peeringProviders, formatComponentCPU(p.Members, before, componentCPU(p.Members), time.Since(start)))
-		b.Logf("API requests while %d providers joined (the consumer and two providers): %s", peeringProviders, formatAPIWrites(p.Members[:3], requestsBefore, apiRequests(b, p.Members[:3], all), 1))
+		label := fmt.Sprintf("peering-%d", i)
+		profiles.start(label)
+		profiles.apiServers(label, p.Members[:3], 5)
+		requested, accepted := joinAndTime(b, consumer.RESTConfig, p.Members[2:])
+		eight.add(requested, accepted)
+		run.cpu = formatComponentCPU(p.Members, before, componentCPU(p.Members), time.Since(start))
+		run.requests = formatAPIWrites(p.Members[:3], requestsBefore, apiRequests(b, p.Members[:3], all), 1)
+		run.waits = peeringWaits(b, p.Members)
+		run.worst = slices.Max(accepted)
+		runs = append(runs, run)
+		profiles.wg.Wait()
 		stop()
 	}
 	slices.Sort(baseline)
 	one.report(b, 1, baseline[len(baseline)/2])
 	eight.report(b, peeringProviders, baseline[len(baseline)/2])
+	slowest := slices.MaxFunc(runs, func(a, b peeringRun) int { return cmp.Compare(a.worst, b.worst) })
+	b.Logf("slowest run of %d providers (worst %s): waits %s", peeringProviders, slowest.worst.Round(time.Millisecond), slowest.waits)
+	b.Logf("slowest run, CPU seconds by component in the 2 s before the join: %s", slowest.idle)
+	b.Logf("slowest run, CPU seconds by component while %d providers joined: %s", peeringProviders, slowest.cpu)
+	b.Logf("slowest run, API requests while %d providers joined (the consumer and two providers): %s", peeringProviders, slowest.requests)
+}
+
+// peeringRun is what one run of eight joins used.
+type peeringRun struct {
+	worst                      time.Duration
+	idle, cpu, requests, waits string
+}
+
+// peeringWaitReasons are the reasons of liqo_peering_waits_total.
+var peeringWaitReasons = []string{"AuthenticationRetry", "RequestRetry", "RefusedWhileNotReady", "RBACPropagation", "ConsumerNotVerified"}
+
+// peeringWaits sums, over the members' controller managers, the waits of
+// each reason so far (after the joins: reading them makes a token).
+func peeringWaits(b *testing.B, members []*playground.Member) string {
+	b.Helper()
+	var parts []string
+	for _, reason := range peeringWaitReasons {
+		var n float64
+		for _, m := range members {
+			n += framework.Metric(b, m, "liqo_peering_waits_total", map[string]string{"reason": reason})
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", reason, n))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // peeringTimes collects, over all runs, the time from join=true to

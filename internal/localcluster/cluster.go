@@ -72,6 +72,9 @@ type Options struct {
 	// starts too) to these CPUs: benchmarks give each cluster its own
 	// cores, as separate machines have.
 	CPUs []int
+	// Profiling serves the API server's /debug/pprof to its
+	// administrators (benchmarks profile it); off otherwise.
+	Profiling bool
 	// StartTimeout bounds the whole start; defaults to 3 minutes.
 	StartTimeout time.Duration
 	// Log receives progress messages.
@@ -418,7 +421,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, pki *pkiPa
 		"--allow-privileged=true",
 		"--max-requests-inflight=1000",
 		"--max-mutating-requests-inflight=500",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(c.opts.Profiling),
 		"--v=1",
 	})
 	if err != nil {
