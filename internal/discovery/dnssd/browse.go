@@ -73,7 +73,7 @@ func (r *Resolver) Browse(ctx context.Context, domain, service string) ([]Found,
 		}
 		rrs = append(rrs, txt.Answer...)
 	}
-	found, drops := Collect(rrs, name)
+	found, drops := Collect(rrs, name, Unicast)
 	// An instance without a TXT record cannot be used.
 	kept := found[:0]
 	for _, f := range found {

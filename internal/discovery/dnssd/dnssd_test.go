@@ -75,20 +75,35 @@ func instance() *Instance {
 
 func TestCollectReadsBackRecords(t *testing.T) {
 	inst := instance()
-	found, drops := Collect(inst.Records(120), inst.ServiceFQDN())
+	found, drops := Collect(inst.Records(120), inst.ServiceFQDN(), Multicast)
 	if len(drops) != 0 || len(found) != 1 {
 		t.Fatalf("Collect = %+v, drops %v", found, drops)
 	}
 	if f := found[0]; f.Goodbye || f.TTL != 120 || f.Announcement == nil || *f.Announcement != inst.Announcement {
 		t.Fatalf("found %+v", f)
 	}
-	found, _ = Collect(inst.Records(0), inst.ServiceFQDN())
+	found, _ = Collect(inst.Records(0), inst.ServiceFQDN(), Multicast)
 	if len(found) != 1 || !found[0].Goodbye {
 		t.Fatalf("goodbye not recognised: %+v", found)
 	}
-	found, _ = Collect(inst.Records(120), ServiceFQDN("_other._tcp", "local."))
+	found, _ = Collect(inst.Records(120), ServiceFQDN("_other._tcp", "local."), Multicast)
 	if len(found) != 0 {
 		t.Fatalf("another service's records were collected: %+v", found)
+	}
+}
+
+// TestCollectUnicastTTLZeroIsNoGoodbye: over unicast DNS a TTL of 0 says
+// "do not cache" (dnsmasq serves its records so by default), and the
+// instance is read as present; over multicast DNS the same records are a
+// goodbye.
+func TestCollectUnicastTTLZeroIsNoGoodbye(t *testing.T) {
+	inst := instance()
+	found, drops := Collect(inst.Records(0), inst.ServiceFQDN(), Unicast)
+	if len(drops) != 0 || len(found) != 1 {
+		t.Fatalf("Collect = %+v, drops %v", found, drops)
+	}
+	if f := found[0]; f.Goodbye || f.Announcement == nil || *f.Announcement != inst.Announcement {
+		t.Fatalf("unicast records with TTL 0 read as %+v, want the instance present", f)
 	}
 }
 
@@ -98,7 +113,7 @@ func TestCollectDropsConflictingTXT(t *testing.T) {
 	other := *valid()
 	other.ClusterName = "milan"
 	rrs = append(rrs, &dns.TXT{Hdr: dns.RR_Header{Name: inst.InstanceFQDN(), Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 120}, Txt: other.TXT()})
-	found, drops := Collect(rrs, inst.ServiceFQDN())
+	found, drops := Collect(rrs, inst.ServiceFQDN(), Unicast)
 	if len(found) != 0 || len(drops) != 1 || drops[0].Reason != ReasonDuplicate {
 		t.Fatalf("Collect = %+v, drops %+v; want one duplicate drop", found, drops)
 	}

@@ -54,7 +54,7 @@ func FuzzCollect(f *testing.F) {
 		if m.Unpack(b) != nil {
 			return
 		}
-		found, drops := Collect(append(m.Answer, m.Extra...), inst.ServiceFQDN())
+		found, drops := Collect(append(m.Answer, m.Extra...), inst.ServiceFQDN(), Multicast)
 		for _, fd := range found {
 			if fd.Announcement != nil {
 				if err := fd.Announcement.Validate(); err != nil {

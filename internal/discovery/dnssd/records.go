@@ -90,15 +90,30 @@ type Found struct {
 	Announcement *Announcement
 	// TTL is the smallest TTL of its records, in seconds.
 	TTL uint32
-	// Goodbye is true when the instance withdrew itself (TTL 0).
+	// Goodbye is true when the instance withdrew itself (TTL 0 over
+	// multicast DNS; never over unicast DNS).
 	Goodbye bool
 }
 
+// Transport is how records were received, which decides what a TTL of 0
+// means.
+type Transport int
+
+const (
+	// Multicast DNS: a TTL of 0 is a goodbye, the instance withdrawing
+	// itself (RFC 6762 §10.1).
+	Multicast Transport = iota
+	// Unicast DNS: a TTL of 0 only says not to cache the record (RFC 1035
+	// §3.2.1; dnsmasq serves its local records so by default); the
+	// instance is there as long as the zone lists it.
+	Unicast
+)
+
 // Collect reads the instances of serviceFQDN out of a set of records (a
-// response's answers and additional records together). Instances whose
-// records are invalid are returned as drops, one per instance; records of
-// other services are ignored.
-func Collect(rrs []dns.RR, serviceFQDN string) ([]Found, []*DropError) {
+// response's answers and additional records together) received over
+// transport. Instances whose records are invalid are returned as drops,
+// one per instance; records of other services are ignored.
+func Collect(rrs []dns.RR, serviceFQDN string, transport Transport) ([]Found, []*DropError) {
 	serviceFQDN = strings.ToLower(dns.Fqdn(serviceFQDN))
 	type partial struct {
 		ttl     uint32
@@ -130,7 +145,7 @@ func Collect(rrs []dns.RR, serviceFQDN string) ([]Found, []*DropError) {
 			}
 			p := get(name)
 			p.ttl = min(p.ttl, h.Ttl)
-			if h.Ttl == 0 {
+			if h.Ttl == 0 && transport == Multicast {
 				p.goodbye = true
 			}
 		case *dns.TXT:
@@ -144,7 +159,7 @@ func Collect(rrs []dns.RR, serviceFQDN string) ([]Found, []*DropError) {
 			}
 			p.txt = r
 			p.ttl = min(p.ttl, h.Ttl)
-			if h.Ttl == 0 {
+			if h.Ttl == 0 && transport == Multicast {
 				p.goodbye = true
 			}
 		}

@@ -121,7 +121,7 @@ func (s *Server) handleResponse(msg *dns.Msg, from net.Addr) {
 		return
 	}
 	rrs := append(append([]dns.RR{}, msg.Answer...), msg.Extra...)
-	found, drops := dnssd.Collect(rrs, s.service)
+	found, drops := dnssd.Collect(rrs, s.service, dnssd.Multicast)
 	for _, d := range drops {
 		s.handler.Dropped(d, from)
 	}
