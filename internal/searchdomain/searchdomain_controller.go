@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -80,6 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	orig := sd.DeepCopy()
 	found, drops, err := r.Resolver.Browse(ctx, sd.Spec.Domain, r.Service())
+	refused := append([]*dnssd.DropError{}, drops...)
 	for _, d := range drops {
 		dnssd.DroppedTotal.WithLabelValues(dnssd.SourceDNS, d.Reason).Inc()
 		log.V(1).Info("Dropped a DNS-SD record", "domain", sd.Spec.Domain, "reason", d.Reason, "detail", d.Detail)
@@ -111,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// with it, for whoever answers there next to be trusted anew.
 			dnssd.DroppedTotal.WithLabelValues(dnssd.SourceDNS, drop.Reason).Inc()
 			log.V(1).Info("Refused a DNS-SD instance", "domain", sd.Spec.Domain, "reason", drop.Reason, "detail", drop.Detail)
+			refused = append(refused, drop)
 			if drop.Reason != dnssd.ReasonUnverifiedAddress {
 				continue
 			}
@@ -138,10 +142,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	sd.Status.ForeignClusters = ids
 	now := metav1.Now()
 	sd.Status.LastResolved = &now
-	meta.SetStatusCondition(&sd.Status.Conditions, metav1.Condition{
-		Type: ConditionResolved, Status: metav1.ConditionTrue, Reason: "Resolved",
+	cond := metav1.Condition{
+		Type: ConditionResolved, Status: metav1.ConditionTrue, Reason: ReasonResolved,
 		Message: fmt.Sprintf("%d clusters listed in %s", len(ids), sd.Spec.Domain), ObservedGeneration: sd.Generation,
-	})
+	}
+	if len(refused) > 0 {
+		// "0 clusters listed" must never hide what was refused.
+		cond.Reason, cond.Message = ReasonRecordsDropped, cond.Message+"; "+dropSummary(refused)
+	}
+	meta.SetStatusCondition(&sd.Status.Conditions, cond)
 	if err := r.patchStatus(ctx, orig, &sd); err != nil {
 		errs = append(errs, err)
 	}
@@ -166,4 +175,42 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&discoveryv1alpha1.SearchDomain{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("searchdomain").
 		Complete(r)
+}
+
+// Reasons of the Resolved condition when the domain resolved.
+const (
+	// ReasonResolved: every instance the domain lists was read.
+	ReasonResolved = "Resolved"
+	// ReasonRecordsDropped: some were dropped or refused; the message
+	// says how many, why, and the first of each reason.
+	ReasonRecordsDropped = "RecordsDropped"
+)
+
+// maxDropDetail bounds each example in the condition's message: the
+// details quote what a DNS server served.
+const maxDropDetail = 200
+
+// dropSummary says how many instances were dropped or refused, by reason
+// (the label of liqo_discovery_dropped_total), with the first of each.
+func dropSummary(drops []*dnssd.DropError) string {
+	count := map[string]int{}
+	first := map[string]string{}
+	var reasons []string
+	for _, d := range drops {
+		if count[d.Reason] == 0 {
+			reasons = append(reasons, d.Reason)
+			first[d.Reason] = d.Detail
+		}
+		count[d.Reason]++
+	}
+	sort.Strings(reasons)
+	parts := make([]string, 0, len(reasons))
+	for _, reason := range reasons {
+		detail := first[reason]
+		if len(detail) > maxDropDetail {
+			detail = detail[:maxDropDetail] + "..."
+		}
+		parts = append(parts, fmt.Sprintf("%d %s (%s)", count[reason], reason, strconv.QuoteToASCII(detail)))
+	}
+	return fmt.Sprintf("%d dropped: %s", len(drops), strings.Join(parts, ", "))
 }
