@@ -39,7 +39,9 @@ type Resolver struct {
 // Browse lists the instances of service in domain: the PTR records of
 // <service>.<domain>, then each instance's TXT record. A domain that does
 // not exist, or a server that does not answer, is a *DNSError; a domain
-// that exists but lists nothing is an empty result.
+// that exists but lists nothing is an empty result, whether the server
+// answers the service's name with no records or with NXDOMAIN (as
+// servers do once the last instance is gone: the name has nothing left).
 func (r *Resolver) Browse(ctx context.Context, domain, service string) ([]Found, []*DropError, error) {
 	server, err := r.server()
 	if err != nil {
@@ -47,6 +49,15 @@ func (r *Resolver) Browse(ctx context.Context, domain, service string) ([]Found,
 	}
 	name := ServiceFQDN(service, domain)
 	resp, err := r.query(ctx, server, name, dns.TypePTR)
+	var de *DNSError
+	if errors.As(err, &de) && errors.Is(de.Err, errNXDomain) {
+		// No such service name: an empty list if the domain itself
+		// exists, the error otherwise (a typo, a zone not served).
+		if _, derr := r.query(ctx, server, dns.Fqdn(domain), dns.TypeSOA); derr == nil {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, nil, err
 	}

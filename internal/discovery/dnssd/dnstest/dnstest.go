@@ -94,6 +94,11 @@ func (s *Server) Deregister(inst *dnssd.Instance) {
 		}
 	}
 	s.records[svc] = kept
+	if len(kept) == 0 {
+		// As real servers do: with its last instance, the service's name
+		// is gone too (NXDOMAIN).
+		delete(s.records, svc)
+	}
 	delete(s.records, strings.ToLower(inst.InstanceFQDN()))
 	delete(s.records, strings.ToLower(inst.HostFQDN()))
 }
