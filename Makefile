@@ -70,8 +70,12 @@ lint: $(BIN)/golangci-lint ## Run golangci-lint with .golangci.yml.
 test-short: ## Run the unit tests only (no clusters started).
 	go test -short -race $(GO_TEST_FLAGS) ./...
 
+.PHONY: system-deps
+system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base) when missing; needs root.
+	hack/system-deps.sh
+
 .PHONY: test
-test: tools build verify lint ## Everything CI checks: verify, lint, unit and end-to-end tests, one benchmark pass.
+test: system-deps tools build verify lint ## Everything CI checks: verify, lint, unit and end-to-end tests, one benchmark pass.
 	go test -race -count=1 $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./...
 	go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=15s

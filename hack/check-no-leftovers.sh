@@ -11,6 +11,12 @@ if [ -n "$left" ]; then
   echo "$left" >&2
   exit 1
 fi
+left=$(pgrep -a -f "dnsmasq .*liqo-dnsmasq-" || true)
+if [ -n "$left" ]; then
+  echo "dnsmasq left behind by the tests:" >&2
+  echo "$left" >&2
+  exit 1
+fi
 if command -v ip >/dev/null 2>&1 && ip netns list 2>/dev/null | grep -q '^liqo-lab-'; then
   echo "Network namespaces left behind by the tests:" >&2
   ip netns list | grep '^liqo-lab-' >&2

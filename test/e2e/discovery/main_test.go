@@ -2,7 +2,7 @@
 
 // Package discovery_test checks discovery against three real clusters whose
 // controller managers speak mDNS on the loopback interface, on a port of
-// the suite's own.
+// the suite's own, and resolve SearchDomains with Debian's dnsmasq.
 package discovery_test
 
 import (
@@ -39,6 +39,14 @@ const zone = "liqo.test."
 
 var dnsServer *dnstest.Server
 
+// dnsmasq is the DNS server the controller managers ask: Debian's
+// dnsmasq, forwarding zone to dnsServer without caching, and serving
+// dnsmasqZone from its own local records, with its default TTL of 0.
+var dnsmasq *dnstest.Dnsmasq
+
+// dnsmasqZone is the zone dnsmasq serves itself.
+const dnsmasqZone = "dnsmasq.test."
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -50,8 +58,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer dnsServer.Close()
+	if dnsmasq, err = dnstest.StartDnsmasq(map[string]string{zone: dnsServer.Addr}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer dnsmasq.Close()
 	return framework.Main(m, framework.Options{
-		ControllerManagerArgs: []string{"--dns-server=" + dnsServer.Addr},
+		ControllerManagerArgs: []string{"--dns-server=" + dnsmasq.Addr},
 		Clusters:              3,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			spec.DiscoveryConfig.QueryIntervalSeconds = 1

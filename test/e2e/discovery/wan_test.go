@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/searchdomain"
@@ -185,4 +187,108 @@ func TestSearchDomain(t *testing.T) {
 			len(before.Items), len(after.Items), missing.Status.ForeignClusters)
 	}
 	t.Logf("unresolvable domain: %s", meta.FindStatusCondition(missing.Status.Conditions, searchdomain.ConditionResolved).Message)
+}
+
+// TestSearchDomainServedByDnsmasq: Debian's dnsmasq with its defaults
+// (local records served with TTL 0, which in unicast DNS only says not to
+// cache) lists the cluster registered in it; a malformed TXT record it
+// serves is counted as dropped and named in the SearchDomain's condition;
+// once the records are removed from the server, every resolution that
+// starts afterwards withdraws the SearchDomain as a source.
+func TestSearchDomainServedByDnsmasq(t *testing.T) {
+	m, b := member(0), member(1)
+	framework.LogOnFailure(t, m)
+	c := framework.Client(t, m)
+
+	bad := dnsInstance(t, "bad-txt", "bad", b.AuthURL, dnsmasqZone)
+	trim := func(s string) string { return strings.TrimSuffix(s, ".") }
+	// The zone exists whatever it lists, as a real zone has records at
+	// its apex: dnsmasq answers its names, NXDOMAIN for those it lacks.
+	zoneLines := []string{"local=/" + trim(dnsmasqZone) + "/", "host-record=" + trim(dnsmasqZone) + ",127.0.0.1"}
+	malformed := []string{
+		"ptr-record=" + trim(bad.ServiceFQDN()) + "," + trim(bad.InstanceFQDN()),
+		"txt-record=" + trim(bad.InstanceFQDN()) + `,"not a key and value"`,
+	}
+	if err := dnsmasq.Serve([]*dnssd.Instance{memberInstance(t, b, dnsmasqZone)}, append(zoneLines, malformed...)...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := dnsmasq.Serve(nil); err != nil {
+			t.Error(err)
+		}
+	})
+	droppedLabels := map[string]string{"source": dnssd.SourceDNS, "reason": dnssd.ReasonMalformed}
+	droppedBefore := framework.Metric(t, m, "liqo_discovery_dropped_total", droppedLabels)
+
+	sd := createSearchDomain(t, c, "dnsmasq-zone", dnsmasqZone, nil)
+	source := searchdomain.Source(sd.Name)
+	framework.Eventually(t, 10*time.Second, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sd), sd); err != nil {
+			return err
+		}
+		if !slices.Equal(sd.Status.ForeignClusters, []string{b.ClusterID}) {
+			return fmt.Errorf("SearchDomain lists %v, want %s", sd.Status.ForeignClusters, b.ClusterID)
+		}
+		cond := meta.FindStatusCondition(sd.Status.Conditions, searchdomain.ConditionResolved)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != searchdomain.ReasonRecordsDropped ||
+			!strings.Contains(cond.Message, "1 dropped") || !strings.Contains(cond.Message, dnssd.ReasonMalformed) ||
+			!strings.Contains(cond.Message, "bad-txt") {
+			return fmt.Errorf("Resolved condition %+v, want True/%s naming the malformed instance", cond, searchdomain.ReasonRecordsDropped)
+		}
+		return hasSource(t, m, b, source, true)
+	})
+	if after := framework.Metric(t, m, "liqo_discovery_dropped_total", droppedLabels); after <= droppedBefore {
+		t.Errorf("liqo_discovery_dropped_total%v = %v, was %v: the malformed record was not counted", droppedLabels, after, droppedBefore)
+	}
+
+	if err := dnsmasq.Serve(nil, zoneLines...); err != nil {
+		t.Fatal(err)
+	}
+	// The first resolution to end after the records went may have asked
+	// before; the one after it asked afterwards, and must have withdrawn
+	// the source. LastResolved has a precision of a second.
+	var first *metav1.Time
+	removed := metav1.Now()
+	framework.Eventually(t, 20*time.Second, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sd), sd); err != nil {
+			return err
+		}
+		last := sd.Status.LastResolved
+		switch {
+		case last == nil || !last.After(removed.Time):
+			return fmt.Errorf("not resolved since the records were removed")
+		case first == nil:
+			first = last
+			return fmt.Errorf("resolved once since the records were removed")
+		case !last.After(first.Time):
+			return fmt.Errorf("not resolved a second time since the records were removed")
+		}
+		return nil
+	})
+	if len(sd.Status.ForeignClusters) != 0 {
+		t.Fatalf("SearchDomain still lists %v after two resolutions without records", sd.Status.ForeignClusters)
+	}
+	if err := hasSource(t, m, b, source, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hasSource says whether member m's ForeignCluster of other lists source
+// (a ForeignCluster that is gone lists nothing).
+func hasSource(t *testing.T, m, other *playground.Member, source string, want bool) error {
+	t.Helper()
+	fc, err := foreigncluster.Find(t.Context(), framework.Client(t, m), other.ClusterID)
+	switch {
+	case err != nil:
+		return err
+	case fc == nil && want:
+		return fmt.Errorf("%s has no ForeignCluster for %s", m.Name, other.Name)
+	case fc == nil:
+		return nil
+	}
+	got := slices.ContainsFunc(fc.Status.Sources, func(s discoveryv1alpha1.DiscoverySource) bool { return s.Name == source })
+	if got != want {
+		return fmt.Errorf("ForeignCluster of %s: source %s listed %v, want %v (sources %+v)", other.Name, source, got, want, fc.Status.Sources)
+	}
+	return nil
 }
