@@ -10,7 +10,9 @@ package virtualkubelet
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -20,12 +22,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -77,6 +83,9 @@ type NodeReconciler struct {
 		Endpoint(node string) (int32, error)
 		Release(node string)
 	}
+
+	// applied holds, by node name, the labels last applied to it.
+	applied sync.Map
 }
 
 func (r *NodeReconciler) now() time.Time {
@@ -130,9 +139,13 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.renewLease(ctx, node); err != nil {
 		return ctrl.Result{}, err
 	}
-	status, reason := metav1.ConditionTrue, "NodeReady"
-	if !ready {
-		status, reason = metav1.ConditionFalse, "ProviderUnreachable"
+	status, reason := metav1.ConditionTrue, discoveryv1alpha1.ReasonVirtualNodeReady
+	switch {
+	case !ready:
+		status, reason = metav1.ConditionFalse, discoveryv1alpha1.ReasonProviderUnreachable
+	case node.Spec.Unschedulable:
+		reason = discoveryv1alpha1.ReasonVirtualNodeCordoned
+		msg += "; cordoned: its pods run, no new pod is scheduled on it (kubectl uncordon " + node.Name + ")"
 	}
 	if err := r.reflect(ctx, provider, status, reason, fmt.Sprintf("Virtual node %s: %s", node.Name, msg)); err != nil {
 		return ctrl.Result{}, err
@@ -232,40 +245,76 @@ func (r *NodeReconciler) rememberNodeName(ctx context.Context, provider, name st
 	return nil
 }
 
+// FieldManager is the virtual kubelet's name in a virtual node's
+// managedFields.
+const FieldManager = "liqo-virtual-kubelet"
+
+// ensureNode creates the provider's virtual node, or keeps what the
+// virtual kubelet owns of it, and only that: its labels (applied, so that
+// those the provider no longer offers go and an operator's stay) and its
+// taint (added if missing). The node is shared with operators and other
+// controllers, as a kubelet shares its Node: spec.unschedulable (cordon),
+// their taints, labels and annotations are theirs, never written back.
 func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advertisement) (*corev1.Node, error) {
 	provider := adv.Spec.ClusterIdentity.ClusterID
 	name, err := r.nodeName(ctx, adv)
 	if err != nil {
 		return nil, fmt.Errorf("naming the virtual node of %s: %w", provider, err)
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, node, func() error {
-		labels := sharing.AllowedNodeLabels(adv.Spec.Labels)
-		labels[sharing.VirtualNodeLabel] = sharing.VirtualNodeValue
-		labels[RemoteClusterLabel] = provider
-		labels[discoveryv1alpha1.ManagedByLabel] = discoveryv1alpha1.ManagedByValue
-		labels["kubernetes.io/hostname"] = name
-		labels["kubernetes.io/role"] = "agent"
-		node.Labels = labels
-		// Taints the node lifecycle controller adds (not-ready,
-		// unreachable) stay; ours is always there.
-		taints := []corev1.Taint{{Key: Taint, Value: "true", Effect: corev1.TaintEffectNoExecute}}
-		for _, t := range node.Spec.Taints {
-			if t.Key != Taint {
-				taints = append(taints, t)
-			}
+	labels := sharing.AllowedNodeLabels(adv.Spec.Labels)
+	labels[sharing.VirtualNodeLabel] = sharing.VirtualNodeValue
+	labels[RemoteClusterLabel] = provider
+	labels[discoveryv1alpha1.ManagedByLabel] = discoveryv1alpha1.ManagedByValue
+	labels["kubernetes.io/hostname"] = name
+	labels["kubernetes.io/role"] = "agent"
+	taint := corev1.Taint{Key: Taint, Value: "true", Effect: corev1.TaintEffectNoExecute}
+
+	node := &corev1.Node{}
+	err = r.Client.Get(ctx, client.ObjectKey{Name: name}, node)
+	if apierrors.IsNotFound(err) {
+		// Born tainted, so that nothing lands on it in between.
+		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{taint}}}
+		if err := r.Client.Create(ctx, node, client.FieldOwner(FieldManager)); err != nil {
+			return nil, fmt.Errorf("creating virtual node %s: %w", name, err)
 		}
-		node.Spec.Taints = taints
-		node.Spec.Unschedulable = false // cordoned only while removed
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("virtual node %s: %w", name, err)
+	} else if err != nil {
+		return nil, err
+	}
+	if !r.labelsApplied(node, labels) {
+		if err := r.Client.Apply(ctx, corev1ac.Node(name).WithLabels(labels), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("labelling virtual node %s: %w", name, err)
+		}
+		r.applied.Store(name, maps.Clone(labels))
+	}
+	// Taints are one atomic list: ours is added to what the others set,
+	// and a concurrent change makes this try again rather than drop theirs.
+	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) && t.Value == taint.Value }) {
+		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		node.Spec.Taints = append(slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == Taint }), taint)
+		if err := r.Client.Patch(ctx, node, patch, client.FieldOwner(FieldManager)); err != nil {
+			return nil, fmt.Errorf("tainting virtual node %s: %w", name, err)
+		}
 	}
 	if err := r.rememberNodeName(ctx, provider, name); err != nil {
 		return nil, err
 	}
 	return node, nil
+}
+
+// labelsApplied says whether labels are what this controller manager last
+// applied to node and the node still carries them: an apply a reconcile
+// (every 10 s) is a write saved.
+func (r *NodeReconciler) labelsApplied(node *corev1.Node, labels map[string]string) bool {
+	last, ok := r.applied.Load(node.Name)
+	if !ok || !maps.Equal(last.(map[string]string), labels) {
+		return false
+	}
+	for k, v := range labels {
+		if node.Labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, adv *sharingv1alpha1.Advertisement, ready bool, msg string) error {
@@ -373,6 +422,7 @@ func (r *NodeReconciler) removeNodes(ctx context.Context, provider string) error
 		if err := r.Client.Delete(ctx, &nodes.Items[i]); client.IgnoreNotFound(err) != nil {
 			return err
 		}
+		r.applied.Delete(nodes.Items[i].Name)
 		if r.Kubelet != nil {
 			r.Kubelet.Release(nodes.Items[i].Name)
 		}
@@ -445,9 +495,29 @@ func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharing.AdvertisementName(provider),
 		}}}
 	})
+	// A virtual node cordoned or uncordoned shows at once on its
+	// ForeignCluster.
+	nodeOf := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		provider := o.GetLabels()[RemoteClusterLabel]
+		if provider == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{
+			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharing.AdvertisementName(provider),
+		}}}
+	})
+	cordonChanged := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.(*corev1.Node).Spec.Unschedulable != e.ObjectNew.(*corev1.Node).Spec.Unschedulable
+		},
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sharingv1alpha1.Advertisement{}).
 		Watches(&corev1.Secret{}, identityChanged).
+		Watches(&corev1.Node{}, nodeOf, builder.WithPredicates(cordonChanged)).
 		Named("virtualnode").
 		Complete(r)
 }

@@ -84,6 +84,18 @@ const (
 	ConditionCATrusted = "CATrusted"
 )
 
+// Reasons of VirtualNodeReady.
+const (
+	// ReasonVirtualNodeReady: the virtual node is Ready and schedulable.
+	ReasonVirtualNodeReady = "NodeReady"
+	// ReasonVirtualNodeCordoned: the virtual node is Ready and cordoned
+	// (spec.unschedulable): its pods run, no new pod is scheduled on it.
+	ReasonVirtualNodeCordoned = "Cordoned"
+	// ReasonProviderUnreachable: the provider's API server does not
+	// answer; the virtual node is NotReady.
+	ReasonProviderUnreachable = "ProviderUnreachable"
+)
+
 // DiscoverySource is one mechanism that sees the cluster.
 type DiscoverySource struct {
 	// Name identifies the mechanism: "mdns", or "searchdomain/<name>".

@@ -220,6 +220,22 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	}
 }
 
+// Consistently checks cond every second for duration, and fails the test
+// at the first error: what must hold for a while, not only once.
+func Consistently(t testing.TB, duration time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(duration)
+	for {
+		if err := cond(); err != nil {
+			t.Fatalf("condition stopped holding before %s were over: %v", duration, err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 func hasLabels(have []*dto.LabelPair, want map[string]string) bool {
 	found := 0
 	for _, l := range have {

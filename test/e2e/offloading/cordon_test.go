@@ -1,0 +1,320 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// kubectlOn runs the project's kubectl against member m, as an operator.
+func kubectlOn(t *testing.T, m *playground.Member, args ...string) string {
+	t.Helper()
+	bin, err := localcluster.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl %s: %v: %s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String()
+}
+
+// podsOn returns the names of the live pods of namespace ns bound to node.
+func podsOn(t *testing.T, cl client.Client, ns, node string) ([]string, error) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := cl.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	return out, nil
+}
+
+// TestCordonAndDrainVirtualNode: kubectl cordon and drain hold on a
+// virtual node as on a real one. Cordoned, it stays cordoned (the virtual
+// kubelet, renewing it every 10 s, leaves spec.unschedulable to the
+// operator), and no new pod lands on it: a pod that can only go there
+// waits, the Deployment's new pods go to the other provider. Uncordoned,
+// the waiting pod runs there. Drained, its pods are evicted, their
+// provider twins deleted, and the replacements run elsewhere; nothing
+// comes back while it is cordoned.
+func TestCordonAndDrainVirtualNode(t *testing.T) {
+	peered(t)
+	a, b, c := members()
+	ctx := context.Background()
+	cl := framework.Client(t, a)
+	const ns = "offload-cordon"
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	startDeployment(t, ns, "web", 6)
+	nodeB, err := framework.VirtualNode(cl, b.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeC, err := framework.VirtualNode(cl, c.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kubectlOn(t, a, "uncordon", nodeB.Name) })
+
+	kubectlOn(t, a, "cordon", nodeB.Name)
+	// Only node B will do for this pod.
+	pinned := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pinned"},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: nodeB.Name},
+			Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	if err := cl.Create(ctx, pinned); err != nil {
+		t.Fatal(err)
+	}
+	scale(t, ns, "web", 10)
+	before, err := podsOn(t, cl, ns, nodeB.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	framework.Consistently(t, time.Minute, func() error {
+		var n corev1.Node
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(nodeB), &n); err != nil {
+			return err
+		}
+		if !n.Spec.Unschedulable {
+			return fmt.Errorf("virtual node %s is no longer cordoned", n.Name)
+		}
+		on, err := podsOn(t, cl, ns, nodeB.Name)
+		if err != nil {
+			return err
+		}
+		for _, p := range on {
+			if !slices.Contains(before, p) {
+				return fmt.Errorf("pod %s was scheduled on the cordoned node %s", p, nodeB.Name)
+			}
+		}
+		return nil
+	})
+	// The Deployment grew on the other provider; the pinned pod waits.
+	framework.Eventually(t, time.Minute, func() error { return allRunningBut(t, ns, 10, "pinned") })
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(pinned), pinned); err != nil {
+		t.Fatal(err)
+	}
+	if pinned.Spec.NodeName != "" {
+		t.Fatalf("the pod pinned to the cordoned node was bound to %s", pinned.Spec.NodeName)
+	}
+
+	kubectlOn(t, a, "uncordon", nodeB.Name)
+	framework.Eventually(t, time.Minute, func() error {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(pinned), pinned); err != nil {
+			return err
+		}
+		if pinned.Spec.NodeName != nodeB.Name || pinned.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("pinned pod on %q, %s; want Running on %s", pinned.Spec.NodeName, pinned.Status.Phase, nodeB.Name)
+		}
+		return nil
+	})
+	if err := cl.Delete(ctx, pinned); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func() error {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(pinned), pinned); err == nil {
+			return fmt.Errorf("pod %s not deleted yet", pinned.Name)
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
+
+	// Drain: every pod of node B evicted, its twin gone from provider B,
+	// the replacements elsewhere.
+	drained, err := podsOn(t, cl, ns, nodeB.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drained) == 0 {
+		t.Fatalf("no pod of %s on %s to drain", ns, nodeB.Name)
+	}
+	t.Logf("draining %s with %d pods: %v", nodeB.Name, len(drained), drained)
+	kubectlOn(t, a, "drain", nodeB.Name, "--ignore-daemonsets", "--timeout=2m")
+	framework.Eventually(t, 2*time.Minute, func() error {
+		on, err := podsOn(t, cl, ns, nodeB.Name)
+		if err != nil {
+			return err
+		}
+		if len(on) != 0 {
+			return fmt.Errorf("still on %s: %v", nodeB.Name, on)
+		}
+		if n := remotePods(t, ns, b); n != 0 {
+			return fmt.Errorf("%d pods still in provider %s", n, b.Name)
+		}
+		return allRunningOn(t, cl, ns, 10, nodeC.Name)
+	})
+	framework.Consistently(t, 10*time.Second, func() error {
+		on, err := podsOn(t, cl, ns, nodeB.Name)
+		if err != nil {
+			return err
+		}
+		if len(on) != 0 {
+			return fmt.Errorf("pods came back to the drained node %s: %v", nodeB.Name, on)
+		}
+		return nil
+	})
+}
+
+// allRunningBut is allRunning for the pods of ns other than except.
+func allRunningBut(t *testing.T, ns string, want int, except string) error {
+	t.Helper()
+	a, _, _ := members()
+	var pods corev1.PodList
+	if err := framework.Client(t, a).List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	running := 0
+	for _, p := range pods.Items {
+		if p.Name != except && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	if running != want {
+		return fmt.Errorf("%d pods running in %s, want %d", running, ns, want)
+	}
+	return nil
+}
+
+// allRunningOn: want live pods in ns, all Running on node.
+func allRunningOn(t *testing.T, cl client.Client, ns string, want int, node string) error {
+	t.Helper()
+	var pods corev1.PodList
+	if err := cl.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Spec.NodeName != node || p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("pod %s on %q is %s, want Running on %s", p.Name, p.Spec.NodeName, p.Status.Phase, node)
+		}
+		n++
+	}
+	if n != want {
+		return fmt.Errorf("%d pods in %s, want %d", n, ns, want)
+	}
+	return nil
+}
+
+// TestOperatorLabelAndTaintStay: an operator's label and taint on a
+// virtual node survive a change of the provider's offer (the node's
+// capacity) and a restart of the consumer's controller manager; a label
+// of the virtual kubelet's own that is removed by hand comes back.
+func TestOperatorLabelAndTaintStay(t *testing.T) {
+	peered(t)
+	a, b, _ := members()
+	ctx := context.Background()
+	cl := framework.Client(t, a)
+	node, err := framework.VirtualNode(cl, b.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectlOn(t, a, "label", "node", node.Name, "team=blue")
+	kubectlOn(t, a, "taint", "node", node.Name, "maintenance=soon:PreferNoSchedule")
+	kubectlOn(t, a, "label", "node", node.Name, "kubernetes.io/role-")
+	t.Cleanup(func() {
+		kubectlOn(t, a, "label", "node", node.Name, "team-")
+		kubectlOn(t, a, "taint", "node", node.Name, "maintenance=soon:PreferNoSchedule-")
+	})
+	kept := func(n *corev1.Node) error {
+		if n.Labels["team"] != "blue" {
+			return fmt.Errorf("the operator's label is gone: %v", n.Labels)
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == "maintenance" }) {
+			return fmt.Errorf("the operator's taint is gone: %v", n.Spec.Taints)
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == virtualkubelet.Taint }) {
+			return fmt.Errorf("the virtual node's own taint is gone: %v", n.Spec.Taints)
+		}
+		return nil
+	}
+	framework.Eventually(t, 30*time.Second, func() error {
+		var n corev1.Node
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(node), &n); err != nil {
+			return err
+		}
+		if n.Labels["kubernetes.io/role"] != "agent" {
+			return fmt.Errorf("the virtual kubelet's label kubernetes.io/role was not put back: %v", n.Labels)
+		}
+		return kept(&n)
+	})
+
+	// A new offer: the provider shares a quarter instead of half.
+	capacity := node.Status.Capacity[corev1.ResourcePods]
+	framework.SetClusterConfig(t, b, func(spec *configv1alpha1.ClusterConfigSpec) { spec.SharingConfig.SharePercentage = 25 })
+	t.Cleanup(func() {
+		framework.SetClusterConfig(t, b, func(spec *configv1alpha1.ClusterConfigSpec) { spec.SharingConfig.SharePercentage = 50 })
+	})
+	framework.Eventually(t, time.Minute, func() error {
+		var n corev1.Node
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(node), &n); err != nil {
+			return err
+		}
+		if got := n.Status.Capacity[corev1.ResourcePods]; got.Cmp(capacity) == 0 {
+			return fmt.Errorf("capacity still %s pods", got.String())
+		}
+		return kept(&n)
+	})
+
+	// A restart: the virtual kubelet renews the node's Lease once it is
+	// back, having written the node by then.
+	if err := a.StopControllerManager(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	if err := a.StartControllerManager(ctx); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func() error {
+		var lease coordinationv1.Lease
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, &lease); err != nil {
+			return err
+		}
+		if lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(restarted) {
+			return fmt.Errorf("lease of %s not renewed since the restart", node.Name)
+		}
+		return nil
+	})
+	var n corev1.Node
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(node), &n); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept(&n); err != nil {
+		t.Fatalf("after the controller manager's restart: %v", err)
+	}
+}
