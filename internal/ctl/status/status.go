@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -91,7 +92,7 @@ func (o *Options) Print(out io.Writer, fcs []discoveryv1alpha1.ForeignCluster) e
 			duration.HumanDuration(now().Sub(fc.CreationTimestamp.Time)))
 		if o.Verbose {
 			for _, t := range append([]string{discoveryv1alpha1.ConditionReachable, discoveryv1alpha1.ConditionCATrusted}, phases...) {
-				if cond := meta.FindStatusCondition(fc.Status.Conditions, t); cond != nil && cond.Status != "True" {
+				if cond := meta.FindStatusCondition(fc.Status.Conditions, t); cond != nil && (cond.Status != "True" || cordoned(cond)) {
 					notes = append(notes, fmt.Sprintf("%s %s: %s", fc.Name, t, cond.Message))
 				}
 			}
@@ -114,11 +115,20 @@ func cell(fc *discoveryv1alpha1.ForeignCluster, t string) string {
 	switch {
 	case cond == nil:
 		return "-"
+	case cordoned(cond):
+		return "True (Cordoned)"
 	case cond.Status == "True":
 		return "True"
 	default:
 		return string(cond.Status) + " (" + cond.Reason + ")"
 	}
+}
+
+// cordoned says whether cond is a virtual node Ready but cordoned: an
+// operator stopped scheduling on it.
+func cordoned(cond *metav1.Condition) bool {
+	return cond.Type == discoveryv1alpha1.ConditionVirtualNodeReady && cond.Status == metav1.ConditionTrue &&
+		cond.Reason == discoveryv1alpha1.ReasonVirtualNodeCordoned
 }
 
 func orNone(s string) string {

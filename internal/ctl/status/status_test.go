@@ -48,6 +48,19 @@ func TestPrint(t *testing.T) {
 		t.Errorf("note %q, want the message of the phase that is not done", lines[4])
 	}
 
+	// A cordoned virtual node shows where the operator looks.
+	out.Reset()
+	cordoned := fc("c-cordoned", true,
+		metav1.Condition{Type: discoveryv1alpha1.ConditionVirtualNodeReady, Status: metav1.ConditionTrue, Reason: discoveryv1alpha1.ReasonVirtualNodeCordoned,
+			Message: "Virtual node liqo-c: cordoned"})
+	if err := (&Options{Verbose: true, Now: func() time.Time { return now }}).Print(&out, []discoveryv1alpha1.ForeignCluster{cordoned}); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], "True (Cordoned)") || lines[3] != "c-cordoned VirtualNodeReady: Virtual node liqo-c: cordoned" {
+		t.Errorf("cordoned virtual node shown as:\n%s", out.String())
+	}
+
 	out.Reset()
 	if err := (&Options{}).Print(&out, nil); err != nil || out.String() != "No clusters known.\n" {
 		t.Fatalf("no clusters: %q %v", out.String(), err)
