@@ -19,6 +19,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
+	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/sharing"
@@ -44,7 +45,10 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 	mgr.GetWebhookServer().Register(peering.ValidatePath, &admission.Webhook{
 		Handler: &peering.Validator{Policy: policy, Decoder: admission.NewDecoder(mgr.GetScheme())},
 	})
-	if err := mgr.Add(&webhookRegistrar{client: direct, caBundle: wh.caBundle, url: wh.url, every: 30 * time.Second}); err != nil {
+	if err := mgr.Add(&webhookRegistrar{
+		client: direct, caBundle: wh.caBundle, url: wh.url, every: 30 * time.Second,
+		whoAmI: func(ctx context.Context) (string, error) { return identity.WhoAmI(ctx, mgr.GetConfig()) },
+	}); err != nil {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("Webhooks", "url", wh.url)

@@ -133,6 +133,10 @@ type webhookRegistrar struct {
 	// url is the base URL; each webhook appends its path.
 	url   string
 	every time.Duration
+	// whoAmI learns this controller manager's user name, which alone may
+	// delete virtual nodes; self caches it.
+	whoAmI func(ctx context.Context) (string, error)
+	self   string
 }
 
 func (w *webhookRegistrar) ensure(ctx context.Context) error {
@@ -142,7 +146,7 @@ func (w *webhookRegistrar) ensure(ctx context.Context) error {
 	if err := w.ensurePods(ctx); err != nil {
 		return fmt.Errorf("registering the pod webhook: %w", err)
 	}
-	return nil
+	return w.ensureVirtualNodePolicy(ctx)
 }
 
 // ensurePods registers the pod webhook for the namespaces labelled as

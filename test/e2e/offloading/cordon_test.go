@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/controllermanager"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
@@ -317,4 +319,61 @@ func TestOperatorLabelAndTaintStay(t *testing.T) {
 	if err := kept(&n); err != nil {
 		t.Fatalf("after the controller manager's restart: %v", err)
 	}
+}
+
+// TestDeleteVirtualNodeIsRefused: kubectl delete node of a virtual node is
+// refused with what to do instead, and the node and its pods stay; the
+// controller manager itself still removes virtual nodes when it unpeers
+// (TestUnpeerDrains).
+func TestDeleteVirtualNodeIsRefused(t *testing.T) {
+	peered(t)
+	a, b, _ := members()
+	cl := framework.Client(t, a)
+	node, err := framework.VirtualNode(cl, b.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The policy is in place once the controller manager has written it.
+	framework.Eventually(t, time.Minute, func() error {
+		var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		return cl.Get(context.Background(), client.ObjectKey{Name: controllermanager.VirtualNodePolicyName}, &binding)
+	})
+	// The API server loads a new policy within a second or so: asked
+	// with dry runs (which admission sees too) until it refuses.
+	framework.Eventually(t, 30*time.Second, func() error {
+		if err := cl.Delete(context.Background(), node.DeepCopy(), client.DryRunAll); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("dry run of deleting %s: %v, want a refusal", node.Name, err)
+		}
+		return nil
+	})
+	refusal := cl.Delete(context.Background(), node.DeepCopy())
+	if !apierrors.IsForbidden(refusal) {
+		t.Fatalf("deleting virtual node %s as an operator: %v, want refused", node.Name, refusal)
+	}
+	t.Logf("refused: %v", refusal)
+	for _, want := range []string{node.Name, b.ClusterID, "kubectl cordon", "kubectl drain", "liqoctl remove"} {
+		if !strings.Contains(refusal.Error(), want) {
+			t.Errorf("refusal %q does not say %q", refusal, want)
+		}
+	}
+	out, err := kubectlOutput(t, a, "delete", "node", node.Name)
+	if err == nil || !strings.Contains(out, "kubectl cordon") {
+		t.Errorf("kubectl delete node %s: %v, %q; want refused, saying what to do", node.Name, err, out)
+	}
+	var n corev1.Node
+	if err := cl.Get(context.Background(), client.ObjectKeyFromObject(node), &n); err != nil || n.UID != node.UID || n.DeletionTimestamp != nil {
+		t.Fatalf("virtual node after the refused deletions: %v (UID %s, was %s)", err, n.UID, node.UID)
+	}
+}
+
+// kubectlOutput runs kubectl against m and returns its combined output and
+// error, for commands expected to fail.
+func kubectlOutput(t *testing.T, m *playground.Member, args ...string) (string, error) {
+	t.Helper()
+	bin, err := localcluster.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...).CombinedOutput()
+	return string(out), err
 }
