@@ -342,7 +342,7 @@ func TestDeleteVirtualNodeIsRefused(t *testing.T) {
 	// with dry runs (which admission sees too) until it refuses.
 	framework.Eventually(t, 30*time.Second, func() error {
 		if err := cl.Delete(context.Background(), node.DeepCopy(), client.DryRunAll); !apierrors.IsForbidden(err) {
-			return fmt.Errorf("dry run of deleting %s: %v, want a refusal", node.Name, err)
+			return fmt.Errorf("dry run of deleting %s: %w, want a refusal", node.Name, err)
 		}
 		return nil
 	})
