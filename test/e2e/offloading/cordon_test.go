@@ -3,7 +3,6 @@
 package offloading_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
@@ -29,20 +28,15 @@ import (
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
-// kubectlOn runs the project's kubectl against member m, as an operator.
+// kubectlOn runs the project's kubectl against member m, as an operator,
+// and fails the test if it fails.
 func kubectlOn(t *testing.T, m *playground.Member, args ...string) string {
 	t.Helper()
-	bin, err := localcluster.FindBinDir()
+	out, err := kubectlOutput(t, m, args...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("kubectl %s: %v: %s", strings.Join(args, " "), err, out)
 	}
-	cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl %s: %v: %s%s", strings.Join(args, " "), err, out.String(), errOut.String())
-	}
-	return out.String()
+	return out
 }
 
 // podsOn returns the names of the live pods of namespace ns bound to node.
