@@ -71,7 +71,7 @@ test-short: ## Run the unit tests only (no clusters started).
 	go test -short -race $(GO_TEST_FLAGS) ./...
 
 .PHONY: system-deps
-system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base) when missing; needs root.
+system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9) when missing; needs root.
 	hack/system-deps.sh
 
 .PHONY: test

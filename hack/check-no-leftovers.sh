@@ -11,9 +11,9 @@ if [ -n "$left" ]; then
   echo "$left" >&2
   exit 1
 fi
-left=$(pgrep -a -f "dnsmasq .*liqo-dnsmasq-" || true)
+left=$(pgrep -a -f "(dnsmasq|named) .*liqo-(dnsmasq|named)-" || true)
 if [ -n "$left" ]; then
-  echo "dnsmasq left behind by the tests:" >&2
+  echo "DNS servers left behind by the tests:" >&2
   echo "$left" >&2
   exit 1
 fi

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run, when missing: iproute2 (the
-# LAN tests build networks of namespaces) and dnsmasq-base (the WAN
-# discovery tests resolve against a DNS server this project did not
-# write). Needs root and apt-get; says what is missing otherwise.
+# LAN tests build networks of namespaces), dnsmasq-base and bind9 (the WAN
+# discovery tests resolve against DNS servers this project did not write).
+# Needs root and apt-get; says what is missing otherwise. No service is
+# started: the tests run named and dnsmasq themselves, on loopback ports.
 set -euo pipefail
 missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
-command -v dnsmasq >/dev/null 2>&1 || missing+=(dnsmasq-base)
+command -v dnsmasq >/dev/null 2>&1 || [ -x /usr/sbin/dnsmasq ] || missing+=(dnsmasq-base)
+command -v named >/dev/null 2>&1 || [ -x /usr/sbin/named ] || missing+=(bind9)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
@@ -15,5 +17,16 @@ if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   exit 1
 fi
 echo "installing ${missing[*]}"
+# A package's own service (named on port 53) must not start: the Debian
+# way to say so is a policy-rc.d that refuses, kept only for the install.
+policy=/usr/sbin/policy-rc.d
+added_policy=
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' > "$policy"
+  chmod 755 "$policy"
+  added_policy=1
+fi
+cleanup() { if [ -n "$added_policy" ]; then rm -f "$policy"; fi; }
+trap cleanup EXIT
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -2,7 +2,8 @@
 
 // Package discovery_test checks discovery against three real clusters whose
 // controller managers speak mDNS on the loopback interface, on a port of
-// the suite's own, and resolve SearchDomains with Debian's dnsmasq.
+// the suite's own, and resolve SearchDomains with Debian's dnsmasq (which
+// forwards zones to the project's test server and to BIND 9).
 package discovery_test
 
 import (
@@ -47,6 +48,12 @@ var dnsmasq *dnstest.Dnsmasq
 // dnsmasqZone is the zone dnsmasq serves itself.
 const dnsmasqZone = "dnsmasq.test."
 
+// named is BIND 9 serving bindZone from a zone file; dnsmasq forwards the
+// zone to it.
+var named *dnstest.Bind
+
+const bindZone = "bind.test."
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -58,7 +65,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer dnsServer.Close()
-	if dnsmasq, err = dnstest.StartDnsmasq(map[string]string{zone: dnsServer.Addr}); err != nil {
+	if named, err = dnstest.StartBind(bindZone, 30); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer named.Close()
+	if dnsmasq, err = dnstest.StartDnsmasq(map[string]string{zone: dnsServer.Addr, bindZone: named.Addr}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

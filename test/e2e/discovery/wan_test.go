@@ -189,38 +189,68 @@ func TestSearchDomain(t *testing.T) {
 	t.Logf("unresolvable domain: %s", meta.FindStatusCondition(missing.Status.Conditions, searchdomain.ConditionResolved).Message)
 }
 
-// TestSearchDomainServedByDnsmasq: Debian's dnsmasq with its defaults
-// (local records served with TTL 0, which in unicast DNS only says not to
-// cache) lists the cluster registered in it; a malformed TXT record it
-// serves is counted as dropped and named in the SearchDomain's condition;
-// once the records are removed from the server, every resolution that
-// starts afterwards withdraws the SearchDomain as a source.
-func TestSearchDomainServedByDnsmasq(t *testing.T) {
+// TestSearchDomainServedByOthers: two DNS servers this project did not
+// write, each as an operator would run it, serve a zone listing a cluster
+// and a malformed TXT record: Debian's dnsmasq from its own local records
+// with its defaults (TTL 0, which in unicast DNS only says not to cache),
+// and BIND 9's named from a zone file (reached through dnsmasq, which
+// forwards its zone). The cluster is listed; the malformed record is
+// counted as dropped and named in the SearchDomain's condition; once the
+// records are removed from the server, every resolution that starts
+// afterwards withdraws the SearchDomain as a source.
+func TestSearchDomainServedByOthers(t *testing.T) {
+	trim := func(s string) string { return strings.TrimSuffix(s, ".") }
+	t.Run("dnsmasq", func(t *testing.T) {
+		bad := dnsInstance(t, "bad-txt", "bad", "https://127.0.0.1:1", dnsmasqZone)
+		// The zone exists whatever it lists, as a real zone has records
+		// at its apex: dnsmasq answers its names, NXDOMAIN for those it
+		// lacks.
+		zoneLines := []string{"local=/" + trim(dnsmasqZone) + "/", "host-record=" + trim(dnsmasqZone) + ",127.0.0.1"}
+		malformed := []string{
+			"ptr-record=" + trim(bad.ServiceFQDN()) + "," + trim(bad.InstanceFQDN()),
+			"txt-record=" + trim(bad.InstanceFQDN()) + `,"not a key and value"`,
+		}
+		searchDomainServedBy(t, "dnsmasq", dnsmasqZone, func(inst *dnssd.Instance) error {
+			if inst == nil {
+				return dnsmasq.Serve(nil, zoneLines...)
+			}
+			return dnsmasq.Serve([]*dnssd.Instance{inst}, append(zoneLines, malformed...)...)
+		})
+	})
+	t.Run("named", func(t *testing.T) {
+		bad := dnsInstance(t, "bad-txt", "bad", "https://127.0.0.1:1", bindZone)
+		malformed := []string{
+			bad.ServiceFQDN() + " IN PTR " + bad.InstanceFQDN(),
+			bad.InstanceFQDN() + ` IN TXT "not a key and value"`,
+		}
+		searchDomainServedBy(t, "named", bindZone, func(inst *dnssd.Instance) error {
+			if inst == nil {
+				return named.Serve(nil)
+			}
+			return named.Serve([]*dnssd.Instance{inst}, malformed...)
+		})
+	})
+}
+
+// searchDomainServedBy checks a SearchDomain of zone, whose records serve
+// puts in a server (an instance of a member and a malformed one; with
+// nil, none).
+func searchDomainServedBy(t *testing.T, server, zone string, serve func(*dnssd.Instance) error) {
 	m, b := member(0), member(1)
 	framework.LogOnFailure(t, m)
 	c := framework.Client(t, m)
-
-	bad := dnsInstance(t, "bad-txt", "bad", b.AuthURL, dnsmasqZone)
-	trim := func(s string) string { return strings.TrimSuffix(s, ".") }
-	// The zone exists whatever it lists, as a real zone has records at
-	// its apex: dnsmasq answers its names, NXDOMAIN for those it lacks.
-	zoneLines := []string{"local=/" + trim(dnsmasqZone) + "/", "host-record=" + trim(dnsmasqZone) + ",127.0.0.1"}
-	malformed := []string{
-		"ptr-record=" + trim(bad.ServiceFQDN()) + "," + trim(bad.InstanceFQDN()),
-		"txt-record=" + trim(bad.InstanceFQDN()) + `,"not a key and value"`,
-	}
-	if err := dnsmasq.Serve([]*dnssd.Instance{memberInstance(t, b, dnsmasqZone)}, append(zoneLines, malformed...)...); err != nil {
+	if err := serve(memberInstance(t, b, zone)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := dnsmasq.Serve(nil); err != nil {
+		if err := serve(nil); err != nil {
 			t.Error(err)
 		}
 	})
 	droppedLabels := map[string]string{"source": dnssd.SourceDNS, "reason": dnssd.ReasonMalformed}
 	droppedBefore := framework.Metric(t, m, "liqo_discovery_dropped_total", droppedLabels)
 
-	sd := createSearchDomain(t, c, "dnsmasq-zone", dnsmasqZone, nil)
+	sd := createSearchDomain(t, c, server+"-zone", zone, nil)
 	source := searchdomain.Source(sd.Name)
 	framework.Eventually(t, 10*time.Second, func() error {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sd), sd); err != nil {
@@ -241,7 +271,7 @@ func TestSearchDomainServedByDnsmasq(t *testing.T) {
 		t.Errorf("liqo_discovery_dropped_total%v = %v, was %v: the malformed record was not counted", droppedLabels, after, droppedBefore)
 	}
 
-	if err := dnsmasq.Serve(nil, zoneLines...); err != nil {
+	if err := serve(nil); err != nil {
 		t.Fatal(err)
 	}
 	// The first resolution to end after the records went may have asked

@@ -27,14 +27,42 @@ import (
 // forwards the zones it is told to forward, without caching. Records are
 // changed by restarting it on the same port.
 type Dnsmasq struct {
+	*server
+	forward map[string]string
+}
+
+// server runs a DNS server binary on a loopback port of its own, and
+// restarts it on the same port with new configuration.
+type server struct {
 	// Addr is 127.0.0.1:port, over UDP and TCP.
 	Addr string
 
-	dir     string
-	forward map[string]string
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	name   string
+	dir    string
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// newServer picks a free loopback port and a directory for name.
+func newServer(name string) (*server, error) {
+	dir, err := os.MkdirTemp("", "liqo-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	pc, l, err := listenBoth()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &server{Addr: pc.LocalAddr().String(), name: name, dir: dir}
+	_, _ = pc.Close(), l.Close()
+	return s, nil
+}
+
+func (s *server) port() string {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	return port
 }
 
 // DnsmasqBinary is where dnsmasq is looked for, in this order.
@@ -47,17 +75,11 @@ func StartDnsmasq(forward map[string]string) (*Dnsmasq, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "liqo-dnsmasq-")
+	srv, err := newServer("dnsmasq")
 	if err != nil {
 		return nil, err
 	}
-	pc, l, err := listenBoth()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	d := &Dnsmasq{Addr: pc.LocalAddr().String(), dir: dir, forward: forward}
-	_, _ = pc.Close(), l.Close()
+	d := &Dnsmasq{server: srv, forward: forward}
 	if err := d.start(bin, nil); err != nil {
 		d.Close()
 		return nil, err
@@ -108,9 +130,8 @@ func InstanceConfig(inst *dnssd.Instance) []string {
 }
 
 func (d *Dnsmasq) start(bin string, records []string) error {
-	_, port, _ := net.SplitHostPort(d.Addr)
 	conf := []string{
-		"port=" + port,
+		"port=" + d.port(),
 		"listen-address=127.0.0.1",
 		"bind-interfaces",
 		"no-resolv",
@@ -132,8 +153,15 @@ func (d *Dnsmasq) start(bin string, records []string) error {
 	if err := os.WriteFile(path, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, "--keep-in-foreground", "--pid-file", "--conf-file="+path) //nolint:gosec // the test's own dnsmasq
-	out, err := os.Create(filepath.Join(d.dir, "dnsmasq.out"))
+	return d.run("ready.liqo-dnstest.", bin, "--keep-in-foreground", "--pid-file", "--conf-file="+path)
+}
+
+// run starts bin with args and waits until it answers on Addr a question
+// for the SOA of ready: with NOERROR when ready is a zone it serves (it
+// has loaded it), with anything otherwise.
+func (s *server) run(ready string, bin string, args ...string) error {
+	cmd := exec.Command(bin, args...) //nolint:gosec // the test's own DNS server
+	out, err := os.Create(filepath.Join(s.dir, s.name+".out"))
 	if err != nil {
 		return err
 	}
@@ -141,43 +169,45 @@ func (d *Dnsmasq) start(bin string, records []string) error {
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting dnsmasq: %w", err)
+		return fmt.Errorf("starting %s: %w", s.name, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	d.mu.Lock()
-	d.cmd, d.exited = cmd, exited
-	d.mu.Unlock()
-	return d.waitReady(exited)
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return s.waitReady(ready, exited)
 }
 
-// waitReady asks dnsmasq a question until it answers, for at most 10 s.
-func (d *Dnsmasq) waitReady(exited chan struct{}) error {
+// waitReady asks the server for the SOA of ready until it answers (with
+// NOERROR if ready is not ready.liqo-dnstest.), for at most 10 s.
+func (s *server) waitReady(ready string, exited chan struct{}) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := &dns.Client{Timeout: 200 * time.Millisecond}
 	msg := new(dns.Msg)
-	msg.SetQuestion("ready.liqo-dnsmasq.", dns.TypeA)
+	msg.SetQuestion(dns.Fqdn(ready), dns.TypeSOA)
 	for {
-		if _, _, err := c.ExchangeContext(ctx, msg, d.Addr); err == nil {
+		resp, _, err := c.ExchangeContext(ctx, msg, s.Addr)
+		if err == nil && (ready == "ready.liqo-dnstest." || resp.Rcode == dns.RcodeSuccess) {
 			return nil
 		}
 		select {
 		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(d.dir, "dnsmasq.out"))
-			return fmt.Errorf("dnsmasq exited: %s", strings.TrimSpace(string(log)))
+			log, _ := os.ReadFile(filepath.Join(s.dir, s.name+".out"))
+			return fmt.Errorf("%s exited: %s", s.name, strings.TrimSpace(string(log)))
 		case <-ctx.Done():
-			return fmt.Errorf("dnsmasq on %s does not answer (logs in %s)", d.Addr, d.dir)
+			return fmt.Errorf("%s on %s does not answer (logs in %s)", s.name, s.Addr, s.dir)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-func (d *Dnsmasq) stop() {
-	d.mu.Lock()
-	cmd, exited := d.cmd, d.exited
-	d.cmd = nil
-	d.mu.Unlock()
+func (s *server) stop() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
 	if cmd == nil {
 		return
 	}
@@ -190,10 +220,10 @@ func (d *Dnsmasq) stop() {
 	}
 }
 
-// Close stops dnsmasq and removes its files.
-func (d *Dnsmasq) Close() {
-	d.stop()
-	_ = os.RemoveAll(d.dir)
+// Close stops the server and removes its files.
+func (s *server) Close() {
+	s.stop()
+	_ = os.RemoveAll(s.dir)
 }
 
-func (d *Dnsmasq) String() string { return "dnsmasq on " + d.Addr }
+func (s *server) String() string { return s.name + " on " + s.Addr }
