@@ -16,14 +16,19 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/controllermanager"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -117,6 +122,10 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 		}
 		return nil
 	})
+	// The offer stands (only scheduling stopped), and the cordon shows
+	// on the provider's ForeignCluster.
+	framework.Eventually(t, 30*time.Second, func() error { return cordonShown(t, a, b, true) })
+
 	// The Deployment grew on the other provider; the pinned pod waits.
 	framework.Eventually(t, time.Minute, func() error { return allRunningBut(t, ns, 10, "pinned") })
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(pinned), pinned); err != nil {
@@ -127,6 +136,7 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 	}
 
 	kubectlOn(t, a, "uncordon", nodeB.Name)
+	framework.Eventually(t, 30*time.Second, func() error { return cordonShown(t, a, b, false) })
 	framework.Eventually(t, time.Minute, func() error {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(pinned), pinned); err != nil {
 			return err
@@ -182,6 +192,35 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// cordonShown checks that provider's offer is still Accepted in consumer
+// and that its ForeignCluster's VirtualNodeReady says whether the node is
+// cordoned.
+func cordonShown(t *testing.T, consumer, provider *playground.Member, cordoned bool) error {
+	t.Helper()
+	cl := framework.Client(t, consumer)
+	var adv sharingv1alpha1.Advertisement
+	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(provider.ClusterID), Name: sharing.AdvertisementName(provider.ClusterID)}
+	if err := cl.Get(context.Background(), key, &adv); err != nil {
+		return err
+	}
+	if adv.Status.Phase != sharingv1alpha1.AdvertisementAccepted {
+		return fmt.Errorf("the offer of %s is %s, want it still Accepted", provider.Name, adv.Status.Phase)
+	}
+	fc, err := foreigncluster.Find(context.Background(), cl, provider.ClusterID)
+	if err != nil || fc == nil {
+		return fmt.Errorf("ForeignCluster of %s: %v", provider.Name, err)
+	}
+	want := discoveryv1alpha1.ReasonVirtualNodeReady
+	if cordoned {
+		want = discoveryv1alpha1.ReasonVirtualNodeCordoned
+	}
+	cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != want {
+		return fmt.Errorf("VirtualNodeReady of %s: %+v, want True/%s", provider.Name, cond, want)
+	}
+	return nil
 }
 
 // allRunningBut is allRunning for the pods of ns other than except.
