@@ -209,8 +209,11 @@ func cordonShown(t *testing.T, consumer, provider *playground.Member, cordoned b
 		return fmt.Errorf("the offer of %s is %s, want it still Accepted", provider.Name, adv.Status.Phase)
 	}
 	fc, err := foreigncluster.Find(context.Background(), cl, provider.ClusterID)
-	if err != nil || fc == nil {
-		return fmt.Errorf("ForeignCluster of %s: %v", provider.Name, err)
+	if err != nil {
+		return err
+	}
+	if fc == nil {
+		return fmt.Errorf("no ForeignCluster of %s", provider.Name)
 	}
 	want := discoveryv1alpha1.ReasonVirtualNodeReady
 	if cordoned {
