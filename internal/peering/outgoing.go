@@ -598,8 +598,16 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 	if refused != nil && refused.Reason != ReasonRefusedByProvider {
 		refused = nil
 	}
+	creds, _, err := r.storedCredentials(ctx, provider)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
-	if cond == nil || cond.Reason != ReasonUnpeering {
+	// A pass that wrote its outcome and then failed to remove the
+	// finalizer (another writer's change in between) leaves the outcome
+	// for the next pass, which has no identity left to judge by: keep it.
+	decided := creds == nil && cond != nil && (cond.Reason == ReasonForceUnpeered || cond.Reason == ReasonUnpeered)
+	if !decided && (cond == nil || cond.Reason != ReasonUnpeering) {
 		// The condition's transition time is when the unpeering started:
 		// drop the old one so that a False of long ago does not count.
 		meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
@@ -608,10 +616,6 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 		cond = meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
 	}
 	forced := false
-	creds, _, err := r.storedCredentials(ctx, provider)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	outcome := "no identity was held in the provider; the local side was removed"
 	if creds != nil {
 		var err error
@@ -629,11 +633,11 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 		}
 		// Recorded before the identity goes, so that a retried pass (after
 		// a status conflict) still reports what happened remotely.
-		decided := removedRemotely + outcome
+		record := removedRemotely + outcome
 		if forced {
-			decided = forcedLocally
+			record = forcedLocally
 		}
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering, decided)
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering, record)
 		if err := r.patchStatus(ctx, orig, fc); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -670,6 +674,8 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 	}
 	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonNotJoined, "Not joined: no identity is held in the cluster")
 	switch {
+	case decided:
+		// Recorded by the pass that decided it.
 	case refused != nil:
 		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonRefusedByProvider, refused.Message)
 		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRefusedByProvider, fmt.Sprintf(
