@@ -5,8 +5,6 @@ package offloading_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +24,6 @@ import (
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/controllermanager"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
-	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
@@ -37,9 +34,9 @@ import (
 // and fails the test if it fails.
 func kubectlOn(t *testing.T, m *playground.Member, args ...string) string {
 	t.Helper()
-	out, err := kubectlOutput(t, m, args...)
+	out, err := runKubectl(t, m, "", args...)
 	if err != nil {
-		t.Fatalf("kubectl %s: %v: %s", strings.Join(args, " "), err, out)
+		t.Fatal(err)
 	}
 	return out
 }
@@ -127,7 +124,7 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, func() error { return cordonShown(t, a, b, true) })
 
 	// The Deployment grew on the other provider; the pinned pod waits.
-	framework.Eventually(t, time.Minute, func() error { return allRunningBut(t, ns, 10, "pinned") })
+	framework.Eventually(t, time.Minute, func() error { return allRunning(t, ns, 10, pinned.Name) })
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(pinned), pinned); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +177,16 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 		if n := remotePods(t, ns, b); n != 0 {
 			return fmt.Errorf("%d pods still in provider %s", n, b.Name)
 		}
-		return allRunningOn(t, cl, ns, 10, nodeC.Name)
+		if err := allRunning(t, ns, 10); err != nil {
+			return err
+		}
+		if on, err = podsOn(t, cl, ns, nodeC.Name); err != nil {
+			return err
+		}
+		if len(on) != 10 {
+			return fmt.Errorf("%d pods on %s, want all 10", len(on), nodeC.Name)
+		}
+		return nil
 	})
 	framework.Consistently(t, 10*time.Second, func() error {
 		on, err := podsOn(t, cl, ns, nodeB.Name)
@@ -222,49 +228,6 @@ func cordonShown(t *testing.T, consumer, provider *playground.Member, cordoned b
 	cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady)
 	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != want {
 		return fmt.Errorf("VirtualNodeReady of %s: %+v, want True/%s", provider.Name, cond, want)
-	}
-	return nil
-}
-
-// allRunningBut is allRunning for the pods of ns other than except.
-func allRunningBut(t *testing.T, ns string, want int, except string) error {
-	t.Helper()
-	a, _, _ := members()
-	var pods corev1.PodList
-	if err := framework.Client(t, a).List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	running := 0
-	for _, p := range pods.Items {
-		if p.Name != except && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			running++
-		}
-	}
-	if running != want {
-		return fmt.Errorf("%d pods running in %s, want %d", running, ns, want)
-	}
-	return nil
-}
-
-// allRunningOn: want live pods in ns, all Running on node.
-func allRunningOn(t *testing.T, cl client.Client, ns string, want int, node string) error {
-	t.Helper()
-	var pods corev1.PodList
-	if err := cl.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	n := 0
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		if p.Spec.NodeName != node || p.Status.Phase != corev1.PodRunning {
-			return fmt.Errorf("pod %s on %q is %s, want Running on %s", p.Name, p.Spec.NodeName, p.Status.Phase, node)
-		}
-		n++
-	}
-	if n != want {
-		return fmt.Errorf("%d pods in %s, want %d", n, ns, want)
 	}
 	return nil
 }
@@ -392,24 +355,11 @@ func TestDeleteVirtualNodeIsRefused(t *testing.T) {
 			t.Errorf("refusal %q does not say %q", refusal, want)
 		}
 	}
-	out, err := kubectlOutput(t, a, "delete", "node", node.Name)
-	if err == nil || !strings.Contains(out, "kubectl cordon") {
-		t.Errorf("kubectl delete node %s: %v, %q; want refused, saying what to do", node.Name, err, out)
+	if _, err := runKubectl(t, a, "", "delete", "node", node.Name); err == nil || !strings.Contains(err.Error(), "kubectl cordon") {
+		t.Errorf("kubectl delete node %s: %v; want refused, saying what to do", node.Name, err)
 	}
 	var n corev1.Node
 	if err := cl.Get(context.Background(), client.ObjectKeyFromObject(node), &n); err != nil || n.UID != node.UID || n.DeletionTimestamp != nil {
 		t.Fatalf("virtual node after the refused deletions: %v (UID %s, was %s)", err, n.UID, node.UID)
 	}
-}
-
-// kubectlOutput runs kubectl against m and returns its combined output and
-// error, for commands expected to fail.
-func kubectlOutput(t *testing.T, m *playground.Member, args ...string) (string, error) {
-	t.Helper()
-	bin, err := localcluster.FindBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...).CombinedOutput()
-	return string(out), err
 }

@@ -3,15 +3,12 @@
 package offloading_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,19 +60,8 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	}
 	framework.Eventually(t, time.Minute, func() error { return allRunning(t, ns, 2) })
 
-	bin, err := localcluster.FindBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	kubectl := func(stdin string, args ...string) (string, error) {
-		cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", a.Kubeconfig, "--namespace", ns, "--request-timeout=30s"}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err := cmd.Run(); err != nil {
-			return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errOut.String())
-		}
-		return out.String(), nil
+		return runKubectl(t, a, stdin, append([]string{"--namespace", ns}, args...)...)
 	}
 
 	for _, p := range []*playground.Member{b, c} {

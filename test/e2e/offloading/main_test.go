@@ -9,9 +9,14 @@
 package offloading_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -23,6 +28,7 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
@@ -145,17 +151,18 @@ func podPairs(t *testing.T, ns string, want int) error {
 	return nil
 }
 
-// allRunning checks that want pods of ns run in the consumer, on virtual
-// nodes, Ready, with an IP.
-func allRunning(t *testing.T, ns string, want int) error {
+// allRunning checks that want pods of ns, leaving out those named in
+// except, run in the consumer, on virtual nodes, Ready, with an IP.
+func allRunning(t *testing.T, ns string, want int, except ...string) error {
 	t.Helper()
 	a, _, _ := members()
-	var pods corev1.PodList
-	if err := framework.Client(t, a).List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+	var list corev1.PodList
+	if err := framework.Client(t, a).List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 		return err
 	}
+	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return slices.Contains(except, p.Name) })
 	running := 0
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
@@ -167,8 +174,8 @@ func allRunning(t *testing.T, ns string, want int) error {
 			running++
 		}
 	}
-	if running != want || len(pods.Items) != want {
-		return fmt.Errorf("%d of %d pods Running and Ready, want %d", running, len(pods.Items), want)
+	if running != want || len(pods) != want {
+		return fmt.Errorf("%d of %d pods Running and Ready, want %d", running, len(pods), want)
 	}
 	return nil
 }
@@ -191,4 +198,22 @@ func remotePods(t *testing.T, ns string, providers ...*playground.Member) int {
 		}
 	}
 	return n
+}
+
+// runKubectl runs the project's kubectl against member m, with stdin, as an
+// operator would; the error carries kubectl's stderr.
+func runKubectl(t *testing.T, m *playground.Member, stdin string, args ...string) (string, error) {
+	t.Helper()
+	bin, err := localcluster.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
 }

@@ -3,10 +3,8 @@
 package dnstest
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -26,22 +24,10 @@ type Bind struct {
 	ttl  uint32
 }
 
-// NamedBinary is where named is looked for, in this order.
-var NamedBinary = []string{"named", "/usr/sbin/named"}
-
-func namedPath() (string, error) {
-	for _, name := range NamedBinary {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("named not found: install Debian's bind9 (make system-deps)")
-}
-
 // StartBind starts named serving zone (e.g. "bind.test.") with no
 // instances, its records with ttl. Close stops it.
 func StartBind(zone string, ttl uint32) (*Bind, error) {
-	srv, err := newServer("named")
+	srv, err := newServer("named", "bind9")
 	if err != nil {
 		return nil, err
 	}
@@ -56,11 +42,6 @@ func StartBind(zone string, ttl uint32) (*Bind, error) {
 // Serve restarts named with a zone file holding instances, and lines
 // (zone file records, e.g. a malformed TXT) besides.
 func (b *Bind) Serve(instances []*dnssd.Instance, lines ...string) error {
-	bin, err := namedPath()
-	if err != nil {
-		return err
-	}
-	b.stop()
 	zone := []string{
 		fmt.Sprintf("$TTL %d", b.ttl),
 		fmt.Sprintf("%s IN SOA ns.%s hostmaster.%s 1 3600 600 86400 %d", b.zone, b.zone, b.zone, b.ttl),
@@ -96,5 +77,5 @@ zone %q { type primary; file %q; };
 		return err
 	}
 	// -g: in the foreground, logging to stderr, as the user who runs it.
-	return b.run(b.zone, bin, "-g", "-c", confFile)
+	return b.restart(b.zone, "-g", "-c", confFile)
 }
