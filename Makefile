@@ -11,8 +11,17 @@ E2E_TIMEOUT ?= 20m
 GO_TEST_FLAGS ?=
 
 CONTROL_PLANE := kube-apiserver kube-controller-manager kube-scheduler
-TOOL_BINS := $(addprefix $(BIN)/,$(CONTROL_PLANE) kubectl etcd kwok controller-gen golangci-lint) $(BIN)/kwok-stages.yaml
+# What a playground runs: the control plane, etcd and kwok.
+RUNTIME_BINS := $(addprefix $(BIN)/,$(CONTROL_PLANE) etcd kwok) $(BIN)/kwok-stages.yaml
+TOOL_BINS := $(RUNTIME_BINS) $(addprefix $(BIN)/,kubectl controller-gen golangci-lint)
 TOOLS_DEPS := $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
+# Tool binaries carry no symbol table or DWARF: they link faster, and
+# nobody debugs them.
+TOOLS_LDFLAGS := -ldflags='-s -w'
+
+# The end-to-end suites start several clusters each; every other package's
+# tests run a reconciler against a real API server at most.
+E2E_PKGS := ./test/...
 
 ##@ General
 
@@ -26,22 +35,22 @@ help: ## Show this help.
 tools: $(TOOL_BINS) ## Build the pinned tools (control plane, etcd, kwok, controller-gen, golangci-lint) into bin/, only those missing.
 
 $(addprefix $(BIN)/,$(CONTROL_PLANE) kubectl): $(TOOLS_DEPS)
-	cd $(TOOLS_DIR) && go build -o $(BIN)/ k8s.io/kubernetes/cmd/$(notdir $@)
+	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ k8s.io/kubernetes/cmd/$(notdir $@)
 
 $(BIN)/etcd: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/etcd/main.go
-	cd $(TOOLS_DIR) && go build -o $(BIN)/ ./cmd/etcd
+	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ ./cmd/etcd
 
 $(BIN)/kwok: $(TOOLS_DEPS)
-	cd $(TOOLS_DIR) && go build -o $(BIN)/ sigs.k8s.io/kwok/cmd/kwok
+	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ sigs.k8s.io/kwok/cmd/kwok
 
 $(BIN)/kwok-stages.yaml: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/kwok-stages/main.go
 	cd $(TOOLS_DIR) && go run ./cmd/kwok-stages > $@.tmp && mv $@.tmp $@
 
 $(BIN)/controller-gen: $(TOOLS_DEPS)
-	cd $(TOOLS_DIR) && go build -o $(BIN)/ sigs.k8s.io/controller-tools/cmd/controller-gen
+	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ sigs.k8s.io/controller-tools/cmd/controller-gen
 
 $(BIN)/golangci-lint: $(TOOLS_DEPS)
-	cd $(TOOLS_DIR) && go build -o $(BIN)/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 .PHONY: build
 build: ## Build liqo-controller-manager and liqoctl into bin/.
@@ -56,9 +65,10 @@ generate: $(BIN)/controller-gen ## Generate deepcopy code, CRDs and RBAC from ma
 	$(BIN)/controller-gen rbac:roleName=liqo-controller-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify
-verify: $(BIN)/controller-gen ## Fail when generated files are stale, go.mod is untidy or code is unformatted.
+verify: $(BIN)/controller-gen ## Fail when generated files are stale, code is unformatted or a package imports one above its layer.
 	hack/verify-generated.sh
 	hack/verify-gofmt.sh
+	go run ./hack/layers
 
 .PHONY: lint
 lint: $(BIN)/golangci-lint ## Run golangci-lint with .golangci.yml.
@@ -67,16 +77,25 @@ lint: $(BIN)/golangci-lint ## Run golangci-lint with .golangci.yml.
 ##@ Test
 
 .PHONY: test-short
-test-short: ## Run the unit tests only (no clusters started).
+test-short: ## Run the unit tests only (no API server, no cluster started).
 	go test -short -race $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-controllers
+test-controllers: $(RUNTIME_BINS) ## Run every test outside the end-to-end suites: unit tests and reconcilers against real API servers.
+	go test -race -count=1 $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/')
+
+.PHONY: test-e2e
+test-e2e: $(RUNTIME_BINS) $(BIN)/kubectl build ## Run the end-to-end suites (several clusters each, in random order).
+	go test -race -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
 .PHONY: system-deps
 system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9) when missing; needs root.
 	hack/system-deps.sh
 
 .PHONY: test
-test: system-deps tools build verify lint ## Everything CI checks: verify, lint, unit and end-to-end tests, one benchmark pass.
-	go test -race -count=1 $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) ./...
+test: system-deps tools build verify lint ## Everything CI checks: verify, lint, unit, controller and end-to-end tests, one benchmark pass.
+	$(MAKE) --no-print-directory test-controllers
+	$(MAKE) --no-print-directory test-e2e
 	go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=15s
 	hack/check-no-leftovers.sh
@@ -84,13 +103,11 @@ test: system-deps tools build verify lint ## Everything CI checks: verify, lint,
 FUZZTIME ?= 1m
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz test for FUZZTIME each (default 1m).
-	go test -run '^$$' -fuzz '^FuzzParseTXT$$' -fuzztime $(FUZZTIME) ./internal/discovery/dnssd/
-	go test -run '^$$' -fuzz '^FuzzCollect$$' -fuzztime $(FUZZTIME) ./internal/discovery/dnssd/
-	go test -run '^$$' -fuzz '^FuzzExchange$$' -fuzztime $(FUZZTIME) ./internal/auth/
+fuzz: ## Run every fuzz test of the module (found in the sources) for FUZZTIME each (default 1m).
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: bench
-bench: tools build ## Run the benchmarks (cluster start time and memory).
+bench: $(RUNTIME_BINS) build ## Run the benchmarks (cluster start time and memory).
 	go test -run '^$$' -bench . -benchtime 3x -timeout 20m ./bench/...
 
 ##@ Playground
@@ -99,7 +116,7 @@ PLAYGROUND_DIR ?= $(CURDIR)/.playground
 CLUSTERS ?= 3
 
 .PHONY: demo
-demo: tools build ## Start a playground of $(CLUSTERS) clusters and show them; DEMO_DOWN=1 tears it down after.
+demo: $(RUNTIME_BINS) build ## Start a playground of $(CLUSTERS) clusters and show them; DEMO_DOWN=1 tears it down after.
 	$(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR) >/dev/null
 	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS)
 	@if [ -n "$(DEMO_DOWN)" ]; then $(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR); fi

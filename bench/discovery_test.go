@@ -144,7 +144,7 @@ func BenchmarkDiscovery(b *testing.B) {
 				ids := make([]string, n)
 				ctx, cancel := context.WithCancel(context.Background())
 				for j := range servers {
-					conn, err := mdns.Listen("lo", d.port)
+					conn, err := mdns.Listen(ctx, "lo", d.port)
 					if err != nil {
 						b.Fatal(err)
 					}

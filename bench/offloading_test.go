@@ -38,10 +38,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/localcluster"
-	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -95,7 +92,7 @@ func BenchmarkOffloading(b *testing.B) {
 	ctx := context.Background()
 	framework.Eventually(b, 60*time.Second, func() error {
 		var nodes corev1.NodeList
-		if err := cc.List(ctx, &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: provider.ClusterID}); err != nil {
+		if err := cc.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider.ClusterID}); err != nil {
 			return err
 		}
 		if len(nodes.Items) != 1 || nodes.Items[0].Status.Allocatable.Pods().Value() < int64(largest) {
@@ -113,7 +110,7 @@ func BenchmarkOffloading(b *testing.B) {
 			if err := cc.Get(ctx, client.ObjectKeyFromObject(no), no); err != nil {
 				return err
 			}
-			if c := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			if c := meta.FindStatusCondition(no.Status.Conditions, offloadingv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 				return fmt.Errorf("namespace %s not offloaded yet", ns)
 			}
 			return nil
@@ -138,7 +135,7 @@ func BenchmarkOffloading(b *testing.B) {
 				pc := framework.Client(b, provider)
 				framework.Eventually(b, patience(n), func() error {
 					var nss corev1.NamespaceList
-					if err := pc.List(ctx, &nss, client.MatchingLabels{sharing.OriginClusterLabel: consumer.ClusterID}); err != nil {
+					if err := pc.List(ctx, &nss, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
 						return err
 					}
 					if len(nss.Items) > 0 {
@@ -248,7 +245,7 @@ func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member,
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench"},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(n)),
+			Replicas: ptr.To(int32(n)), //nolint:gosec // at most LIQO_BENCH_OFFLOADING_PODS, a few thousand
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -540,6 +537,7 @@ func patience(n int) time.Duration { return 3*time.Minute + time.Duration(n/20)*
 // benchSizes reads LIQO_BENCH_OFFLOADING_PODS: 1, 100 and 1000 by
 // default (1 is the single-pod latency case).
 func benchSizes(b *testing.B) []int {
+	b.Helper()
 	env := os.Getenv("LIQO_BENCH_OFFLOADING_PODS")
 	if env == "" {
 		return []int{1, 100, 1000}
@@ -558,6 +556,7 @@ func benchSizes(b *testing.B) []int {
 // clusterCPUs gives cluster-1 the first CPU and cluster-2 the second,
 // unless LIQO_BENCH_SHARED_CPUS=1 or the machine has fewer than two.
 func clusterCPUs(b *testing.B) map[string][]int {
+	b.Helper()
 	if os.Getenv("LIQO_BENCH_SHARED_CPUS") == "1" {
 		return nil
 	}
@@ -598,6 +597,7 @@ type profiler struct {
 }
 
 func newProfiler(b *testing.B, dir string) *profiler {
+	b.Helper()
 	p := &profiler{b: b, dir: dir, ports: map[string]int{}}
 	b.Cleanup(p.wg.Wait)
 	return p
@@ -624,7 +624,12 @@ func (p *profiler) start(label string) {
 		go func() {
 			defer p.wg.Done()
 			hc := &http.Client{Timeout: 30 * time.Second}
-			resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=10", port))
+			req, err := http.NewRequestWithContext(p.b.Context(), http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=10", port), nil)
+			if err != nil {
+				p.b.Logf("profiling %s: %v", name, err)
+				return
+			}
+			resp, err := hc.Do(req)
 			if err != nil {
 				p.b.Logf("profiling %s: %v", name, err)
 				return

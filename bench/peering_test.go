@@ -26,7 +26,6 @@ import (
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
-	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -261,7 +260,7 @@ func joinAndTime(b *testing.B, cfg *rest.Config, providers []*playground.Member)
 		if _, ok := req[fc.Name]; !ok {
 			req[fc.Name] = now
 		}
-		if _, ok := acc[fc.Name]; !ok && cond.Reason == peering.ReasonAccepted {
+		if _, ok := acc[fc.Name]; !ok && cond.Reason == discoveryv1alpha1.ReasonAccepted {
 			acc[fc.Name] = now
 		}
 	}

@@ -39,7 +39,7 @@ func startStoppablePlayground(b *testing.B, opts playground.Options, timeout tim
 	if err != nil {
 		b.Fatal(err)
 	}
-	if opts.ControllerManagerBin, err = framework.BuildControllerManager(dir); err != nil {
+	if opts.ControllerManagerBin, err = framework.BuildControllerManager(b.Context(), dir); err != nil {
 		b.Fatal(err)
 	}
 	opts.Dir = dir + "/pg"

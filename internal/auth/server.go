@@ -161,9 +161,10 @@ func (s *Server) Start(ctx context.Context) error {
 	case err := <-errc:
 		return fmt.Errorf("auth service: %w", err)
 	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// ctx is done: give the requests under way a few seconds more.
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		return srv.Shutdown(shutdown) //nolint:contextcheck // ctx is already done
+		return srv.Shutdown(shutdown)
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 // auth service's private key (key ServingKeyKey). Peers pin its public
 // key on first contact: it must survive restarts, new addresses and
 // replicas, so it is kept, not made at each start.
-const ServingKeySecret = "liqo-auth-serving-key"
+const ServingKeySecret = "liqo-auth-serving-key" //nolint:gosec // a Secret's name, not a credential
 
 // ServingKeyKey is the PEM EC private key in ServingKeySecret.
 const ServingKeyKey = "tls.key"

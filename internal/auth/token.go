@@ -16,7 +16,7 @@ import (
 
 const (
 	// TokenSecret holds this cluster's peering token, in the Liqo namespace.
-	TokenSecret = "liqo-peering-token"
+	TokenSecret = "liqo-peering-token" //nolint:gosec // a Secret's name, not a credential
 	// TokenKey is the token's key in TokenSecret.
 	TokenKey = "token"
 )

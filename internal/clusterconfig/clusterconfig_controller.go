@@ -18,9 +18,6 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 )
 
-// ConditionReady is True when the configuration is in force.
-const ConditionReady = "Ready"
-
 // +kubebuilder:rbac:groups=config.liqo.io,resources=clusterconfigs,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=config.liqo.io,resources=clusterconfigs/status,verbs=get;update;patch
 
@@ -86,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cfg.Status.ClusterName = EffectiveClusterName(r.ClusterNameOverride, &cfg, r.ClusterID)
 	cfg.Status.AuthURL = r.AuthURL
 	meta.SetStatusCondition(&cfg.Status.Conditions, metav1.Condition{
-		Type:               ConditionReady,
+		Type:               configv1alpha1.ConditionReady,
 		Status:             metav1.ConditionTrue,
 		Reason:             "Applied",
 		Message:            "The configuration is in force",

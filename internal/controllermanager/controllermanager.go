@@ -231,7 +231,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := setupPeering(mgr, o, direct, id, authURL, authServer, store, wh); err != nil {
+	if err := setupPeering(ctx, mgr, o, direct, id, authURL, authServer, store, wh); err != nil {
 		return err
 	}
 	if err := (&clusterconfig.Reconciler{

@@ -21,8 +21,8 @@ import (
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd"
 	"github.com/liqo-go/liqo/internal/discovery/lan"
+	"github.com/liqo-go/liqo/internal/discovery/wan"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
-	"github.com/liqo-go/liqo/internal/searchdomain"
 )
 
 // rootCAConfigMap is published in every namespace by the cluster's
@@ -39,7 +39,8 @@ func setupDiscovery(ctx context.Context, mgr ctrl.Manager, o *Options, cfg *rest
 	if err != nil {
 		return "", nil, err
 	}
-	listener, err := net.Listen("tcp", o.AuthBindAddress)
+	var lc net.ListenConfig
+	listener, err := lc.Listen(ctx, "tcp", o.AuthBindAddress)
 	if err != nil {
 		return "", nil, fmt.Errorf("listening for the auth service on %s: %w", o.AuthBindAddress, err)
 	}
@@ -111,7 +112,7 @@ func setupDiscovery(ctx context.Context, mgr ctrl.Manager, o *Options, cfg *rest
 	if err := mgr.Add(&foreigncluster.Checker{Client: c, APIReader: mgr.GetAPIReader(), Policy: policy}); err != nil {
 		return "", nil, err
 	}
-	if err := (&searchdomain.Reconciler{
+	if err := (&wan.Reconciler{
 		Client: c, Registry: registry, Resolver: &dnssd.Resolver{Server: o.DNSServer},
 		Service: func() string {
 			if cc := store.Get(); cc != nil && cc.Spec.DiscoveryConfig.ServiceName != "" {

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch;create;update;patch
@@ -30,18 +30,14 @@ import (
 // drain are how an operator stops and empties one; unpeering removes it.
 const VirtualNodePolicyName = "liqo-virtual-nodes"
 
-// specHashAnnotation records the hash of the spec last written, so that
-// the API server's defaults are not taken for drift.
-const specHashAnnotation = "liqo.io/spec-hash"
-
 // virtualNodePolicy is the policy's spec; self is the controller
 // manager's own user name, which may delete virtual nodes.
 func virtualNodePolicy(self string) admissionregistrationv1.ValidatingAdmissionPolicySpec {
-	remote := strconv.Quote(virtualkubelet.RemoteClusterLabel)
+	remote := strconv.Quote(offloadingv1alpha1.RemoteClusterLabel)
 	return admissionregistrationv1.ValidatingAdmissionPolicySpec{
 		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 		MatchConstraints: &admissionregistrationv1.MatchResources{
-			ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{sharing.VirtualNodeLabel: sharing.VirtualNodeValue}},
+			ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}},
 			ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes"}},
@@ -102,11 +98,11 @@ func ensureHashed(ctx context.Context, c client.Client, obj client.Object, spec 
 	sum := sha256.Sum256(raw)
 	hash := hex.EncodeToString(sum[:8])
 	_, err = controllerutil.CreateOrUpdate(ctx, c, obj, func() error {
-		if obj.GetAnnotations()[specHashAnnotation] == hash && obj.GetLabels()[discoveryv1alpha1.ManagedByLabel] == discoveryv1alpha1.ManagedByValue {
+		if obj.GetAnnotations()[configv1alpha1.SpecHashAnnotation] == hash && obj.GetLabels()[discoveryv1alpha1.ManagedByLabel] == discoveryv1alpha1.ManagedByValue {
 			return nil
 		}
 		obj.SetLabels(labels)
-		obj.SetAnnotations(map[string]string{specHashAnnotation: hash})
+		obj.SetAnnotations(map[string]string{configv1alpha1.SpecHashAnnotation: hash})
 		set()
 		return nil
 	})

@@ -31,7 +31,7 @@ import (
 // reconcilers. direct reads through to the API server: the peering's
 // objects (tenant namespaces, RBAC, CSRs) are few and read rarely, and
 // caching them would mean watching every Role in the cluster.
-func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID, authURL string, authServer *auth.Server,
+func setupPeering(ctx context.Context, mgr ctrl.Manager, o *Options, direct client.Client, clusterID, authURL string, authServer *auth.Server,
 	store *clusterconfig.Store, wh *webhookSetup,
 ) error {
 	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
@@ -70,7 +70,7 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 	if err := setupSharing(mgr, o, direct, clusterID, store); err != nil {
 		return err
 	}
-	return setupOffloading(mgr, o, direct, clusterID, wh, config)
+	return setupOffloading(ctx, mgr, o, direct, clusterID, wh, config)
 }
 
 // setupSharing adds the Broadcaster (provider) and the Advertisement
@@ -100,17 +100,17 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 // setupOffloading adds the virtual kubelet (virtual nodes, pod and object
 // reflection) and the NamespaceOffloading controller (consumer), and the
 // NamespaceMap controller (provider).
-func setupOffloading(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, wh *webhookSetup, config func() *configv1alpha1.ClusterConfig) error {
+func setupOffloading(ctx context.Context, mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, wh *webhookSetup, config func() *configv1alpha1.ClusterConfig) error {
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
 		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
-	if err := virtualkubelet.IndexPodsByNode(mgr); err != nil {
+	if err := virtualkubelet.IndexPodsByNode(ctx, mgr); err != nil {
 		return err
 	}
-	if err := virtualkubelet.IndexPodsBySecret(mgr); err != nil {
+	if err := virtualkubelet.IndexPodsBySecret(ctx, mgr); err != nil {
 		return err
 	}
-	remotes := &virtualkubelet.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
+	remotes := &identity.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
 	sessions := &virtualkubelet.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
 	if err := mgr.Add(sessions); err != nil {
 		return err

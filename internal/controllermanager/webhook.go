@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/offloading"
@@ -35,7 +36,7 @@ const (
 	// webhookCASecret keeps the webhook CA across restarts, so that the
 	// caBundle registered in the API server stays valid while a new
 	// replica starts.
-	webhookCASecret = "liqo-webhook-ca"
+	webhookCASecret = "liqo-webhook-ca" //nolint:gosec // a Secret's name, not a credential
 	// WebhookConfigurationName is the ValidatingWebhookConfiguration the
 	// controller manager registers and keeps current.
 	WebhookConfigurationName = "liqo-peeringrequests"
@@ -158,7 +159,7 @@ func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
 	_, err := controllerutil.CreateOrUpdate(ctx, w.client, mwc, func() error {
 		mwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
 		url := w.url + offloading.MutatePodPath
-		selector := &metav1.LabelSelector{MatchLabels: map[string]string{offloading.EnabledLabel: "true"}}
+		selector := &metav1.LabelSelector{MatchLabels: map[string]string{offloadingv1alpha1.OffloadingEnabledLabel: "true"}}
 		if len(mwc.Webhooks) == 1 && bytes.Equal(mwc.Webhooks[0].ClientConfig.CABundle, w.caBundle) &&
 			ptr.Deref(mwc.Webhooks[0].ClientConfig.URL, "") == url && equality.Semantic.DeepEqual(mwc.Webhooks[0].NamespaceSelector, selector) &&
 			ptr.Deref(mwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail && len(mwc.Webhooks[0].Rules) == 1 {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -22,13 +24,83 @@ import (
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
-	"github.com/liqo-go/liqo/internal/discovery/dnssd"
 )
+
+// Sighting is what a discovery mechanism learnt of a cluster: who it says
+// it is and where its auth service answers. Nothing in it is trusted until
+// the auth service proves it.
+type Sighting struct {
+	// ClusterID is the cluster's stable identity (a DNS label).
+	ClusterID string
+	// ClusterName is the human-readable name; optional.
+	ClusterName string
+	// AuthURL is the https URL of the cluster's auth service.
+	AuthURL string
+	// Namespace is the Liqo namespace of the cluster; optional.
+	Namespace string
+}
+
+// Why the registry refuses a well-formed sighting: the Reason of a
+// RefusedError, and the reason label of the discovery sources'
+// dropped-input metrics.
+const (
+	// RefusedUnverifiedAddress: a new auth URL that does not present the
+	// pinned key.
+	RefusedUnverifiedAddress = "unverified-address"
+	// RefusedNotDiscovered: a LAN sighting of a cluster added by hand or
+	// known from its peering.
+	RefusedNotDiscovered = "not-discovered"
+	// RefusedTooManyClusters: over the ClusterConfig's
+	// maxDiscoveredClusters.
+	RefusedTooManyClusters = "too-many-clusters"
+)
+
+// RefusedError is a sighting the registry refused; the source counts it.
+type RefusedError struct {
+	// Reason is one of the Refused* constants.
+	Reason string
+	// Detail explains it to a human.
+	Detail string
+}
+
+func (e *RefusedError) Error() string { return e.Reason + ": " + e.Detail }
+
+// RefusedInvalid is the reason of a sighting that breaks the registry's own rules (every
+// source checks its input first; the registry does not rely on it).
+const RefusedInvalid = "invalid"
+
+// Validate checks what the registry relies on: a ClusterID usable in
+// object names, an https auth URL with a host and no credentials, and a
+// namespace name if any.
+func (s *Sighting) Validate() error {
+	invalid := func(format string, args ...any) error {
+		return &RefusedError{Reason: RefusedInvalid, Detail: fmt.Sprintf(format, args...)}
+	}
+	if errs := validation.IsDNS1123Label(s.ClusterID); len(errs) > 0 {
+		return invalid("cluster ID %q: %s", s.ClusterID, strings.Join(errs, "; "))
+	}
+	if s.Namespace != "" {
+		if errs := validation.IsDNS1123Label(s.Namespace); len(errs) > 0 {
+			return invalid("namespace %q: %s", s.Namespace, strings.Join(errs, "; "))
+		}
+	}
+	if len(s.ClusterName) > maxClusterName {
+		return invalid("cluster name is %d bytes, over %d", len(s.ClusterName), maxClusterName)
+	}
+	u, err := url.Parse(s.AuthURL)
+	if err != nil || len(s.AuthURL) > maxAuthURL || u.Scheme != "https" || u.Host == "" || u.User != nil {
+		return invalid("auth URL %q is not an https URL with a host, at most %d bytes", s.AuthURL, maxAuthURL)
+	}
+	return nil
+}
+
+// maxAuthURL bounds a Sighting's auth URL.
+const maxAuthURL = 2048
 
 // Discovery is one sighting of a cluster by a discovery mechanism.
 type Discovery struct {
-	// Announcement is what the cluster announced.
-	Announcement dnssd.Announcement
+	// Sighting is what was seen.
+	Sighting Sighting
 	// Source names the mechanism: "mdns", or "searchdomain/<name>".
 	Source string
 	// Type is LAN or WAN.
@@ -132,7 +204,7 @@ func Find(ctx context.Context, c client.Reader, clusterID string) (*discoveryv1a
 // Seen records a sighting: it creates the ForeignCluster, or updates the
 // existing one in place (a changed address never tears anything down).
 func (r *Registry) Seen(ctx context.Context, d Discovery) error {
-	a := d.Announcement
+	a := d.Sighting
 	if err := a.Validate(); err != nil {
 		return err
 	}
@@ -176,7 +248,7 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 			// Anyone on the LAN can announce a known ClusterID: a cluster
 			// added by hand or known from its peering gets no LAN source,
 			// which would keep it alive and look like a LAN sighting.
-			return &dnssd.DropError{Reason: dnssd.ReasonNotDiscovered, Detail: fmt.Sprintf(
+			return &RefusedError{Reason: RefusedNotDiscovered, Detail: fmt.Sprintf(
 				"cluster %s is known as %s, not by discovery: its LAN announcements are ignored",
 				a.ClusterID, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])}
 		default:
@@ -184,8 +256,8 @@ func (r *Registry) Seen(ctx context.Context, d Discovery) error {
 				// A DNS zone listing the cluster at an address not (yet)
 				// proved still lists it: the source saw it, or the cluster
 				// would age out and be trusted anew at that address.
-				var drop *dnssd.DropError
-				if d.Type == discoveryv1alpha1.WanDiscovery && errors.As(err, &drop) && drop.Reason == dnssd.ReasonUnverifiedAddress {
+				var refused *RefusedError
+				if d.Type == discoveryv1alpha1.WanDiscovery && errors.As(err, &refused) && refused.Reason == RefusedUnverifiedAddress {
 					if err := r.markSeen(ctx, fc, d, now); err != nil {
 						return err
 					}
@@ -237,7 +309,7 @@ func (r *Registry) checkRoom(ctx context.Context, now time.Time) error {
 		limit = r.MaxDiscovered()
 	}
 	full := func(n int) error {
-		return &dnssd.DropError{Reason: dnssd.ReasonTooManyClusters, Detail: fmt.Sprintf(
+		return &RefusedError{Reason: RefusedTooManyClusters, Detail: fmt.Sprintf(
 			"discovery already knows of %d clusters, the ClusterConfig's maxDiscoveredClusters (%d)", n, limit)}
 	}
 	if now.Before(r.fullUntil) {
@@ -279,14 +351,14 @@ func (r *Registry) checkRoom(ctx context.Context, now time.Time) error {
 // dropped, and one arriving after a successful check moves the cluster. A
 // verdict is remembered for a refresh interval, so that repeated
 // announcements are not dialled each time.
-func (r *Registry) verifyMove(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, a dnssd.Announcement) error {
+func (r *Registry) verifyMove(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, a Sighting) error {
 	pinned := fc.Status.AuthServiceKeyFingerprint
 	if pinned == "" {
 		return nil // not contacted yet: trust on first use
 	}
 	key, now := a.ClusterID+" "+a.AuthURL, r.now()
 	drop := func(why string) error {
-		return &dnssd.DropError{Reason: dnssd.ReasonUnverifiedAddress, Detail: fmt.Sprintf(
+		return &RefusedError{Reason: RefusedUnverifiedAddress, Detail: fmt.Sprintf(
 			"cluster %s was announced at %s, which %s; it stays at %s", a.ClusterID, a.AuthURL, why, fc.Spec.ForeignAuthURL)}
 	}
 	r.mu.Lock()
@@ -317,7 +389,7 @@ func (r *Registry) verifyMove(ctx context.Context, fc *discoveryv1alpha1.Foreign
 
 // check asks the auth service at a new address whether it is the cluster,
 // and remembers the verdict.
-func (r *Registry) check(ctx context.Context, key string, a dnssd.Announcement, opts auth.ClientOptions) {
+func (r *Registry) check(ctx context.Context, key string, a Sighting, opts auth.ClientOptions) {
 	verify := r.Verify
 	if verify == nil {
 		verify = auth.GetIdentity
@@ -353,7 +425,7 @@ func (r *Registry) check(ctx context.Context, key string, a dnssd.Announcement, 
 
 // move points the cluster's ForeignCluster at a's auth URL, if its pinned
 // key is still pinnedKey and discovery may move it.
-func (r *Registry) move(ctx context.Context, a dnssd.Announcement, pinnedKey string) error {
+func (r *Registry) move(ctx context.Context, a Sighting, pinnedKey string) error {
 	return retry.RetryOnConflict(cacheLagBackoff, func() error {
 		var reader client.Reader = r.Client
 		if r.APIReader != nil {
@@ -386,7 +458,7 @@ func (r *Registry) forget(clusterID string) {
 }
 
 func (r *Registry) create(ctx context.Context, d Discovery) (*discoveryv1alpha1.ForeignCluster, error) {
-	a := d.Announcement
+	a := d.Sighting
 	join := r.AutoJoin != nil && r.AutoJoin()
 	if d.AutoJoin != nil {
 		join = *d.AutoJoin
@@ -425,7 +497,7 @@ func (r *Registry) create(ctx context.Context, d Discovery) (*discoveryv1alpha1.
 }
 
 func (r *Registry) updateSpec(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, d Discovery) error {
-	a := d.Announcement
+	a := d.Sighting
 	orig := fc.DeepCopy()
 	// The URL follows the most explicit way the cluster was found: a LAN
 	// sighting cannot move a cluster found through DNS, and a cluster

@@ -158,7 +158,7 @@ func Issue(ctx context.Context, c client.Client, reader client.Reader, csrPEM []
 			if apierrors.IsNotFound(err) {
 				return false, errors.New("the CertificateSigningRequest disappeared before it was signed")
 			}
-			return false, nil //nolint:nilerr // transient: poll again
+			return false, nil // transient: poll again
 		}
 		for _, cond := range got.Status.Conditions {
 			if cond.Type == certificatesv1.CertificateFailed || cond.Type == certificatesv1.CertificateDenied {

@@ -210,7 +210,7 @@ func waitEstablished(ctx context.Context, c client.Client, crds []*apiextensions
 			var crd apiextensionsv1.CustomResourceDefinition
 			if err := c.Get(ctx, client.ObjectKeyFromObject(want), &crd); err != nil {
 				last = err
-				return false, nil
+				return false, nil //nolint:nilerr // polled again; the last error is returned on timeout
 			}
 			if !established(&crd) {
 				last = fmt.Errorf("CRD %s is not Established yet", crd.Name)

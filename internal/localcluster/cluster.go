@@ -46,7 +46,7 @@ const (
 	// ControlPlaneLabel marks a control-plane node, as kubeadm does.
 	ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
 	// NodeTypeLabel says what kind of node this is; kwok nodes get "kwok".
-	NodeTypeLabel = "type"
+	NodeTypeLabel = "localcluster.liqo.io/node-type"
 )
 
 // Options says what cluster to start.
@@ -380,7 +380,11 @@ func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 	}
 	client := &http.Client{Timeout: time.Second}
 	err = waitFor(ctx, p, func() bool {
-		resp, err := client.Get(clientURL + "/health")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/health", nil)
+		if err != nil {
+			return false
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			return false
 		}
@@ -554,7 +558,11 @@ func waitHealthz(ctx context.Context, p *Process, port int) error {
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
 	return waitFor(ctx, p, func() bool {
-		resp, err := client.Get(url)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			return false
 		}

@@ -173,7 +173,7 @@ func TestKilledOwnerLeavesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "orphan")
 	t.Cleanup(func() { _, _ = Reap(dir) }) // only if the assertions below fail
 
-	cmd := exec.Command(os.Args[0])
+	cmd := exec.CommandContext(t.Context(), os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -239,7 +239,7 @@ func TestProcessesReferencingMatchesWholeDirectory(t *testing.T) {
 	// A process of the sibling directory, whose path extends dir's.
 	// "; true" keeps the shell from exec'ing sleep, so the marker ($0)
 	// stays on the command line of the process we wait for.
-	cmd := exec.Command("sh", "-c", "sleep 30; true", filepath.Join(sibling, "marker"))
+	cmd := exec.CommandContext(t.Context(), "sh", "-c", "sleep 30; true", filepath.Join(sibling, "marker"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func (a *portAllocator) get() (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", "127.0.0.1:0") //nolint:noctx // a bind on loopback, nothing to wait for
 		if err != nil {
 			return 0, fmt.Errorf("finding a free loopback port: %w", err)
 		}

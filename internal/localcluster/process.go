@@ -44,7 +44,7 @@ func startProcess(name, bin string, args []string, logDir string, detach bool, c
 	}
 	defer logFile.Close() // the child holds its own descriptor
 
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, args...) //nolint:noctx // the harness's own binaries, stopped by Stop, not by a context
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.Env = os.Environ()

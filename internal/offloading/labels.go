@@ -7,13 +7,6 @@ import (
 )
 
 const (
-	// EnabledLabel marks a consumer namespace that has a NamespaceOffloading:
-	// the pod webhook selects namespaces by it, so that a webhook outage
-	// only ever affects offloaded namespaces.
-	EnabledLabel = "liqo.io/offloading-enabled"
-	// Finalizer holds a NamespaceOffloading until its provider namespaces
-	// are released.
-	Finalizer = "offloading.liqo.io/namespaces"
 	// VirtualKubeletRole is the Role, in each provider namespace, bound to
 	// the consumer's virtual kubelet.
 	VirtualKubeletRole = "liqo-virtual-kubelet"

@@ -11,14 +11,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -28,8 +26,6 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 )
 
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps,verbs=get;list;watch;create;update;patch;delete
@@ -94,6 +90,14 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	gone := apierrors.IsNotFound(err) || !nm.DeletionTimestamp.IsZero()
+	if !gone {
+		// What a consumer offloaded lives only as long as its peering: once
+		// its PeeringRequest is going, its namespaces go, whoever keeps the
+		// tenant namespace (and this NamespaceMap) alive.
+		if gone, err = r.peeringGone(ctx, consumer); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	desired := map[string]string{}
 	if !gone {
 		for local, remote := range nm.Spec.Mappings {
@@ -166,16 +170,34 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return ctrl.Result{RequeueAfter: namespaceResync}, nil
 }
 
+// peeringGone tells whether consumer's PeeringRequest is absent or being
+// deleted. Absent from the cache is confirmed by the API server: a request
+// just made must never look gone.
+func (r *NamespaceMapReconciler) peeringGone(ctx context.Context, consumer string) (bool, error) {
+	var pr discoveryv1alpha1.PeeringRequest
+	err := r.Client.Get(ctx, client.ObjectKey{Name: consumer}, &pr)
+	if apierrors.IsNotFound(err) {
+		err = r.Direct.Get(ctx, client.ObjectKey{Name: consumer}, &pr)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading the PeeringRequest of %s: %w", consumer, err)
+	}
+	return !pr.DeletionTimestamp.IsZero(), nil
+}
+
 // holders returns, for each provider namespace made for consumer, the
 // consumer namespace it serves ("" for none).
 func (r *NamespaceMapReconciler) holders(ctx context.Context, consumer string) (map[string]string, error) {
 	var list corev1.NamespaceList
-	if err := r.Client.List(ctx, &list, client.MatchingLabels{sharing.OriginClusterLabel: consumer}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer}); err != nil {
 		return nil, fmt.Errorf("listing the namespaces of %s: %w", consumer, err)
 	}
 	out := make(map[string]string, len(list.Items))
 	for _, ns := range list.Items {
-		out[ns.Name] = ns.Annotations[virtualkubelet.OriginNamespaceAnnotation]
+		out[ns.Name] = ns.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation]
 	}
 	return out, nil
 }
@@ -207,66 +229,43 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 		ns = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name: remote,
 			Labels: map[string]string{
-				sharing.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue,
+				offloadingv1alpha1.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue,
 				PodSecurityEnforceLabel: level, PodSecurityEnforceVersionLabel: "latest",
 			},
-			Annotations: map[string]string{virtualkubelet.OriginNamespaceAnnotation: local},
+			Annotations: map[string]string{offloadingv1alpha1.OriginNamespaceAnnotation: local},
 		}}
 		if err := r.Client.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			return apiFailure(remote, fmt.Sprintf("creating namespace %s: %v", remote, err))
 		}
 	case err != nil:
 		return apiFailure(remote, fmt.Sprintf("reading namespace %s: %v", remote, err))
-	case ns.Labels[sharing.OriginClusterLabel] != consumer:
+	case ns.Labels[offloadingv1alpha1.OriginClusterLabel] != consumer:
 		return failed(remote, fmt.Sprintf("namespace %s already exists in the provider and is not this consumer's: choose another remote name", remote)), nil
 	case !ns.DeletionTimestamp.IsZero():
 		return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
 			Message: fmt.Sprintf("namespace %s is being deleted; it is created again once gone", remote)}, nil
-	case ns.Annotations[virtualkubelet.OriginNamespaceAnnotation] == "" || ns.Labels[PodSecurityEnforceLabel] != level ||
+	case ns.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation] == "" || ns.Labels[PodSecurityEnforceLabel] != level ||
 		ns.Labels[PodSecurityEnforceVersionLabel] != "latest":
 		patch := client.MergeFrom(ns.DeepCopy())
-		metav1.SetMetaDataAnnotation(&ns.ObjectMeta, virtualkubelet.OriginNamespaceAnnotation, local)
+		metav1.SetMetaDataAnnotation(&ns.ObjectMeta, offloadingv1alpha1.OriginNamespaceAnnotation, local)
 		metav1.SetMetaDataLabel(&ns.ObjectMeta, PodSecurityEnforceLabel, level)
 		metav1.SetMetaDataLabel(&ns.ObjectMeta, PodSecurityEnforceVersionLabel, "latest")
 		if err := r.Client.Patch(ctx, &ns, patch); err != nil {
 			return apiFailure(remote, fmt.Sprintf("labelling namespace %s: %v", remote, err))
 		}
 	}
-	if err := EnsureRoleBinding(ctx, r.Direct, remote, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+consumer, VirtualKubeletRules,
+	if err := identity.EnsureRoleBinding(ctx, r.Direct, remote, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+consumer, VirtualKubeletRules,
 		map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
 		return apiFailure(remote, err.Error())
 	}
 	return r.ensureQuota(ctx, consumer, remote, offered)
 }
 
-// EnsureRoleBinding creates or repairs, in namespace, a Role with rules and
-// a RoleBinding of it to user.
-func EnsureRoleBinding(ctx context.Context, c client.Client, namespace, name, user string, rules []rbacv1.PolicyRule, labels map[string]string) error {
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
-		role.Labels = labels
-		role.Rules = rules
-		return nil
-	}); err != nil {
-		return fmt.Errorf("role %s/%s: %w", namespace, name, err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error {
-		binding.Labels = labels
-		binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
-		binding.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("RoleBinding %s/%s: %w", namespace, name, err)
-	}
-	return nil
-}
-
 // DeleteNamespaces deletes the provider namespaces created for consumer,
 // except those keep says to keep; their pods and objects go with them.
 func DeleteNamespaces(ctx context.Context, c client.Client, consumer string, keep func(name string) bool) error {
 	var list corev1.NamespaceList
-	if err := c.List(ctx, &list, client.MatchingLabels{sharing.OriginClusterLabel: consumer}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer}); err != nil {
 		return fmt.Errorf("listing the namespaces of %s: %w", consumer, err)
 	}
 	for i := range list.Items {
@@ -291,7 +290,7 @@ func (r *NamespaceMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	// A consumer's namespace deleted or changed by hand is repaired.
 	nsChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		consumer := o.GetLabels()[sharing.OriginClusterLabel]
+		consumer := o.GetLabels()[offloadingv1alpha1.OriginClusterLabel]
 		if consumer == "" {
 			return nil
 		}
@@ -299,8 +298,9 @@ func (r *NamespaceMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: offloadingv1alpha1.NamespaceMapName,
 		}}}
 	})
-	// A new offer changes the quota of every namespace of the consumer.
-	offerChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	// A new offer changes the quota of every namespace of the consumer;
+	// the end of its peering releases them.
+	peeringChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{
 			Namespace: discoveryv1alpha1.TenantNamespace(o.GetName()), Name: offloadingv1alpha1.NamespaceMapName,
 		}}}
@@ -316,10 +316,11 @@ func (r *NamespaceMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return !equality.Semantic.DeepEqual(o.Status.Hard, n.Status.Hard) || !equality.Semantic.DeepEqual(o.Spec.Hard, n.Spec.Hard)
 			},
 		})).
-		Watches(&discoveryv1alpha1.PeeringRequest{}, offerChanged, builder.WithPredicates(predicate.Funcs{
+		Watches(&discoveryv1alpha1.PeeringRequest{}, peeringChanged, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*discoveryv1alpha1.PeeringRequest), e.ObjectNew.(*discoveryv1alpha1.PeeringRequest)
-				return !equality.Semantic.DeepEqual(o.Status.OfferedResources, n.Status.OfferedResources)
+				return !equality.Semantic.DeepEqual(o.Status.OfferedResources, n.Status.OfferedResources) ||
+					o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 			},
 		})).
 		Named("namespacemap").

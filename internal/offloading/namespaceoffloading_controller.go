@@ -28,14 +28,9 @@ import (
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/remotewatch"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 )
-
-// ConditionReady is the NamespaceOffloading condition that says whether
-// every selected provider has its namespace.
-const ConditionReady = "Ready"
 
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespaceoffloadings,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespaceoffloadings/status,verbs=get;update;patch
@@ -50,7 +45,7 @@ type NamespaceOffloadingReconciler struct {
 	// and Namespaces.
 	Client client.Client
 	// Remotes gives the virtual kubelet's client in each provider.
-	Remotes *virtualkubelet.Remotes
+	Remotes *identity.Remotes
 
 	namespaceMaps *remotewatch.Set
 	// LocalClusterID names the default provider namespaces.
@@ -94,7 +89,7 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 	if !no.DeletionTimestamp.IsZero() {
 		return r.release(ctx, &no)
 	}
-	if controllerutil.AddFinalizer(&no, Finalizer) {
+	if controllerutil.AddFinalizer(&no, offloadingv1alpha1.NamespacesFinalizer) {
 		if err := r.Client.Update(ctx, &no); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -233,13 +228,13 @@ func (r *NamespaceOffloadingReconciler) selectProviders(ctx context.Context, no 
 		sel = s
 	}
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{sharing.VirtualNodeLabel: sharing.VirtualNodeValue}); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}); err != nil {
 		return nil, err
 	}
 	var out []string
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		p := n.Labels[virtualkubelet.RemoteClusterLabel]
+		p := n.Labels[offloadingv1alpha1.RemoteClusterLabel]
 		if p == "" || slices.Contains(out, p) || (sel != nil && !sel.Match(n)) {
 			continue
 		}
@@ -337,7 +332,7 @@ func (r *NamespaceOffloadingReconciler) release(ctx context.Context, no *offload
 	if err := r.labelNamespace(ctx, no.Namespace, false); err != nil {
 		return ctrl.Result{}, err
 	}
-	if controllerutil.RemoveFinalizer(no, Finalizer) {
+	if controllerutil.RemoveFinalizer(no, offloadingv1alpha1.NamespacesFinalizer) {
 		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, no))
 	}
 	return ctrl.Result{}, nil
@@ -348,14 +343,14 @@ func (r *NamespaceOffloadingReconciler) labelNamespace(ctx context.Context, name
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if (ns.Labels[EnabledLabel] == "true") == on {
+	if (ns.Labels[offloadingv1alpha1.OffloadingEnabledLabel] == "true") == on {
 		return nil
 	}
 	patch := client.MergeFrom(ns.DeepCopy())
 	if on {
-		metav1.SetMetaDataLabel(&ns.ObjectMeta, EnabledLabel, "true")
+		metav1.SetMetaDataLabel(&ns.ObjectMeta, offloadingv1alpha1.OffloadingEnabledLabel, "true")
 	} else {
-		delete(ns.Labels, EnabledLabel)
+		delete(ns.Labels, offloadingv1alpha1.OffloadingEnabledLabel)
 	}
 	return client.IgnoreNotFound(r.Client.Patch(ctx, &ns, patch))
 }
@@ -366,7 +361,7 @@ func (r *NamespaceOffloadingReconciler) setStatus(ctx context.Context, no *offlo
 	orig := no.DeepCopy()
 	no.Status.RemoteNamespaces = entries
 	meta.SetStatusCondition(&no.Status.Conditions, metav1.Condition{
-		Type: ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: no.Generation,
+		Type: offloadingv1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: no.Generation,
 	})
 	if equality.Semantic.DeepEqual(orig.Status, no.Status) {
 		return nil
@@ -382,7 +377,7 @@ func (r *NamespaceOffloadingReconciler) SetupWithManager(mgr ctrl.Manager) error
 	// A virtual node that comes, goes or changes labels may change which
 	// providers each namespace offloads to.
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		if o.GetLabels()[sharing.VirtualNodeLabel] != sharing.VirtualNodeValue {
+		if o.GetLabels()[offloadingv1alpha1.VirtualNodeLabel] != offloadingv1alpha1.VirtualNodeValue {
 			return nil
 		}
 		var list offloadingv1alpha1.NamespaceOffloadingList

@@ -14,7 +14,6 @@ import (
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/sharing"
 )
 
 // +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;update;patch;delete
@@ -70,7 +69,7 @@ func offerOf(ctx context.Context, c client.Client, consumer string) (corev1.Reso
 // API server's quota controller has counted it (pods are refused before),
 // Ready after.
 func (r *NamespaceMapReconciler) ensureQuota(ctx context.Context, consumer, namespace string, offered corev1.ResourceList) (offloadingv1alpha1.MappedNamespaceStatus, error) {
-	labels := map[string]string{sharing.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
+	labels := map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: DefaultsLimitRangeName}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, lr, func() error {
 		lr.Labels = labels

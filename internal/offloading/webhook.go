@@ -17,8 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 )
 
 // MutatePodPath is where the pod webhook is served.
@@ -81,12 +79,12 @@ func MutatePod(pod *corev1.Pod, spec *offloadingv1alpha1.NamespaceOffloadingSpec
 		return false
 	}
 	changed := false
-	toleration := corev1.Toleration{Key: virtualkubelet.Taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	toleration := corev1.Toleration{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
 	if !slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&toleration) }) {
 		pod.Spec.Tolerations = append(pod.Spec.Tolerations, toleration)
 		changed = true
 	}
-	virtual := corev1.NodeSelectorRequirement{Key: sharing.VirtualNodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{sharing.VirtualNodeValue}}
+	virtual := corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.VirtualNodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{offloadingv1alpha1.VirtualNodeValue}}
 	var terms []corev1.NodeSelectorTerm
 	if spec.ClusterSelector != nil && len(spec.ClusterSelector.NodeSelectorTerms) > 0 {
 		for _, t := range spec.ClusterSelector.NodeSelectorTerms {
@@ -102,16 +100,17 @@ func MutatePod(pod *corev1.Pod, spec *offloadingv1alpha1.NamespaceOffloadingSpec
 	}
 	if strategy == offloadingv1alpha1.PodOffloadingLocalAndRemote {
 		terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
-			Key: sharing.VirtualNodeLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{sharing.VirtualNodeValue},
+			Key: offloadingv1alpha1.VirtualNodeLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{offloadingv1alpha1.VirtualNodeValue},
 		}}})
 	}
-	return mergeRequiredAffinity(pod, terms) || changed
+	mergeRequiredAffinity(pod, terms)
+	return true
 }
 
 // mergeRequiredAffinity ANDs terms with the pod's own required node
 // affinity: node selector terms are ORed, so the result is their cross
 // product.
-func mergeRequiredAffinity(pod *corev1.Pod, terms []corev1.NodeSelectorTerm) bool {
+func mergeRequiredAffinity(pod *corev1.Pod, terms []corev1.NodeSelectorTerm) {
 	if pod.Spec.Affinity == nil {
 		pod.Spec.Affinity = &corev1.Affinity{}
 	}
@@ -121,7 +120,7 @@ func mergeRequiredAffinity(pod *corev1.Pod, terms []corev1.NodeSelectorTerm) boo
 	na := pod.Spec.Affinity.NodeAffinity
 	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: terms}
-		return true
+		return
 	}
 	var merged []corev1.NodeSelectorTerm
 	for _, own := range na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
@@ -133,5 +132,4 @@ func mergeRequiredAffinity(pod *corev1.Pod, terms []corev1.NodeSelectorTerm) boo
 		}
 	}
 	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = merged
-	return true
 }

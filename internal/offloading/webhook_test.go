@@ -11,8 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 )
 
 func node(labels map[string]string, virtual bool) *corev1.Node {
@@ -22,7 +20,7 @@ func node(labels map[string]string, virtual bool) *corev1.Node {
 		n.Labels[k] = v
 	}
 	if virtual {
-		n.Labels[sharing.VirtualNodeLabel] = sharing.VirtualNodeValue
+		n.Labels[offloadingv1alpha1.VirtualNodeLabel] = offloadingv1alpha1.VirtualNodeValue
 	}
 	return n
 }
@@ -65,7 +63,7 @@ func TestMutatePod(t *testing.T) {
 				pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: tt.own.DeepCopy()}}
 			}
 			MutatePod(pod, &tt.spec)
-			taint := corev1.Taint{Key: virtualkubelet.Taint, Value: "true", Effect: corev1.TaintEffectNoExecute}
+			taint := corev1.Taint{Key: offloadingv1alpha1.VirtualNodeTaint, Value: "true", Effect: corev1.TaintEffectNoExecute}
 			tolerates := false
 			for _, tol := range pod.Spec.Tolerations {
 				tolerates = tolerates || tol.ToleratesTaint(klog.Background(), &taint, false)

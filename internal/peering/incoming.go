@@ -39,8 +39,6 @@ import (
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
-	"github.com/liqo-go/liqo/internal/offloading"
-	"github.com/liqo-go/liqo/internal/sharing"
 )
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
@@ -173,7 +171,7 @@ func (r *Incoming) verifyConsumer(ctx context.Context, pr *discoveryv1alpha1.Pee
 		return nil, fmt.Errorf("cluster %s was verified at %s with another CA; a request for it from %s is refused (if it really moved, unpeer it first)",
 			id, url, pr.Spec.APIServerURL)
 	}
-	if secret.Annotations[AuthenticatedByAnnotation] == "lan-trust" {
+	if secret.Annotations[discoveryv1alpha1.AuthenticatedByAnnotation] == "lan-trust" {
 		// No token: the CA and API server must be the ones pinned when the
 		// cluster was discovered.
 		if err := r.checkPinned(ctx, pr); err != nil {
@@ -214,7 +212,7 @@ func (r *Incoming) verifyConsumer(ctx context.Context, pr *discoveryv1alpha1.Pee
 const (
 	peerSecretVerified = "verified"
 	peerSecretBoundURL = "bound-api-server"
-	peerSecretBoundCA  = "bound-ca.crt"
+	peerSecretBoundCA  = "bound-ca.crt" //nolint:gosec // a key's name, not a credential
 )
 
 // verificationFingerprint identifies what was verified: the API server,
@@ -373,7 +371,7 @@ func (r *Incoming) withdrawAdvertisement(ctx context.Context, id string) {
 		return
 	}
 	_ = remote.Delete(ctx, &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{
-		Namespace: discoveryv1alpha1.TenantNamespace(r.LocalClusterID), Name: sharing.AdvertisementName(r.LocalClusterID),
+		Namespace: discoveryv1alpha1.TenantNamespace(r.LocalClusterID), Name: sharingv1alpha1.AdvertisementName(r.LocalClusterID),
 	}})
 }
 
@@ -384,10 +382,8 @@ func (r *Incoming) dropAccepted(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	// The namespaces id offloads to go first: their pods with them.
-	if err := offloading.DeleteNamespaces(ctx, r.Client, id, nil); err != nil {
-		return err
-	}
+	// The namespaces id offloaded to are offloading's to release: it
+	// watches this PeeringRequest go.
 	// This cluster's own peering towards id shares the tenant namespace.
 	outgoing := fc != nil && controllerutil.ContainsFinalizer(fc, discoveryv1alpha1.PeeringFinalizer)
 	if err := releaseTenant(ctx, r.Client, id, VirtualKubeletRole, ProviderRole, outgoing); err != nil {

@@ -34,11 +34,6 @@ const (
 	// answered with the certificate: it manages Advertisements in the
 	// consumer's tenant namespace, and nothing else.
 	PeerSecretKubeconfig = "kubeconfig"
-	// AuthenticatedByAnnotation records how the consumer was authenticated.
-	AuthenticatedByAnnotation = "liqo.io/authenticated-by"
-	// ExchangedAtAnnotation records when the last exchange happened, so
-	// that one never followed by a PeeringRequest can be swept.
-	ExchangedAtAnnotation = "liqo.io/exchanged-at"
 )
 
 // PeerSecretName is the provider's Secret for consumer clusterID.
@@ -128,8 +123,8 @@ func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, t
 		if secret.Annotations == nil {
 			secret.Annotations = map[string]string{}
 		}
-		secret.Annotations[AuthenticatedByAnnotation] = by
-		secret.Annotations[ExchangedAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
+		secret.Annotations[discoveryv1alpha1.AuthenticatedByAnnotation] = by
+		secret.Annotations[discoveryv1alpha1.ExchangedAtAnnotation] = time.Now().UTC().Format(time.RFC3339)
 		// A new key for the next verification; what was verified (the
 		// kubeconfig, the API server the ID is bound to) stays until then.
 		if secret.Data == nil {
@@ -223,14 +218,6 @@ func peerLabels(clusterID string) map[string]string {
 	}
 }
 
-// ProviderCSRAnnotation carries, on the ClusterRole liqo-consumer-<id>, the
-// CSR of the provider's identity the last exchange with that consumer
-// answered with. The consumer reads it from this cluster's API server,
-// which it reaches with the pinned CA, before signing the CSR it got in the
-// answer: without a token, nothing else proves the answer's CSR is this
-// cluster's and not that of someone between the two.
-const ProviderCSRAnnotation = "liqo.io/provider-csr"
-
 // ensureConsumerRBAC creates or repairs the ClusterRole and binding that
 // let liqo-consumer-<id> create PeeringRequests (the webhook admits only
 // its own), read, update and delete its own, and read the ClusterRole
@@ -240,7 +227,7 @@ func ensureConsumerRBAC(ctx context.Context, c client.Client, clusterID, provide
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
 		role.Labels = peerLabels(clusterID)
-		metav1.SetMetaDataAnnotation(&role.ObjectMeta, ProviderCSRAnnotation, providerCSR)
+		metav1.SetMetaDataAnnotation(&role.ObjectMeta, discoveryv1alpha1.ProviderCSRAnnotation, providerCSR)
 		role.Rules = []rbacv1.PolicyRule{
 			{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{name}, Verbs: []string{"get"}},
 			// RBAC cannot restrict create by name; the webhook does.

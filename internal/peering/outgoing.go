@@ -40,7 +40,6 @@ import (
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/remotewatch"
-	"github.com/liqo-go/liqo/internal/sharing"
 )
 
 // removedRemotely prefixes the Unpeering message once the provider's side
@@ -54,22 +53,6 @@ const forcedLocally = "The provider stayed unreachable: removing the local side 
 // DefaultForceUnpeerAfter bounds how long an unpeering waits for an
 // unreachable provider before it completes on the local side alone.
 const DefaultForceUnpeerAfter = 30 * time.Second
-
-// Reasons of the Authenticated and PeeringRequested conditions.
-const (
-	ReasonNotJoined         = "NotJoined"
-	ReasonWaitingForPeer    = "WaitingForDiscovery"
-	ReasonCANotTrusted      = "CANotTrusted"
-	ReasonAuthFailed        = "AuthenticationFailed"
-	ReasonRefusedByProvider = "RefusedByProvider"
-	ReasonRequestFailed     = sharing.PeeringRequestFailedReason
-	ReasonPending           = "WaitingForAcceptance"
-	ReasonAccepted          = "Accepted"
-	ReasonUnpeering         = "Unpeering"
-	ReasonUnpeered          = "Unpeered"
-	ReasonForceUnpeered     = "ForceUnpeered"
-	ReasonCAMismatch        = "CAMismatch"
-)
 
 // Outgoing is the consumer's peering reconciler on ForeignClusters.
 type Outgoing struct {
@@ -155,11 +138,11 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	step("status written")
 	requested := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
 	isRequested := requested != nil && requested.Status == metav1.ConditionTrue
-	r.joins.observe(fc.Name, isRequested, isRequested && requested.Reason == ReasonAccepted)
+	r.joins.observe(fc.Name, isRequested, isRequested && requested.Reason == discoveryv1alpha1.ReasonAccepted)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated); c != nil && c.Reason == ReasonRefusedByProvider &&
+	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated); c != nil && c.Reason == discoveryv1alpha1.ReasonRefusedByProvider &&
 		fc.Spec.Join && fc.Spec.OutgoingPeeringEnabled != discoveryv1alpha1.PeeringEnabledYes {
 		// The provider's policy says no (it unpeered us, or never wanted
 		// us): the cluster is no longer joined, and the teardown that
@@ -179,7 +162,7 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	// accepts; should the watch fail or not be allowed (an identity issued
 	// before it was), look again soon, backing off as the wait grows (a
 	// quarter of the time waited, at least 200 ms, at most the period).
-	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil && c.Reason == ReasonPending {
+	if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil && c.Reason == discoveryv1alpha1.ReasonPending {
 		floor := 200 * time.Millisecond
 		if r.acceptance.Watching(fc.Name) {
 			floor = 2 * time.Second
@@ -197,11 +180,11 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 	provider := fc.Spec.ClusterIdentity.ClusterID
 	switch {
 	case fc.Spec.ForeignAuthURL == "" || fc.Status.APIServerURL == "":
-		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonWaitingForPeer,
+		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, discoveryv1alpha1.ReasonWaitingForPeer,
 			"Waiting for the cluster's auth service to answer with its identity (see the Reachable condition)")
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	case !meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionCATrusted):
-		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonCANotTrusted,
+		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, discoveryv1alpha1.ReasonCANotTrusted,
 			"The cluster's CA is not trusted (see the CATrusted condition); nothing is sent to it until it is")
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
@@ -236,7 +219,7 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 					delay = min(delay, max(500*time.Millisecond, time.Since(c.LastTransitionTime.Time)/4))
 				}
 				waits.WithLabelValues(waitAuthRetry).Inc()
-				return ctrl.Result{RequeueAfter: delay}, nil //nolint:nilerr // see above
+				return ctrl.Result{RequeueAfter: delay}, nil
 			}
 		}
 		if err := waitTenant(); err != nil {
@@ -247,7 +230,7 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 		if !refused {
 			r.refusedSince.Delete(provider)
 		} else if first, _ := r.refusedSince.LoadOrStore(provider, time.Now()); time.Since(first.(time.Time)) < refusalGrace && identity.Readyz(ctx, creds.RESTConfig()) != nil {
-			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRequestFailed,
+			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonRequestFailed,
 				fmt.Sprintf("%s refuses the peering identity (%v); authenticating again if it still does after %s", provider, err, refusalGrace))
 			waits.WithLabelValues(waitRefusalGrace).Inc()
 			return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -264,7 +247,7 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 		break
 	}
 	if err != nil {
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRequestFailed,
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonRequestFailed,
 			fmt.Sprintf("Creating the PeeringRequest in %s failed: %v", provider, err))
 		waits.WithLabelValues(waitRequestRetry).Inc()
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
@@ -304,11 +287,18 @@ func (r *Outgoing) credentials(ctx context.Context, fc *discoveryv1alpha1.Foreig
 	if creds == nil || err != nil {
 		return nil, nil, err
 	}
-	_, notAfter, err := identity.CertificateUser(creds.Certificate)
-	if err != nil || time.Until(notAfter) < 24*time.Hour || len(secret.Data[identity.ProviderCertKey]) == 0 || creds.Server != fc.Status.APIServerURL {
+	if !usable(creds, secret, fc) {
 		return nil, nil, nil
 	}
 	return creds, secret, nil
+}
+
+// usable tells whether stored credentials can still be used with fc: a
+// readable certificate valid for a day more, the provider's certificate
+// kept, and the same API server.
+func usable(creds *identity.Credentials, secret *corev1.Secret, fc *discoveryv1alpha1.ForeignCluster) bool {
+	_, notAfter, err := identity.CertificateUser(creds.Certificate)
+	return err == nil && time.Until(notAfter) >= 24*time.Hour && len(secret.Data[identity.ProviderCertKey]) > 0 && creds.Server == fc.Status.APIServerURL
 }
 
 // storedCredentials loads the identity in provider as stored, usable or
@@ -341,7 +331,7 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	}
 	local, err := r.Local(ctx)
 	if err != nil {
-		return fail(ReasonAuthFailed, fmt.Errorf("this cluster's identity is not available yet: %w", err))
+		return fail(discoveryv1alpha1.ReasonAuthFailed, fmt.Errorf("this cluster's identity is not available yet: %w", err))
 	}
 	var tokenSecret corev1.Secret
 	token := ""
@@ -367,12 +357,12 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	if err != nil {
 		var ee *auth.ExchangeError
 		if errors.As(err, &ee) && ee.Reason == auth.ReasonPolicy {
-			return fail(ReasonRefusedByProvider, err)
+			return fail(discoveryv1alpha1.ReasonRefusedByProvider, err)
 		}
 		if errors.As(err, &ee) && knownExchangeReasons[ee.Reason] {
 			return fail(ee.Reason, err)
 		}
-		return fail(ReasonAuthFailed, err)
+		return fail(discoveryv1alpha1.ReasonAuthFailed, err)
 	}
 	step("token exchange")
 	// The provider must be the cluster this ForeignCluster trusts: same ID,
@@ -383,15 +373,15 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	}
 	switch {
 	case resp.ClusterID != provider:
-		return fail(ReasonAuthFailed, fmt.Errorf("the auth service answered as cluster %s, not %s", resp.ClusterID, provider))
+		return fail(discoveryv1alpha1.ReasonAuthFailed, fmt.Errorf("the auth service answered as cluster %s, not %s", resp.ClusterID, provider))
 	case !same:
-		return fail(ReasonCAMismatch, fmt.Errorf("the provider's CA is not the one pinned for it (%s): see the CATrusted condition", fc.Status.TrustedCAFingerprint))
+		return fail(discoveryv1alpha1.ReasonCAMismatch, fmt.Errorf("the provider's CA is not the one pinned for it (%s): see the CATrusted condition", fc.Status.TrustedCAFingerprint))
 	case resp.APIServerURL != fc.Status.APIServerURL:
-		return fail(ReasonAuthFailed, fmt.Errorf("the auth service names API server %s, not %s as discovered", resp.APIServerURL, fc.Status.APIServerURL))
+		return fail(discoveryv1alpha1.ReasonAuthFailed, fmt.Errorf("the auth service names API server %s, not %s as discovered", resp.APIServerURL, fc.Status.APIServerURL))
 	}
 	user, _, err := identity.CertificateUser([]byte(resp.Certificate))
 	if err != nil || user != identity.ConsumerUserPrefix+r.LocalClusterID {
-		return fail(ReasonAuthFailed, fmt.Errorf("the provider issued a certificate for %q, not %s", user, identity.ConsumerUserPrefix+r.LocalClusterID))
+		return fail(discoveryv1alpha1.ReasonAuthFailed, fmt.Errorf("the provider issued a certificate for %q, not %s", user, identity.ConsumerUserPrefix+r.LocalClusterID))
 	}
 	// Before this cluster signs anything for the answer: the certificate
 	// must work on the pinned API server, which only the provider's own
@@ -403,12 +393,12 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 	checks.Go(func() error { return r.checkIdentity(ctx, creds, identity.ConsumerUserPrefix+r.LocalClusterID) })
 	checks.Go(func() error { return r.checkProviderCSR(ctx, creds, resp.ProviderCSR) })
 	if err := checks.Wait(); err != nil {
-		return fail(ReasonAuthFailed, err)
+		return fail(discoveryv1alpha1.ReasonAuthFailed, err)
 	}
 	step("identity and provider CSR checked at the provider")
 	providerCert, err := identity.Issue(ctx, r.Client, nil, []byte(resp.ProviderCSR), identity.ProviderUserPrefix+provider, r.Lifetime)
 	if err != nil {
-		return fail(ReasonAuthFailed, fmt.Errorf("issuing the provider's identity in this cluster: %w", err))
+		return fail(discoveryv1alpha1.ReasonAuthFailed, fmt.Errorf("issuing the provider's identity in this cluster: %w", err))
 	}
 	step("provider identity issued")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: identity.RemoteSecretName(provider)}}
@@ -417,7 +407,7 @@ func (r *Outgoing) authenticate(ctx context.Context, fc *discoveryv1alpha1.Forei
 		if secret.Annotations == nil {
 			secret.Annotations = map[string]string{}
 		}
-		secret.Annotations[AuthenticatedByAnnotation] = resp.AuthenticatedBy
+		secret.Annotations[discoveryv1alpha1.AuthenticatedByAnnotation] = resp.AuthenticatedBy
 		if secret.Data == nil {
 			secret.Data = map[string][]byte{}
 		}
@@ -513,7 +503,7 @@ func (r *Outgoing) checkProviderCSR(ctx context.Context, creds *identity.Credent
 	if last != nil || err != nil {
 		return fmt.Errorf("reading the provider's CSR on its API server %s: %w", creds.Server, errors.Join(last, err))
 	}
-	if role.Annotations[ProviderCSRAnnotation] != csr {
+	if role.Annotations[discoveryv1alpha1.ProviderCSRAnnotation] != csr {
 		return errors.New("the answer asks this cluster to sign a CSR that is not the one the provider published for it on its API server: " +
 			"someone between the two clusters may have changed the answer")
 	}
@@ -537,7 +527,7 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 	}
 	step("client")
 	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionTrue, "IdentityIssued",
-		fmt.Sprintf("%s issued the identity %s%s (authenticated by %s)", provider, identity.ConsumerUserPrefix, r.LocalClusterID, secret.Annotations[AuthenticatedByAnnotation]))
+		fmt.Sprintf("%s issued the identity %s%s (authenticated by %s)", provider, identity.ConsumerUserPrefix, r.LocalClusterID, secret.Annotations[discoveryv1alpha1.AuthenticatedByAnnotation]))
 	want := discoveryv1alpha1.PeeringRequestSpec{
 		ClusterIdentity:     discoveryv1alpha1.ClusterIdentity{ClusterID: r.LocalClusterID, ClusterName: local.ClusterName},
 		Namespace:           r.Namespace,
@@ -576,7 +566,7 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 		return fmt.Errorf("%w: %s", errNotVerified, v.Message)
 	}
 	if c := meta.FindStatusCondition(pr.Status.Conditions, discoveryv1alpha1.PeeringRequestAccepted); c != nil && c.Status == metav1.ConditionTrue {
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, ReasonAccepted,
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, discoveryv1alpha1.ReasonAccepted,
 			fmt.Sprintf("%s admitted and accepted the PeeringRequest: %s", provider, c.Message))
 	} else {
 		watchAcceptance(ctx, r.acceptance, fc.Name, r.LocalClusterID, creds.RESTConfig(), r.Scheme)
@@ -584,7 +574,7 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 		if c != nil {
 			msg += ": " + c.Message
 		}
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, ReasonPending, msg)
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, discoveryv1alpha1.ReasonPending, msg)
 	}
 	return nil
 }
@@ -595,7 +585,7 @@ func (r *Outgoing) ensurePeeringRequest(ctx context.Context, fc *discoveryv1alph
 func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.ForeignCluster) (ctrl.Result, error) {
 	provider := fc.Spec.ClusterIdentity.ClusterID
 	refused := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated)
-	if refused != nil && refused.Reason != ReasonRefusedByProvider {
+	if refused != nil && refused.Reason != discoveryv1alpha1.ReasonRefusedByProvider {
 		refused = nil
 	}
 	creds, _, err := r.storedCredentials(ctx, provider)
@@ -606,12 +596,12 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 	// A pass that wrote its outcome and then failed to remove the
 	// finalizer (another writer's change in between) leaves the outcome
 	// for the next pass, which has no identity left to judge by: keep it.
-	decided := creds == nil && cond != nil && (cond.Reason == ReasonForceUnpeered || cond.Reason == ReasonUnpeered)
-	if !decided && (cond == nil || cond.Reason != ReasonUnpeering) {
+	decided := creds == nil && cond != nil && (cond.Reason == discoveryv1alpha1.ReasonForceUnpeered || cond.Reason == discoveryv1alpha1.ReasonUnpeered)
+	if !decided && (cond == nil || cond.Reason != discoveryv1alpha1.ReasonUnpeering) {
 		// The condition's transition time is when the unpeering started:
 		// drop the old one so that a False of long ago does not count.
 		meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering,
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonUnpeering,
 			fmt.Sprintf("Deleting the PeeringRequest in %s", provider))
 		cond = meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
 	}
@@ -625,7 +615,7 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 				limit = DefaultForceUnpeerAfter
 			}
 			if waited := time.Since(cond.LastTransitionTime.Time); waited < limit {
-				setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering,
+				setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonUnpeering,
 					fmt.Sprintf("Deleting the PeeringRequest in %s failed (%v); retrying, the local side is removed anyway in %s", provider, err, (limit-waited).Round(time.Second)))
 				return ctrl.Result{RequeueAfter: 2 * time.Second}, r.patchStatus(ctx, orig, fc)
 			}
@@ -637,7 +627,7 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 		if forced {
 			record = forcedLocally
 		}
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeering, record)
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonUnpeering, record)
 		if err := r.patchStatus(ctx, orig, fc); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -658,7 +648,7 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 		}
 	}
 	// The provider's offer goes with the peering.
-	adv := &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharing.AdvertisementName(provider)}}
+	adv := &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharingv1alpha1.AdvertisementName(provider)}}
 	if err := r.Client.Delete(ctx, adv); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
@@ -672,20 +662,20 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 	if err := releaseTenant(ctx, r.Client, provider, ProviderRole, VirtualKubeletRole, err == nil && incoming.DeletionTimestamp.IsZero()); err != nil {
 		return ctrl.Result{}, err
 	}
-	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonNotJoined, "Not joined: no identity is held in the cluster")
+	setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, discoveryv1alpha1.ReasonNotJoined, "Not joined: no identity is held in the cluster")
 	switch {
 	case decided:
 		// Recorded by the pass that decided it.
 	case refused != nil:
-		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, ReasonRefusedByProvider, refused.Message)
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonRefusedByProvider, fmt.Sprintf(
+		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, discoveryv1alpha1.ReasonRefusedByProvider, refused.Message)
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonRefusedByProvider, fmt.Sprintf(
 			"%s refused the peering, so join was set to false and the local side removed; set join to true again once its operator allows it", provider))
 	case forced:
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonForceUnpeered, fmt.Sprintf(
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonForceUnpeered, fmt.Sprintf(
 			"%s was unreachable; the local side was removed without it. Its PeeringRequest %s may remain there until its operator deletes it (kubectl delete peeringrequest %s)",
 			provider, r.LocalClusterID, r.LocalClusterID))
 	default:
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, ReasonUnpeered, "Not joined: "+outcome)
+		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonUnpeered, "Not joined: "+outcome)
 	}
 	if err := r.patchStatus(ctx, orig, fc); err != nil {
 		return ctrl.Result{}, err

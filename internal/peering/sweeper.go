@@ -67,7 +67,7 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) error {
 		if id == "" || secret.Name != PeerSecretName(id) {
 			continue
 		}
-		at, err := time.Parse(time.RFC3339, secret.Annotations[ExchangedAtAnnotation])
+		at, err := time.Parse(time.RFC3339, secret.Annotations[discoveryv1alpha1.ExchangedAtAnnotation])
 		if err != nil || now.Sub(at) < s.TTL {
 			continue
 		}

@@ -14,12 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/liqo-go/liqo/api"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 )
 
 func exchanged(id string, at time.Time) []client.Object {
 	return []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: PeerSecretName(id), Labels: peerLabels(id),
-			Annotations: map[string]string{ExchangedAtAnnotation: at.UTC().Format(time.RFC3339)}}},
+			Annotations: map[string]string{discoveryv1alpha1.ExchangedAtAnnotation: at.UTC().Format(time.RFC3339)}}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ConsumerRBACName(id)}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ConsumerRBACName(id)}},
 	}

@@ -28,7 +28,7 @@ func TestTeardownKeepsTheOutcomeOfTheDecidingPass(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "provider", Finalizers: []string{discoveryv1alpha1.PeeringFinalizer}},
 		Spec:       discoveryv1alpha1.ForeignClusterSpec{ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: "provider"}},
 		Status: discoveryv1alpha1.ForeignClusterStatus{Conditions: []metav1.Condition{{
-			Type: discoveryv1alpha1.ConditionPeeringRequested, Status: metav1.ConditionFalse, Reason: ReasonForceUnpeered,
+			Type: discoveryv1alpha1.ConditionPeeringRequested, Status: metav1.ConditionFalse, Reason: discoveryv1alpha1.ReasonForceUnpeered,
 			Message: forcedMsg, LastTransitionTime: metav1.Now(),
 		}}},
 	}
@@ -48,7 +48,7 @@ func TestTeardownKeepsTheOutcomeOfTheDecidingPass(t *testing.T) {
 		t.Errorf("finalizers %v left", got.Finalizers)
 	}
 	cond := meta.FindStatusCondition(got.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
-	if cond == nil || cond.Reason != ReasonForceUnpeered || cond.Message != forcedMsg {
+	if cond == nil || cond.Reason != discoveryv1alpha1.ReasonForceUnpeered || cond.Message != forcedMsg {
 		t.Errorf("PeeringRequested %+v, want the forced outcome kept", cond)
 	}
 }

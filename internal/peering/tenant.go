@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
-	"github.com/liqo-go/liqo/internal/offloading"
-	"github.com/liqo-go/liqo/internal/sharing"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/identity"
 )
 
 // ensureTenant creates or repairs the tenant namespace for peer, a Role in
@@ -32,7 +32,7 @@ func ensureTenant(ctx context.Context, c client.Client, peer, roleName, user str
 		// Never adopt a namespace made for another cluster (a consumer's
 		// offloaded namespace, another peer's): its owner could delete it
 		// or act in it.
-		if owner := ns.Labels[sharing.OriginClusterLabel]; owner != "" {
+		if owner := ns.Labels[offloadingv1alpha1.OriginClusterLabel]; owner != "" {
 			return fmt.Errorf("namespace %s exists as a namespace of consumer %s: refusing to use it as the tenant namespace of %s", nsName, owner, peer)
 		}
 		if owner := ns.Labels[discoveryv1alpha1.ClusterIDLabel]; owner != "" && owner != peer {
@@ -53,7 +53,7 @@ func ensureTenant(ctx context.Context, c client.Client, peer, roleName, user str
 	}); err != nil {
 		return "", fmt.Errorf("tenant namespace %s: %w", nsName, err)
 	}
-	if err := offloading.EnsureRoleBinding(ctx, c, nsName, roleName, user, rules, peerLabels(peer)); err != nil {
+	if err := identity.EnsureRoleBinding(ctx, c, nsName, roleName, user, rules, peerLabels(peer)); err != nil {
 		return "", err
 	}
 	return nsName, nil

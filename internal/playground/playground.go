@@ -176,7 +176,7 @@ func Up(ctx context.Context, opts Options) (*Playground, error) {
 	if _, err := os.Stat(filepath.Join(opts.Dir, stateFile)); err == nil {
 		return nil, fmt.Errorf("a playground already exists in %s: run `liqoctl playground down` first", opts.Dir)
 	}
-	if err := os.MkdirAll(filepath.Join(opts.Dir, "clusters"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "clusters"), 0o750); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
 	}
 	p := &Playground{Dir: opts.Dir, Members: make([]*Member, opts.Clusters), MDNSPort: opts.MDNSPort}
@@ -332,7 +332,7 @@ func createClusterConfig(ctx context.Context, c *localcluster.Cluster, opts Opti
 
 // freeUDPPort returns a UDP port nothing on loopback is bound to.
 func freeUDPPort() (int, error) {
-	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	conn, err := net.ListenPacket("udp4", "127.0.0.1:0") //nolint:noctx // a bind on loopback, nothing to wait for
 	if err != nil {
 		return 0, fmt.Errorf("finding a free UDP port: %w", err)
 	}

@@ -36,13 +36,6 @@ import (
 	"github.com/liqo-go/liqo/internal/identity"
 )
 
-// AdvertisementPrefix starts the name of every Advertisement.
-const AdvertisementPrefix = "advertisement-"
-
-// AdvertisementName is the name of the Advertisement provider writes into
-// its tenant namespace in a consumer.
-func AdvertisementName(providerID string) string { return AdvertisementPrefix + providerID }
-
 // Defaults of the Broadcaster.
 const (
 	// DefaultTTL is how long an Advertisement is valid unless refreshed; it
@@ -129,7 +122,7 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		return ctrl.Result{}, nil
 	}
 	on, pct := b.sharing()
-	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.LocalClusterID), Name: AdvertisementName(b.LocalClusterID)}
+	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.LocalClusterID), Name: sharingv1alpha1.AdvertisementName(b.LocalClusterID)}
 	if !on {
 		b.forget(pr.Name)
 		// Nothing offered: the quota of the consumer's namespaces drops to

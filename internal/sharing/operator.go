@@ -22,26 +22,6 @@ import (
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 )
 
-// AcceptAnnotation set to "true" on an Advertisement accepts it when
-// spec.sharingConfig.autoAccept is off (the cap still applies).
-const AcceptAnnotation = "sharing.liqo.io/accept"
-
-// Reasons of an Advertisement's decision.
-const (
-	ReasonAccepted          = "Accepted"
-	ReasonOverCap           = "OverMaxAcceptedResources"
-	ReasonAwaitingOperator  = "AutoAcceptDisabled"
-	ReasonWrongNamespace    = "WrongNamespace"
-	ReasonExpired           = "Expired"
-	ReasonUnknownProvider   = "UnknownProvider"
-	ReasonProviderNotJoined = "NotJoined"
-	// PeeringRequestFailedReason is the reason of a PeeringRequested
-	// condition set False because the provider could not be asked for a
-	// moment (peering.ReasonRequestFailed): an accepted offer stays
-	// accepted through it.
-	PeeringRequestFailedReason = "RequestFailed"
-)
-
 // +kubebuilder:rbac:groups=sharing.liqo.io,resources=advertisements;advertisements/status,verbs=get;list;watch;create;update;patch;delete
 
 // Operator is the consumer's Advertisement operator: it accepts or refuses
@@ -91,7 +71,7 @@ func (o *Operator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 	}
 	// Only the provider's own offer speaks for it on its ForeignCluster.
-	if reason != ReasonWrongNamespace {
+	if reason != sharingv1alpha1.ReasonWrongNamespace {
 		if err := o.reflect(ctx, provider, phase, reason, msg); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -105,32 +85,32 @@ func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisemen
 	// The namespace says who wrote the offer (only that provider may
 	// write there); its name and identity must agree with it.
 	provider, ok := ProviderOfTenant(adv.Namespace)
-	if !ok || adv.Name != AdvertisementName(provider) || adv.Spec.ClusterIdentity.ClusterID != provider {
-		return sharingv1alpha1.AdvertisementRefused, ReasonWrongNamespace, fmt.Sprintf(
-			"an Advertisement in namespace %s must be named %s and carry spec.clusterIdentity.clusterID %s", adv.Namespace, AdvertisementName(provider), provider)
+	if !ok || adv.Name != sharingv1alpha1.AdvertisementName(provider) || adv.Spec.ClusterIdentity.ClusterID != provider {
+		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonWrongNamespace, fmt.Sprintf(
+			"an Advertisement in namespace %s must be named %s and carry spec.clusterIdentity.clusterID %s", adv.Namespace, sharingv1alpha1.AdvertisementName(provider), provider)
 	}
 	fc, err := foreigncluster.Find(ctx, o.Client, provider)
 	switch {
 	case err != nil:
-		return sharingv1alpha1.AdvertisementRefused, ReasonUnknownProvider, err.Error()
+		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonUnknownProvider, err.Error()
 	case fc == nil:
-		return sharingv1alpha1.AdvertisementRefused, ReasonUnknownProvider, fmt.Sprintf("no ForeignCluster for %s", provider)
+		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonUnknownProvider, fmt.Sprintf("no ForeignCluster for %s", provider)
 	case !joined(fc, adv):
-		return sharingv1alpha1.AdvertisementRefused, ReasonProviderNotJoined, fmt.Sprintf("this cluster has no peering with %s", provider)
+		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonProviderNotJoined, fmt.Sprintf("this cluster has no peering with %s", provider)
 	}
 	var sc configv1alpha1.SharingConfig
 	if cc := o.Config(); cc != nil {
 		sc = cc.Spec.SharingConfig
 	}
 	if over := overCap(adv.Spec.Resources, sc.MaxAcceptedResources); len(over) > 0 {
-		return sharingv1alpha1.AdvertisementRefused, ReasonOverCap,
+		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonOverCap,
 			"the offer exceeds spec.sharingConfig.maxAcceptedResources: " + strings.Join(over, ", ")
 	}
-	if sc.AutoAccept != nil && !*sc.AutoAccept && adv.Annotations[AcceptAnnotation] != "true" {
-		return sharingv1alpha1.AdvertisementRefused, ReasonAwaitingOperator, fmt.Sprintf(
-			"spec.sharingConfig.autoAccept is off; accept this offer with: kubectl annotate advertisement -n %s %s %s=true", adv.Namespace, adv.Name, AcceptAnnotation)
+	if sc.AutoAccept != nil && !*sc.AutoAccept && adv.Annotations[sharingv1alpha1.AcceptAnnotation] != "true" {
+		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonAwaitingOperator, fmt.Sprintf(
+			"spec.sharingConfig.autoAccept is off; accept this offer with: kubectl annotate advertisement -n %s %s %s=true", adv.Namespace, adv.Name, sharingv1alpha1.AcceptAnnotation)
 	}
-	return sharingv1alpha1.AdvertisementAccepted, ReasonAccepted, "Accepted: " + describe(adv.Spec.Resources)
+	return sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.ReasonAccepted, "Accepted: " + describe(adv.Spec.Resources)
 }
 
 // joined says whether this cluster peers with the provider of adv. A
@@ -141,7 +121,7 @@ func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisemen
 func joined(fc *discoveryv1alpha1.ForeignCluster, adv *sharingv1alpha1.Advertisement) bool {
 	c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
 	return c != nil && (c.Status == metav1.ConditionTrue ||
-		(c.Reason == PeeringRequestFailedReason && adv.Status.Phase == sharingv1alpha1.AdvertisementAccepted))
+		(c.Reason == discoveryv1alpha1.ReasonRequestFailed && adv.Status.Phase == sharingv1alpha1.AdvertisementAccepted))
 }
 
 // overCap lists the resources of offer above their cap.

@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 )
 
@@ -32,10 +33,10 @@ func TestDecideKeepsAcceptedOfferThroughTransientFailure(t *testing.T) {
 		cap    corev1.ResourceList
 		want   sharingv1alpha1.AdvertisementPhase
 	}{
-		{"accepted, provider unreachable for a moment", PeeringRequestFailedReason, sharingv1alpha1.AdvertisementAccepted, nil, sharingv1alpha1.AdvertisementAccepted},
-		{"not yet judged, provider unreachable", PeeringRequestFailedReason, "", nil, sharingv1alpha1.AdvertisementRefused},
+		{"accepted, provider unreachable for a moment", discoveryv1alpha1.ReasonRequestFailed, sharingv1alpha1.AdvertisementAccepted, nil, sharingv1alpha1.AdvertisementAccepted},
+		{"not yet judged, provider unreachable", discoveryv1alpha1.ReasonRequestFailed, "", nil, sharingv1alpha1.AdvertisementRefused},
 		{"accepted, then unpeered", "Unpeered", sharingv1alpha1.AdvertisementAccepted, nil, sharingv1alpha1.AdvertisementRefused},
-		{"accepted, provider unreachable, over the cap now", PeeringRequestFailedReason, sharingv1alpha1.AdvertisementAccepted,
+		{"accepted, provider unreachable, over the cap now", discoveryv1alpha1.ReasonRequestFailed, sharingv1alpha1.AdvertisementAccepted,
 			corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, sharingv1alpha1.AdvertisementRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,7 +48,7 @@ func TestDecideKeepsAcceptedOfferThroughTransientFailure(t *testing.T) {
 				Client: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(fc).Build(),
 				Config: func() *configv1alpha1.ClusterConfig { return cfg },
 			}
-			adv := &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: AdvertisementName(provider)}}
+			adv := &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharingv1alpha1.AdvertisementName(provider)}}
 			adv.Spec.ClusterIdentity.ClusterID = provider
 			adv.Spec.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
 			adv.Status.Phase = tc.phase
@@ -67,10 +68,10 @@ func TestDecideRefusesAnOfferNotTheProviders(t *testing.T) {
 		name, namespace, advName, clusterID string
 		want                                sharingv1alpha1.AdvertisementPhase
 	}{
-		{"its own", discoveryv1alpha1.TenantNamespace(provider), AdvertisementName(provider), provider, sharingv1alpha1.AdvertisementAccepted},
-		{"another provider's name", discoveryv1alpha1.TenantNamespace(provider), AdvertisementName(other), other, sharingv1alpha1.AdvertisementRefused},
-		{"another provider's identity", discoveryv1alpha1.TenantNamespace(provider), AdvertisementName(provider), other, sharingv1alpha1.AdvertisementRefused},
-		{"not a tenant namespace", "default", AdvertisementName(provider), provider, sharingv1alpha1.AdvertisementRefused},
+		{"its own", discoveryv1alpha1.TenantNamespace(provider), sharingv1alpha1.AdvertisementName(provider), provider, sharingv1alpha1.AdvertisementAccepted},
+		{"another provider's name", discoveryv1alpha1.TenantNamespace(provider), sharingv1alpha1.AdvertisementName(other), other, sharingv1alpha1.AdvertisementRefused},
+		{"another provider's identity", discoveryv1alpha1.TenantNamespace(provider), sharingv1alpha1.AdvertisementName(provider), other, sharingv1alpha1.AdvertisementRefused},
+		{"not a tenant namespace", "default", sharingv1alpha1.AdvertisementName(provider), provider, sharingv1alpha1.AdvertisementRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var fcs []client.Object
@@ -97,7 +98,7 @@ func TestAllowedNodeLabels(t *testing.T) {
 		"topology.kubernetes.io/zone":           "zone-b",
 		"kubernetes.io/arch":                    "arm64",
 		"node-role.kubernetes.io/control-plane": "",
-		"liqo.io/remote-cluster-id":             "someone-else",
+		offloadingv1alpha1.RemoteClusterLabel:   "someone-else",
 		"kubernetes.io/hostname":                "evil",
 	})
 	want := map[string]string{"topology.kubernetes.io/zone": "zone-b", "kubernetes.io/arch": "arm64"}

@@ -9,21 +9,12 @@ package sharing
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-)
 
-const (
-	// VirtualNodeLabel marks the virtual nodes Liqo creates; they are never
-	// counted as the cluster's own resources.
-	VirtualNodeLabel = "type"
-	// VirtualNodeValue is VirtualNodeLabel's value on a virtual node.
-	VirtualNodeValue = "virtual-node"
-	// OriginClusterLabel names, on a pod a provider runs for a consumer,
-	// that consumer.
-	OriginClusterLabel = "liqo.io/origin-cluster-id"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
 // IsVirtual reports whether node is a Liqo virtual node.
-func IsVirtual(node *corev1.Node) bool { return node.Labels[VirtualNodeLabel] == VirtualNodeValue }
+func IsVirtual(node *corev1.Node) bool { return offloadingv1alpha1.IsVirtualNode(node.Labels) }
 
 // Shared computes what this cluster offers consumer: percent% of the
 // allocatable resources of its real nodes, minus what the pods on them
@@ -46,7 +37,7 @@ func Shared(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent i
 	for i := range pods {
 		p := &pods[i]
 		if !real[p.Spec.NodeName] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed ||
-			(consumerID != "" && p.Labels[OriginClusterLabel] == consumerID) {
+			(consumerID != "" && p.Labels[offloadingv1alpha1.OriginClusterLabel] == consumerID) {
 			continue
 		}
 		for name, q := range PodRequests(p) {

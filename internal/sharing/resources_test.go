@@ -8,12 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
 func node(name string, virtual bool, cpu, mem, pods string) corev1.Node {
 	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
 	if virtual {
-		n.Labels[VirtualNodeLabel] = VirtualNodeValue
+		n.Labels[offloadingv1alpha1.VirtualNodeLabel] = offloadingv1alpha1.VirtualNodeValue
 	}
 	n.Status.Allocatable = corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem), corev1.ResourcePods: resource.MustParse(pods),
@@ -27,7 +29,7 @@ func pod(nodeName, origin, cpu, mem string, phase corev1.PodPhase) corev1.Pod {
 			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
 		Status: corev1.PodStatus{Phase: phase}}
 	if origin != "" {
-		p.Labels[OriginClusterLabel] = origin
+		p.Labels[offloadingv1alpha1.OriginClusterLabel] = origin
 	}
 	return p
 }

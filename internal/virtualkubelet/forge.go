@@ -12,17 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/liqo-go/liqo/internal/sharing"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
 const (
-	// OriginUIDAnnotation records, on a provider copy, the UID of the
-	// consumer object it reflects: a copy of an older object of the same
-	// name is replaced, never taken for the new one.
-	OriginUIDAnnotation = "liqo.io/origin-uid"
-	// OriginNamespaceAnnotation records, on a provider copy or namespace,
-	// the consumer namespace it comes from.
-	OriginNamespaceAnnotation = "liqo.io/origin-namespace"
 	// lastAppliedAnnotation is kubectl's; it describes the local object
 	// and is not copied.
 	lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
@@ -34,7 +27,7 @@ func forgeMeta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.Obj
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[sharing.OriginClusterLabel] = consumerID
+	labels[offloadingv1alpha1.OriginClusterLabel] = consumerID
 	annotations := maps.Clone(local.Annotations)
 	if annotations == nil {
 		annotations = map[string]string{}
@@ -44,8 +37,8 @@ func forgeMeta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.Obj
 	delete(annotations, lastAppliedAnnotation)
 	delete(annotations, tokenForPodAnnotation)
 	delete(annotations, tokenRefreshAnnotation)
-	annotations[OriginUIDAnnotation] = string(local.UID)
-	annotations[OriginNamespaceAnnotation] = local.Namespace
+	annotations[offloadingv1alpha1.OriginUIDAnnotation] = string(local.UID)
+	annotations[offloadingv1alpha1.OriginNamespaceAnnotation] = local.Namespace
 	return metav1.ObjectMeta{Namespace: remoteNS, Name: local.Name, Labels: labels, Annotations: annotations}
 }
 
@@ -67,7 +60,7 @@ func ForgeRemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod 
 	spec.RuntimeClassName, spec.Overhead = nil, nil
 	spec.ReadinessGates = nil
 	spec.EphemeralContainers = nil
-	spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == Taint })
+	spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint })
 
 	// The consumer's token reaches the provider only when the pod asks
 	// (TokenRequested), from the Secret the pod reflector keeps; the pod

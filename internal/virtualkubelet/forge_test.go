@@ -10,7 +10,6 @@ import (
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
-	"github.com/liqo-go/liqo/internal/sharing"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
 func TestForgeRemotePod(t *testing.T) {
@@ -27,12 +26,12 @@ func TestForgeRemotePod(t *testing.T) {
 			Annotations: map[string]string{lastAppliedAnnotation: "{}", "keep": "me"}},
 		Spec: corev1.PodSpec{
 			NodeName:           "liqo-provider",
-			NodeSelector:       map[string]string{"type": "virtual-node"},
+			NodeSelector:       map[string]string{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue},
 			Affinity:           &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}, PodAntiAffinity: &corev1.PodAntiAffinity{}},
 			Priority:           ptr.To(int32(10)),
 			PriorityClassName:  "high",
 			ServiceAccountName: "builder",
-			Tolerations:        []corev1.Toleration{{Key: Taint, Operator: corev1.TolerationOpExists}, {Key: "other"}},
+			Tolerations:        []corev1.Toleration{{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists}, {Key: "other"}},
 			Volumes: []corev1.Volume{
 				{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 					Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
@@ -48,10 +47,10 @@ func TestForgeRemotePod(t *testing.T) {
 	if got.Namespace != "demo-abc" || got.Name != "web-1" {
 		t.Errorf("remote pod %s/%s, want demo-abc/web-1", got.Namespace, got.Name)
 	}
-	if got.Labels["app"] != "web" || got.Labels[sharing.OriginClusterLabel] != "consumer-id" {
+	if got.Labels["app"] != "web" || got.Labels[offloadingv1alpha1.OriginClusterLabel] != "consumer-id" {
 		t.Errorf("labels %v", got.Labels)
 	}
-	if got.Annotations[OriginUIDAnnotation] != "uid-1" || got.Annotations[OriginNamespaceAnnotation] != "demo" ||
+	if got.Annotations[offloadingv1alpha1.OriginUIDAnnotation] != "uid-1" || got.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation] != "demo" ||
 		got.Annotations["keep"] != "me" || got.Annotations[lastAppliedAnnotation] != "" {
 		t.Errorf("annotations %v", got.Annotations)
 	}
@@ -112,28 +111,12 @@ func TestForgeLocalStatus(t *testing.T) {
 	}
 }
 
-func TestResourceOf(t *testing.T) {
-	for path, want := range map[string]string{
-		"/api/v1/namespaces/x/pods":                                       "pods",
-		"/api/v1/namespaces/x/pods/y":                                     "pods",
-		"/api/v1/namespaces/x/pods/y/status":                              "pods/status",
-		"/apis/offloading.liqo.io/v1alpha1/namespaces/t/namespacemaps/nm": "namespacemaps",
-		"/api/v1/namespaces/x":                                            "namespaces",
-		"/api/v1/nodes/n":                                                 "nodes",
-		"/healthz":                                                        "other",
-	} {
-		if got := resourceOf(path); got != want {
-			t.Errorf("resourceOf(%q) = %q, want %q", path, got, want)
-		}
-	}
-}
-
 // TestForgeRemotePodWithToken checks that a pod asking for its token keeps
 // its token volume, now fed by the token Secret: token, CA and namespace
 // at the paths the pod expects, other projections kept.
 func TestForgeRemotePodWithToken(t *testing.T) {
 	local := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-1", UID: "uid-1", Annotations: map[string]string{ServiceAccountTokenAnnotation: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-1", UID: "uid-1", Annotations: map[string]string{offloadingv1alpha1.ServiceAccountTokenAnnotation: "true"}},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: "builder",
 			Volumes: []corev1.Volume{{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,7 +77,7 @@ type nodeEndpoint struct {
 
 // Endpoint returns the port of node's kubelet API, opening it the first
 // time.
-func (s *KubeletServer) Endpoint(node string) (int32, error) {
+func (s *KubeletServer) Endpoint(ctx context.Context, node string) (int32, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.nodes[node]; ok {
@@ -86,7 +87,7 @@ func (s *KubeletServer) Endpoint(node string) (int32, error) {
 	for _, e := range s.nodes {
 		used[e.port] = true
 	}
-	lis, err := s.listen(used)
+	lis, err := s.listen(ctx, used)
 	if err != nil {
 		return 0, fmt.Errorf("opening the kubelet API of virtual node %s: %w", node, err)
 	}
@@ -114,16 +115,17 @@ func (s *KubeletServer) Endpoint(node string) (int32, error) {
 	return port, nil
 }
 
-func (s *KubeletServer) listen(used map[int32]bool) (net.Listener, error) {
+func (s *KubeletServer) listen(ctx context.Context, used map[int32]bool) (net.Listener, error) {
+	var lc net.ListenConfig
 	if s.FirstPort == 0 {
-		return net.Listen("tcp", net.JoinHostPort(s.Host, "0"))
+		return lc.Listen(ctx, "tcp", net.JoinHostPort(s.Host, "0"))
 	}
 	var last error
 	for p := s.FirstPort; p < s.FirstPort+1000 && p < 65536; p++ {
 		if used[int32(p)] { //nolint:gosec // a TCP port
 			continue
 		}
-		lis, err := net.Listen("tcp", net.JoinHostPort(s.Host, strconv.Itoa(p)))
+		lis, err := lc.Listen(ctx, "tcp", net.JoinHostPort(s.Host, strconv.Itoa(p)))
 		if err == nil {
 			return lis, nil
 		}
@@ -177,7 +179,7 @@ type kubeletRequest struct {
 
 // parseKubeletPath parses the kubelet API paths the virtual nodes serve.
 func parseKubeletPath(p string) (kubeletRequest, bool) {
-	parts := splitPath(p)
+	parts := strings.FieldsFunc(p, func(r rune) bool { return r == '/' })
 	switch {
 	case len(parts) == 4 && parts[0] == "containerLogs":
 		return kubeletRequest{subresource: "log", namespace: parts[1], pod: parts[2], container: parts[3]}, true
@@ -376,7 +378,7 @@ func (s *KubeletServer) resolve(ctx context.Context, nodeName string, req kubele
 		}
 		return nil, err
 	}
-	provider := node.Labels[RemoteClusterLabel]
+	provider := node.Labels[offloadingv1alpha1.RemoteClusterLabel]
 	if !sharing.IsVirtual(&node) || provider == "" {
 		return nil, notFound("node %s of pod %s/%s is not a virtual node", node.Name, req.namespace, req.pod)
 	}

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
@@ -42,10 +43,6 @@ import (
 )
 
 const (
-	// RemoteClusterLabel carries, on a virtual node, the provider's ClusterID.
-	RemoteClusterLabel = "liqo.io/remote-cluster-id"
-	// Taint keeps every pod that does not tolerate it off virtual nodes.
-	Taint = "virtual-node.liqo.io/not-allowed"
 	// KubeletVersion is what virtual nodes report as their kubelet.
 	KubeletVersion = "v1.37.1-liqo"
 	// leaseDuration is the virtual nodes' Lease duration; renewed every
@@ -80,7 +77,7 @@ type NodeReconciler struct {
 	// Kubelet gives each virtual node its kubelet API port and closes it
 	// when the node goes (a *KubeletServer).
 	Kubelet interface {
-		Endpoint(node string) (int32, error)
+		Endpoint(ctx context.Context, node string) (int32, error)
 		Release(node string)
 	}
 
@@ -101,7 +98,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	// nothing the provider wrote in it (its name, its clusterIdentity) may
 	// make this act on another provider's node.
 	provider, ok := sharing.ProviderOfTenant(req.Namespace)
-	if !ok || req.Name != sharing.AdvertisementName(provider) {
+	if !ok || req.Name != sharingv1alpha1.AdvertisementName(provider) {
 		return ctrl.Result{}, nil // not a provider's offer: the operator refuses it
 	}
 	var adv sharingv1alpha1.Advertisement
@@ -162,11 +159,6 @@ func NodeName(id discoveryv1alpha1.ClusterIdentity) string {
 	return "liqo-" + id.ClusterID
 }
 
-// NodeNameAnnotation records, on a provider's ForeignCluster, the name its
-// virtual node was given: the name stays the provider's, reserved, even
-// while the node is gone.
-const NodeNameAnnotation = "liqo.io/virtual-node-name"
-
 // nodeName returns the name of provider's virtual node. A node keeps the
 // name it was given, as a kubelet's does, whatever the provider calls
 // itself later, and gets it back when made again. A new node is
@@ -179,7 +171,7 @@ const NodeNameAnnotation = "liqo.io/virtual-node-name"
 func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Advertisement) (string, error) {
 	provider := adv.Spec.ClusterIdentity.ClusterID
 	var own corev1.NodeList
-	if err := r.Client.List(ctx, &own, client.MatchingLabels{RemoteClusterLabel: provider}); err != nil {
+	if err := r.Client.List(ctx, &own, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider}); err != nil {
 		return "", err
 	}
 	if len(own.Items) > 0 {
@@ -201,18 +193,18 @@ func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Adve
 		for i := range clusters.Items {
 			fc := &clusters.Items[i]
 			if fc.Spec.ClusterIdentity.ClusterID != provider && fc.Spec.ClusterIdentity.ClusterID != "" &&
-				(fc.Annotations[NodeNameAnnotation] == name || announced && NodeName(fc.Spec.ClusterIdentity) == name) {
+				(fc.Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation] == name || announced && NodeName(fc.Spec.ClusterIdentity) == name) {
 				return true
 			}
 		}
 		var existing corev1.Node
 		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &existing)
-		return err == nil && existing.Labels[RemoteClusterLabel] != provider
+		return err == nil && existing.Labels[offloadingv1alpha1.RemoteClusterLabel] != provider
 	}
 	fallback := "liqo-" + provider
 	for i := range clusters.Items {
 		fc := &clusters.Items[i]
-		if remembered := fc.Annotations[NodeNameAnnotation]; fc.Spec.ClusterIdentity.ClusterID == provider && remembered != "" {
+		if remembered := fc.Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation]; fc.Spec.ClusterIdentity.ClusterID == provider && remembered != "" {
 			if remembered == fallback || !claimedByOthers(remembered, false) {
 				return remembered, nil
 			}
@@ -233,11 +225,11 @@ func (r *NodeReconciler) rememberNodeName(ctx context.Context, provider, name st
 	}
 	for i := range list.Items {
 		fc := &list.Items[i]
-		if fc.Annotations[NodeNameAnnotation] == name {
+		if fc.Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation] == name {
 			continue
 		}
 		patch := client.MergeFrom(fc.DeepCopy())
-		metav1.SetMetaDataAnnotation(&fc.ObjectMeta, NodeNameAnnotation, name)
+		metav1.SetMetaDataAnnotation(&fc.ObjectMeta, offloadingv1alpha1.VirtualNodeNameAnnotation, name)
 		if err := r.Client.Patch(ctx, fc, patch); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("recording the virtual node name on ForeignCluster %s: %w", fc.Name, err)
 		}
@@ -262,12 +254,12 @@ func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Ad
 		return nil, fmt.Errorf("naming the virtual node of %s: %w", provider, err)
 	}
 	labels := sharing.AllowedNodeLabels(adv.Spec.Labels)
-	labels[sharing.VirtualNodeLabel] = sharing.VirtualNodeValue
-	labels[RemoteClusterLabel] = provider
+	labels[offloadingv1alpha1.VirtualNodeLabel] = offloadingv1alpha1.VirtualNodeValue
+	labels[offloadingv1alpha1.RemoteClusterLabel] = provider
 	labels[discoveryv1alpha1.ManagedByLabel] = discoveryv1alpha1.ManagedByValue
 	labels["kubernetes.io/hostname"] = name
 	labels["kubernetes.io/role"] = "agent"
-	taint := corev1.Taint{Key: Taint, Value: "true", Effect: corev1.TaintEffectNoExecute}
+	taint := corev1.Taint{Key: offloadingv1alpha1.VirtualNodeTaint, Value: "true", Effect: corev1.TaintEffectNoExecute}
 
 	node := &corev1.Node{}
 	err = r.Client.Get(ctx, client.ObjectKey{Name: name}, node)
@@ -290,7 +282,7 @@ func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Ad
 	// and a concurrent change makes this try again rather than drop theirs.
 	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) && t.Value == taint.Value }) {
 		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		node.Spec.Taints = append(slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == Taint }), taint)
+		node.Spec.Taints = append(slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint }), taint)
 		if err := r.Client.Patch(ctx, node, patch, client.FieldOwner(FieldManager)); err != nil {
 			return nil, fmt.Errorf("tainting virtual node %s: %w", name, err)
 		}
@@ -358,7 +350,7 @@ func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, ad
 	node.Status.Conditions = conds
 	node.Status.Addresses, node.Status.DaemonEndpoints = nil, corev1.NodeDaemonEndpoints{}
 	if r.KubeletAddress != "" && r.Kubelet != nil {
-		port, err := r.Kubelet.Endpoint(node.Name)
+		port, err := r.Kubelet.Endpoint(ctx, node.Name)
 		if err != nil {
 			return err
 		}
@@ -398,7 +390,7 @@ func (r *NodeReconciler) renewLease(ctx context.Context, node *corev1.Node) erro
 // collector; the pod reflector deletes their provider copies.
 func (r *NodeReconciler) removeNodes(ctx context.Context, provider string) error {
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{RemoteClusterLabel: provider}); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider}); err != nil {
 		return err
 	}
 	for i := range nodes.Items {
@@ -492,18 +484,18 @@ func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{
-			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharing.AdvertisementName(provider),
+			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharingv1alpha1.AdvertisementName(provider),
 		}}}
 	})
 	// A virtual node cordoned or uncordoned shows at once on its
 	// ForeignCluster.
 	nodeOf := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		provider := o.GetLabels()[RemoteClusterLabel]
+		provider := o.GetLabels()[offloadingv1alpha1.RemoteClusterLabel]
 		if provider == "" {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{
-			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharing.AdvertisementName(provider),
+			Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharingv1alpha1.AdvertisementName(provider),
 		}}}
 	})
 	cordonChanged := predicate.Funcs{

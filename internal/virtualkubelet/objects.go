@@ -181,9 +181,12 @@ func (r *ObjectReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			continue
 		}
 		reached[st.ClusterID] = true
-		w, err := r.Sessions.watch(sess, req.Namespace, st.Namespace)
+		w, err := r.Sessions.watch(ctx, sess, req.Namespace, st.Namespace)
 		if errors.Is(err, errNotSynced) {
 			retry = true
+			continue
+		} else if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		var desired client.Object
@@ -294,12 +297,12 @@ func (r *ObjectReflector) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // secretRefsField indexes pods by the Secrets they use.
-const secretRefsField = "liqo.secretRefs"
+const secretRefsField = "liqo.secretRefs" //nolint:gosec // an index's name, not a credential
 
 // IndexPodsBySecret adds the index of pods by the Secrets they use, which
 // the Secret reflector lists with; call it once, before setting it up.
-func IndexPodsBySecret(mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, secretRefsField, func(o client.Object) []string {
+func IndexPodsBySecret(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, secretRefsField, func(o client.Object) []string {
 		return PodSecretNames(o.(*corev1.Pod))
 	})
 }

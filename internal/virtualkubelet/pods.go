@@ -96,9 +96,11 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	w, err := r.Sessions.watch(sess, pod.Namespace, remoteNS)
+	w, err := r.Sessions.watch(ctx, sess, pod.Namespace, remoteNS)
 	if errors.Is(err, errNotSynced) {
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
 	var remote *corev1.Pod
 	if obj, ok := w.get(kindPod, pod.Name); ok {
@@ -129,8 +131,7 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if finished {
 			return ctrl.Result{}, nil // finished: nothing to run again
 		}
-		_, err := r.createRemote(ctx, sess, &pod, desired)
-		return result, err
+		return result, r.createRemote(ctx, sess, &pod, desired)
 	}
 	if podDrifted(remote, desired) && remote.DeletionTimestamp == nil {
 		corrected := correctPod(remote, desired)
@@ -172,7 +173,7 @@ func (r *PodReflector) providerOf(ctx context.Context, pod *corev1.Pod) (string,
 	if !sharing.IsVirtual(&node) {
 		return "", nil
 	}
-	return node.Labels[RemoteClusterLabel], nil
+	return node.Labels[offloadingv1alpha1.RemoteClusterLabel], nil
 }
 
 // deleteIfNodeGone deletes an offloadable pod bound to a node that no
@@ -180,7 +181,7 @@ func (r *PodReflector) providerOf(ctx context.Context, pod *corev1.Pod) (string,
 // pods on it. No kubelet will ever run it, and the pod garbage collector
 // would wait 40 s; the API server, not the cache, confirms the node is gone.
 func (r *PodReflector) deleteIfNodeGone(ctx context.Context, pod *corev1.Pod) error {
-	if r.APIReader == nil || !slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == Taint }) {
+	if r.APIReader == nil || !slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint }) {
 		return nil
 	}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &corev1.Node{})
@@ -190,12 +191,6 @@ func (r *PodReflector) deleteIfNodeGone(ctx context.Context, pod *corev1.Pod) er
 	ctrl.LoggerFrom(ctx).Info("Deleting a pod bound to a removed virtual node", "node", pod.Spec.NodeName)
 	return r.confirmDeletion(ctx, pod)
 }
-
-// ReasonProviderRejected is the reason of a local pod that failed because
-// the provider refused to run it (its Pod Security level, Liqo's admission
-// policy for consumers, an invalid spec), as a kubelet fails a pod it
-// cannot admit.
-const ReasonProviderRejected = "ProviderRejected"
 
 // rejectedForGood says whether the provider's refusal of a pod will not
 // change by asking again: an invalid spec, its Pod Security level, an
@@ -209,27 +204,27 @@ func rejectedForGood(err error) bool {
 	return apierrors.IsForbidden(err) && (strings.Contains(msg, "violates PodSecurity") || strings.Contains(msg, "ValidatingAdmissionPolicy"))
 }
 
-func (r *PodReflector) createRemote(ctx context.Context, sess *session, pod, desired *corev1.Pod) (ctrl.Result, error) {
+func (r *PodReflector) createRemote(ctx context.Context, sess *session, pod, desired *corev1.Pod) error {
 	_, err := sess.cs.CoreV1().Pods(desired.Namespace).Create(ctx, desired, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// The watch has not shown it yet: it will wake this up.
-		return ctrl.Result{}, nil
+		return nil
 	case err != nil && rejectedForGood(err):
-		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonProviderRejected, "Offload", "Provider %s refused the pod: %v", sess.provider, err)
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, offloadingv1alpha1.ReasonProviderRejected, "Offload", "Provider %s refused the pod: %v", sess.provider, err)
 		data, perr := json.Marshal(map[string]any{"status": map[string]any{
-			"phase": corev1.PodFailed, "reason": ReasonProviderRejected,
+			"phase": corev1.PodFailed, "reason": offloadingv1alpha1.ReasonProviderRejected,
 			"message": fmt.Sprintf("Provider %s refused the pod: %v", sess.provider, err),
 		}})
 		if perr != nil {
-			return ctrl.Result{}, perr
+			return perr
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, data)))
+		return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, data)))
 	case err != nil:
 		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Creating the pod in provider %s: %v", sess.provider, err)
-		return ctrl.Result{}, fmt.Errorf("creating provider pod %s/%s in %s: %w", desired.Namespace, desired.Name, sess.provider, err)
+		return fmt.Errorf("creating provider pod %s/%s in %s: %w", desired.Namespace, desired.Name, sess.provider, err)
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 func (r *PodReflector) deleteRemote(ctx context.Context, sess *session, remote *corev1.Pod, grace *int64) error {
@@ -264,7 +259,7 @@ func (r *PodReflector) deleteOrphans(ctx context.Context, ns, name, keepProvider
 			continue
 		}
 		remote := obj.(*corev1.Pod)
-		if w.session.provider == keepProvider && remote.Annotations[OriginUIDAnnotation] == string(keepUID) {
+		if w.session.provider == keepProvider && remote.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == string(keepUID) {
 			continue
 		}
 		if remote.DeletionTimestamp != nil {
@@ -350,8 +345,8 @@ const nodeNameField = "spec.nodeName"
 
 // IndexPodsByNode adds the index of pods by node that the NodeReconciler
 // and the PodReflector list with; call it once, before setting them up.
-func IndexPodsByNode(mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
+func IndexPodsByNode(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	})
 }

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/identity"
 )
 
 // The kinds a session watches in each provider namespace.
@@ -47,7 +47,7 @@ var errNotSynced = errors.New("the provider namespace's watch has not synced yet
 // with the manager.
 type Sessions struct {
 	// Remotes builds the clients.
-	Remotes *Remotes
+	Remotes *identity.Remotes
 	// Reader reads the local NamespaceOffloadings.
 	Reader client.Reader
 	// LocalClusterID selects, in each provider, what this cluster made.
@@ -160,7 +160,7 @@ func (s *Sessions) get(ctx context.Context, provider string) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", provider, err)
 	}
-	writer, err := s.Remotes.clients.For(cfg, s.Remotes.Scheme)
+	writer, err := s.Remotes.ClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", provider, err)
 	}
@@ -179,7 +179,7 @@ func (s *Sessions) get(ctx context.Context, provider string) (*session, error) {
 	if err := s.Reader.List(ctx, &list); err == nil {
 		for i := range list.Items {
 			if remote, ok := ReadyRemoteNamespace(&list.Items[i], provider); ok {
-				s.startWatch(sess, list.Items[i].Namespace, remote)
+				s.startWatch(ctx, sess, list.Items[i].Namespace, remote)
 			}
 		}
 	}
@@ -243,8 +243,8 @@ func (s *Sessions) all() []*session {
 // watch returns the watch of the provider namespace remote for the local
 // namespace local, starting it if needed; errNotSynced until its informers
 // have listed.
-func (s *Sessions) watch(sess *session, local, remote string) (*nsWatch, error) {
-	w := s.startWatch(sess, local, remote)
+func (s *Sessions) watch(ctx context.Context, sess *session, local, remote string) (*nsWatch, error) {
+	w := s.startWatch(ctx, sess, local, remote)
 	for _, inf := range w.informers {
 		if !inf.HasSynced() {
 			return nil, errNotSynced
@@ -253,7 +253,10 @@ func (s *Sessions) watch(sess *session, local, remote string) (*nsWatch, error) 
 	return w, nil
 }
 
-func (s *Sessions) startWatch(sess *session, local, remote string) *nsWatch {
+// startWatch starts (or returns) the watch of remote for local. The watch
+// lives as long as the session, or until the namespace moves, not as long
+// as ctx: from ctx it keeps only the values (the logger).
+func (s *Sessions) startWatch(ctx context.Context, sess *session, local, remote string) *nsWatch {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	if w, ok := sess.namespaces[local]; ok {
@@ -262,10 +265,12 @@ func (s *Sessions) startWatch(sess *session, local, remote string) *nsWatch {
 		}
 		w.cancel()
 	}
-	ctx, cancel := context.WithCancel(sess.ctx)
+	ctx, cancelWatch := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(sess.ctx, cancelWatch) //nolint:contextcheck // the session's end stops the watch, on purpose
+	cancel := func() { stop(); cancelWatch() }
 	factory := informers.NewSharedInformerFactoryWithOptions(sess.cs, 0, informers.WithNamespace(remote),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = sharing.OriginClusterLabel + "=" + s.LocalClusterID
+			o.LabelSelector = offloadingv1alpha1.OriginClusterLabel + "=" + s.LocalClusterID
 		}))
 	w := &nsWatch{remote: remote, cancel: cancel, informers: map[string]cache.SharedIndexInformer{
 		kindPod:       factory.Core().V1().Pods().Informer(),

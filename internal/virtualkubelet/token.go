@@ -15,23 +15,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 
 const (
-	// ServiceAccountTokenAnnotation asks, set to "true" on a pod, for its
-	// service account token in the provider: the virtual kubelet requests
-	// a token bound to the local pod, keeps it in a Secret of the provider
-	// namespace and mounts it where the pod expects its token. Without it
-	// an offloaded pod gets no token of the consumer.
-	ServiceAccountTokenAnnotation = "offloading.liqo.io/service-account-token"
 	// tokenForPodAnnotation marks a provider Secret holding the token of
 	// the pod it names: the pod reflector owns it, the Secret reflector
 	// leaves it alone.
-	tokenForPodAnnotation = "liqo.io/token-for-pod"
+	tokenForPodAnnotation = "offloading.liqo.io/token-for-pod"
 	// tokenRefreshAnnotation is when the token is renewed.
-	tokenRefreshAnnotation = "liqo.io/token-refresh-at"
+	tokenRefreshAnnotation = "offloading.liqo.io/token-refresh-at"
 	// defaultTokenSeconds is the lifetime asked for when the pod's volume
 	// does not say.
 	defaultTokenSeconds = 3600
@@ -49,7 +45,7 @@ const (
 // TokenRequested says whether pod asks for its service account token in
 // the provider.
 func TokenRequested(pod *corev1.Pod) bool {
-	return pod.Annotations[ServiceAccountTokenAnnotation] == "true"
+	return pod.Annotations[offloadingv1alpha1.ServiceAccountTokenAnnotation] == "true"
 }
 
 // TokenSecretName is the provider Secret holding the token of pod name.
@@ -144,7 +140,7 @@ func (r *PodReflector) ensureToken(ctx context.Context, sess *session, w *nsWatc
 	var existing *corev1.Secret
 	if obj, ok := w.get(kindSecret, name); ok {
 		existing = obj.(*corev1.Secret)
-		if existing.Annotations[OriginUIDAnnotation] == string(pod.UID) {
+		if existing.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == string(pod.UID) {
 			if at, err := time.Parse(time.RFC3339, existing.Annotations[tokenRefreshAnnotation]); err == nil && time.Until(at) > 0 {
 				return time.Until(at), nil
 			}
@@ -216,7 +212,7 @@ func (r *PodReflector) deleteToken(ctx context.Context, ns, name, keepProvider s
 			continue
 		}
 		s := obj.(*corev1.Secret)
-		if s.Annotations[tokenForPodAnnotation] != name || (w.session.provider == keepProvider && s.Annotations[OriginUIDAnnotation] == keepUID) {
+		if s.Annotations[tokenForPodAnnotation] != name || (w.session.provider == keepProvider && s.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == keepUID) {
 			continue
 		}
 		err := w.session.cs.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(s.UID)}})

@@ -77,13 +77,32 @@ const (
 
 	// TenantLabel marks a tenant namespace: the namespace one cluster keeps
 	// for one peer, named liqo-tenant-<peer cluster ID>.
-	TenantLabel = "liqo.io/tenant"
+	TenantLabel = "discovery.liqo.io/tenant"
 	// TenantRoleAnnotationPrefix is followed by a tenant Role's name: the
 	// annotation marks a tenant namespace as used by the direction of the
 	// peering that Role serves (liqo-provider: this cluster consumes from
 	// the peer; liqo-virtual-kubelet: the peer consumes from this
 	// cluster). The namespace goes only when no direction uses it.
-	TenantRoleAnnotationPrefix = "liqo.io/tenant-role."
+	TenantRoleAnnotationPrefix = "discovery.liqo.io/tenant-role."
+
+	// SearchDomainFinalizer holds a SearchDomain until the ForeignClusters
+	// it found are released.
+	SearchDomainFinalizer = "discovery.liqo.io/searchdomain"
+
+	// AuthenticatedByAnnotation records, on the provider's Secret of a
+	// consumer, how the consumer was authenticated.
+	AuthenticatedByAnnotation = "discovery.liqo.io/authenticated-by"
+	// ExchangedAtAnnotation records when the last exchange happened, so
+	// that one never followed by a PeeringRequest can be swept.
+	ExchangedAtAnnotation = "discovery.liqo.io/exchanged-at"
+	// ProviderCSRAnnotation carries, on the ClusterRole liqo-consumer-<id>,
+	// the CSR of the provider's identity the last exchange with that
+	// consumer answered with. The consumer reads it from the provider's API
+	// server, which it reaches with the pinned CA, before signing the CSR
+	// it got in the answer: without a token, nothing else proves the
+	// answer's CSR is the provider's and not that of someone between the
+	// two.
+	ProviderCSRAnnotation = "discovery.liqo.io/provider-csr"
 )
 
 // TenantNamespace is the namespace a cluster keeps for the peer clusterID.

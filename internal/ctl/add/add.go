@@ -26,7 +26,6 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/peering"
 )
 
 // TokenSecretName is the Secret, in the Liqo namespace, holding the peering
@@ -193,7 +192,7 @@ func checkPinnedCA(ctx context.Context, c client.Client, namespace, clusterID st
 // definitive are the Authenticated reasons that retrying will not fix.
 var definitive = map[string]bool{
 	auth.ReasonWrongToken: true, auth.ReasonTokenRequired: true, auth.ReasonPolicy: true,
-	peering.ReasonRefusedByProvider: true, peering.ReasonCAMismatch: true, peering.ReasonCANotTrusted: true, auth.ReasonExpired: true,
+	discoveryv1alpha1.ReasonRefusedByProvider: true, discoveryv1alpha1.ReasonCAMismatch: true, discoveryv1alpha1.ReasonCANotTrusted: true, auth.ReasonExpired: true,
 }
 
 // waitPeered waits until the ForeignCluster shows the PeeringRequest

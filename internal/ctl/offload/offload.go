@@ -25,7 +25,6 @@ import (
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
-	"github.com/liqo-go/liqo/internal/offloading"
 )
 
 // Options of `liqoctl offload namespace`.
@@ -147,12 +146,12 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(no), no); err != nil {
 			return false, err
 		}
-		cond := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady)
+		cond := meta.FindStatusCondition(no.Status.Conditions, offloadingv1alpha1.ConditionReady)
 		return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == no.Generation, nil
 	})
 	if err != nil {
 		msg := ""
-		if cond := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady); cond != nil {
+		if cond := meta.FindStatusCondition(no.Status.Conditions, offloadingv1alpha1.ConditionReady); cond != nil {
 			msg = ": " + cond.Reason + ": " + cond.Message
 		}
 		return errors.Join(fmt.Errorf("namespace %s is not offloaded after %s%s", o.Namespace, o.Timeout, msg), err)

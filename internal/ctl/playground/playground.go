@@ -25,7 +25,6 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/localcluster"
-	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
 )
@@ -279,7 +278,7 @@ func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
 		outgoing := "-"
 		if c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested); c != nil {
 			outgoing = c.Reason
-			if c.Reason == peering.ReasonAccepted {
+			if c.Reason == discoveryv1alpha1.ReasonAccepted {
 				st.accepted++
 			}
 		}

@@ -56,12 +56,9 @@ const (
 	ReasonInvalid    = "invalid"    // a value that breaks its rule
 	ReasonMissing    = "missing"    // a required key is absent
 	ReasonIncomplete = "incomplete" // an instance without its TXT record
-
-	// What the ForeignCluster registry refuses of a well-formed sighting.
-	ReasonUnverifiedAddress = "unverified-address" // a new auth URL that does not present the pinned key
-	ReasonNotDiscovered     = "not-discovered"     // a LAN sighting of a cluster added by hand or peering in
-	ReasonTooManyClusters   = "too-many-clusters"  // over the ClusterConfig's maxDiscoveredClusters
-	ReasonOverloaded        = "overloaded"         // more sightings waiting than are recorded
+	ReasonOverloaded = "overloaded" // more sightings waiting than are recorded
+	// The ForeignCluster registry's refusals of well-formed sightings are
+	// counted under its own reasons (foreigncluster.Refused*).
 )
 
 // DropError says why network input was dropped.

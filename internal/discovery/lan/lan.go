@@ -87,7 +87,7 @@ func settingsOf(cfg *configv1alpha1.ClusterConfig) settings {
 		iface:         d.MDNSInterface,
 		port:          int(d.MDNSPort),
 		service:       d.ServiceName,
-		ttl:           uint32(max(d.TTL, 1)), //nolint:gosec // bounded by the schema
+		ttl:           uint32(max(d.TTL, 1)),
 		advertise:     d.EnableAdvertisement == nil || *d.EnableAdvertisement,
 		discover:      d.EnableDiscovery == nil || *d.EnableDiscovery,
 		queryInterval: time.Duration(max(d.QueryIntervalSeconds, 1)) * time.Second,
@@ -190,7 +190,7 @@ func boolGauge(b bool) float64 {
 }
 
 func (d *Discovery) open(ctx context.Context, s settings) error {
-	conn, err := mdns.ListenInNamespace(d.NetworkNamespace, s.iface, s.port)
+	conn, err := mdns.ListenInNamespace(ctx, d.NetworkNamespace, s.iface, s.port)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (d *Discovery) shutdown() {
 	}
 	d.stop()
 	d.server = nil
-	d.setBrowsing(context.Background(), false)
+	d.endBrowsing()
 	dnssd.MDNSAdvertising.Set(0)
 	dnssd.MDNSBrowsing.Set(0)
 }
@@ -250,8 +250,10 @@ type sighting struct {
 }
 
 // record turns announcements into ForeignClusters, off the socket's read
-// loop so that a slow API server never makes mDNS drop packets.
-func (d *Discovery) record(ctx context.Context) {
+// loop so that a slow API server never makes mDNS drop packets. Its writes
+// use the browsing session's context (derived from ctx, cancelled when
+// browsing is turned off), not ctx itself.
+func (d *Discovery) record(ctx context.Context) { //nolint:contextcheck // see above
 	for {
 		select {
 		case <-ctx.Done():
@@ -275,11 +277,11 @@ func (d *Discovery) record(ctx context.Context) {
 			wg.Go(func() {
 				defer func() { <-slots }()
 				err := d.Registry.Seen(bctx, foreigncluster.Discovery{
-					Announcement: s.announcement, Source: Source, Type: discoveryv1alpha1.LanDiscovery, At: s.at,
+					Sighting: foreigncluster.Sighting(s.announcement), Source: Source, Type: discoveryv1alpha1.LanDiscovery, At: s.at,
 				})
-				var drop *dnssd.DropError
-				if errors.As(err, &drop) {
-					handler{d}.Dropped(drop, nil)
+				var refused *foreigncluster.RefusedError
+				if errors.As(err, &refused) {
+					handler{d}.Dropped(&dnssd.DropError{Reason: refused.Reason, Detail: refused.Detail}, nil)
 					return
 				}
 				if err != nil && bctx.Err() == nil {
@@ -300,17 +302,26 @@ const maxPending = 1024
 func pendingKey(a *dnssd.Announcement) string { return a.ClusterID + " " + a.AuthURL }
 
 func (d *Discovery) setBrowsing(ctx context.Context, on bool) {
+	if !on {
+		d.endBrowsing()
+		return
+	}
 	d.browsingMu.Lock()
 	defer d.browsingMu.Unlock()
-	if on == (d.browsing != nil) {
-		return
-	}
-	if on {
+	if d.browsing == nil {
 		d.browsing, d.stopBrowsing = context.WithCancel(ctx)
-		return
 	}
-	d.stopBrowsing()
-	d.browsing, d.stopBrowsing = nil, nil
+}
+
+// endBrowsing cancels the browsing session, if any: sightings still being
+// recorded are dropped.
+func (d *Discovery) endBrowsing() {
+	d.browsingMu.Lock()
+	defer d.browsingMu.Unlock()
+	if d.browsing != nil {
+		d.stopBrowsing()
+		d.browsing, d.stopBrowsing = nil, nil
+	}
 }
 
 // browsingContext returns the current browsing session's context, or nil

@@ -43,9 +43,9 @@ type Conn struct {
 // socket stays in that namespace, the process does not move. An empty
 // netns is Listen. It is how a cluster's mDNS joins a LAN made of network
 // namespaces while the rest of the process stays on the host's loopback.
-func ListenInNamespace(netns, ifaceName string, port int) (*Conn, error) {
+func ListenInNamespace(ctx context.Context, netns, ifaceName string, port int) (*Conn, error) {
 	if netns == "" {
-		return Listen(ifaceName, port)
+		return Listen(ctx, ifaceName, port)
 	}
 	if !filepath.IsAbs(netns) {
 		netns = filepath.Join("/var/run/netns", netns)
@@ -65,7 +65,7 @@ func ListenInNamespace(netns, ifaceName string, port int) (*Conn, error) {
 			return
 		}
 		defer back.Close()
-		target, err := os.Open(netns)
+		target, err := os.Open(netns) //nolint:gosec // the namespace the operator configured (a flag)
 		if err != nil {
 			done <- result{err: fmt.Errorf("opening network namespace %s: %w", netns, err)}
 			return
@@ -75,7 +75,7 @@ func ListenInNamespace(netns, ifaceName string, port int) (*Conn, error) {
 			done <- result{err: fmt.Errorf("entering network namespace %s: %w", netns, err)}
 			return
 		}
-		conn, err := Listen(ifaceName, port)
+		conn, err := Listen(ctx, ifaceName, port)
 		if unix.Setns(int(back.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
@@ -87,7 +87,7 @@ func ListenInNamespace(netns, ifaceName string, port int) (*Conn, error) {
 
 // Listen opens an mDNS socket on the named interface and port. The
 // interface must have an IPv4 address; it is the source of what is sent.
-func Listen(ifaceName string, port int) (*Conn, error) {
+func Listen(ctx context.Context, ifaceName string, port int) (*Conn, error) {
 	if ifaceName == "" {
 		return nil, errors.New("no mDNS interface named: set spec.discoveryConfig.mdnsInterface of the ClusterConfig")
 	}
@@ -122,7 +122,7 @@ func Listen(ifaceName string, port int) (*Conn, error) {
 		}
 		return serr
 	}}
-	raw, err := lc.ListenPacket(context.Background(), "udp4", fmt.Sprintf("%s:%d", group, port))
+	raw, err := lc.ListenPacket(ctx, "udp4", fmt.Sprintf("%s:%d", group, port))
 	if err != nil {
 		return nil, fmt.Errorf("binding mDNS socket on %s port %d: %w", ifaceName, port, err)
 	}

@@ -39,7 +39,7 @@ func TestManyAnnouncersOnLoopback(t *testing.T) {
 	port := freeUDPPort(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	conn, err := Listen("lo", port)
+	conn, err := Listen(t.Context(), "lo", port)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestManyAnnouncersOnLoopback(t *testing.T) {
 
 	const n = 20
 	for i := range n {
-		c, err := Listen("lo", port)
+		c, err := Listen(t.Context(), "lo", port)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,8 @@ func TestManyAnnouncersOnLoopback(t *testing.T) {
 
 func freeUDPPort(t *testing.T) int {
 	t.Helper()
-	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	var lc net.ListenConfig
+	c, err := lc.ListenPacket(t.Context(), "udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestManualInsertion(t *testing.T) {
 	if err := c.Create(t.Context(), fc); err != nil {
 		t.Fatalf("creating a ForeignCluster with only an auth URL: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), fc) })
+	framework.DeleteOnCleanup(t, c, fc)
 
 	framework.Eventually(t, 10*time.Second, func() error {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(fc), fc); err != nil {

@@ -103,17 +103,16 @@ func TestDiscoverySwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// For five query intervals, nothing may come back.
-	until := time.Now().Add(5 * interval)
-	for time.Now().Before(until) {
+	framework.Consistently(t, 5*interval, func() error {
 		var list discoveryv1alpha1.ForeignClusterList
 		if err := c.List(t.Context(), &list); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if len(list.Items) != 0 {
-			t.Fatalf("with discovery off, %s recorded %s", m.Name, list.Items[0].Spec.ClusterIdentity.ClusterName)
+			return fmt.Errorf("with discovery off, %s recorded %s", m.Name, list.Items[0].Spec.ClusterIdentity.ClusterName)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 
 	setDiscovery(t, m, func(d *configv1alpha1.DiscoveryConfig) { d.EnableDiscovery = enable(true) })
 	framework.Eventually(t, 5*time.Second, func() error {

@@ -58,11 +58,12 @@ func TestJoinedClusterIsKeptWhenSilent(t *testing.T) {
 		return nil
 	})
 	// Still there for three more intervals.
-	for until := time.Now().Add(3 * interval); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
+	framework.Consistently(t, 3*interval, func() error {
 		if _, err := foreignClusterOf(t, m, quiet); err != nil {
-			t.Fatalf("the joined cluster was deleted: %v", err)
+			return fmt.Errorf("the joined cluster was deleted: %w", err)
 		}
-	}
+		return nil
+	})
 
 	setDiscovery(t, quiet, func(d *configv1alpha1.DiscoveryConfig) { d.EnableAdvertisement = enable(true) })
 	framework.Eventually(t, 10*time.Second, func() error {
@@ -97,7 +98,7 @@ func TestManualClusterIsKeptWhenUnreachable(t *testing.T) {
 	if err := c.Create(t.Context(), fc); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), fc) })
+	framework.DeleteOnCleanup(t, c, fc)
 	framework.Eventually(t, 20*time.Second, func() error {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(fc), fc); err != nil {
 			return fmt.Errorf("the manual ForeignCluster is gone: %w", err)
@@ -120,7 +121,7 @@ func TestAutojoinDefault(t *testing.T) {
 	c := framework.Client(t, m)
 	setDiscovery(t, m, func(d *configv1alpha1.DiscoveryConfig) { d.AutoJoin = enable(true) })
 
-	conn, err := mdns.Listen("lo", suite.MDNSPort)
+	conn, err := mdns.Listen(t.Context(), "lo", suite.MDNSPort)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,9 @@ import (
 // rawSender multicasts hand-made packets on the suite's mDNS port.
 type rawSender struct{ conn *mdns.Conn }
 
-func (r rawSender) response(t *testing.T, txt []string, name string) []byte {
+func (r rawSender) response(t *testing.T, txt []string) []byte {
 	t.Helper()
+	const name = "intruder"
 	inst := &dnssd.Instance{Name: name, Service: dnssd.DefaultService, Domain: "local.", Host: name, Port: 1}
 	msg := new(dns.Msg)
 	msg.Response = true
@@ -43,18 +44,18 @@ func (r rawSender) response(t *testing.T, txt []string, name string) []byte {
 func TestMalformedInputIsDroppedAndCounted(t *testing.T) {
 	m := member(0)
 	framework.LogOnFailure(t, m)
-	conn, err := mdns.Listen("lo", suite.MDNSPort)
+	conn, err := mdns.Listen(t.Context(), "lo", suite.MDNSPort)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	s := rawSender{conn}
 
-	valid := s.response(t, []string{"id=intruder", "url=https://127.0.0.1:1"}, "intruder")
-	dupKey := s.response(t, []string{"id=intruder", "id=other", "url=https://127.0.0.1:1"}, "intruder")
-	badURL := s.response(t, []string{"id=intruder", "url=ftp://127.0.0.1:1"}, "intruder")
-	badID := s.response(t, []string{"id=NOT_A_LABEL", "url=https://127.0.0.1:1"}, "intruder")
-	tooMany := s.response(t, append([]string{"id=intruder", "url=https://127.0.0.1:1"}, strings.Split(strings.Repeat("k=v,", 15), ",")...), "intruder")
+	valid := s.response(t, []string{"id=intruder", "url=https://127.0.0.1:1"})
+	dupKey := s.response(t, []string{"id=intruder", "id=other", "url=https://127.0.0.1:1"})
+	badURL := s.response(t, []string{"id=intruder", "url=ftp://127.0.0.1:1"})
+	badID := s.response(t, []string{"id=NOT_A_LABEL", "url=https://127.0.0.1:1"})
+	tooMany := s.response(t, append([]string{"id=intruder", "url=https://127.0.0.1:1"}, strings.Split(strings.Repeat("k=v,", 15), ",")...))
 	update := new(dns.Msg)
 	update.Opcode = dns.OpcodeUpdate
 	updatePacket, err := update.Pack()

@@ -3,7 +3,6 @@
 package discovery_test
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"encoding/pem"
@@ -89,7 +88,7 @@ type announcer struct{ conn *mdns.Conn }
 
 func newAnnouncer(t *testing.T) announcer {
 	t.Helper()
-	conn, err := mdns.Listen("lo", suite.MDNSPort)
+	conn, err := mdns.Listen(t.Context(), "lo", suite.MDNSPort)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +131,7 @@ func urlPort(authURL string) (uint16, error) {
 }
 
 func dropped(t *testing.T, reason string) func() float64 {
+	t.Helper()
 	return func() float64 {
 		t.Helper()
 		return framework.Metric(t, member(1), "liqo_discovery_dropped_total", map[string]string{"source": dnssd.SourceMDNS, "reason": reason})
@@ -168,14 +168,14 @@ func TestSpoofedAddressIsNotFollowed(t *testing.T) {
 	im := startImpostor(t, func(string) *auth.Identity { return real.Identity })
 	spoofed := im.URL
 
-	refusals := dropped(t, dnssd.ReasonUnverifiedAddress)
+	refusals := dropped(t, foreigncluster.RefusedUnverifiedAddress)
 	before := refusals()
 	spoofedAt := time.Now()
 	a := newAnnouncer(t)
 	framework.Eventually(t, 15*time.Second, func() error {
 		a.announce(t, victim.ClusterID, spoofed)
 		if got := refusals(); got <= before {
-			return fmt.Errorf("dropped{reason=%s} still %v", dnssd.ReasonUnverifiedAddress, got)
+			return fmt.Errorf("dropped{reason=%s} still %v", foreigncluster.RefusedUnverifiedAddress, got)
 		}
 		return nil
 	})
@@ -231,15 +231,15 @@ func TestLANCannotClaimAClusterKnownOtherwise(t *testing.T) {
 	if err := c.Create(t.Context(), fc); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), fc) })
+	framework.DeleteOnCleanup(t, c, fc)
 
-	refusals := dropped(t, dnssd.ReasonNotDiscovered)
+	refusals := dropped(t, foreigncluster.RefusedNotDiscovered)
 	before := refusals()
 	a := newAnnouncer(t)
 	framework.Eventually(t, 10*time.Second, func() error {
 		a.announce(t, id, "https://127.0.0.1:2")
 		if got := refusals(); got <= before {
-			return fmt.Errorf("dropped{reason=%s} still %v", dnssd.ReasonNotDiscovered, got)
+			return fmt.Errorf("dropped{reason=%s} still %v", foreigncluster.RefusedNotDiscovered, got)
 		}
 		return nil
 	})
@@ -297,7 +297,7 @@ func TestDiscoveryFloodIsBounded(t *testing.T) {
 	im := startImpostor(t, func(id string) *auth.Identity {
 		return &auth.Identity{ClusterID: id, ClusterName: id, APIServerURL: "https://127.0.0.1:1", CACert: caPEM}
 	})
-	refusals := dropped(t, dnssd.ReasonTooManyClusters)
+	refusals := dropped(t, foreigncluster.RefusedTooManyClusters)
 	before := refusals()
 	a := newAnnouncer(t)
 	pinnedCAs := func() (n int) {
@@ -321,7 +321,7 @@ func TestDiscoveryFloodIsBounded(t *testing.T) {
 		_, flood := discovered()
 		if got := refusals(); got <= before || flood < room || pinnedCAs() < room {
 			return fmt.Errorf("%d flood clusters recorded, %d CAs pinned, dropped{reason=%s} %v (was %v)",
-				flood, pinnedCAs(), dnssd.ReasonTooManyClusters, got, before)
+				flood, pinnedCAs(), foreigncluster.RefusedTooManyClusters, got, before)
 		}
 		return nil
 	})

@@ -20,10 +20,10 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd"
+	"github.com/liqo-go/liqo/internal/discovery/wan"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/searchdomain"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -43,6 +43,7 @@ func dnsInstance(t *testing.T, id, name, authURL, domain string) *dnssd.Instance
 }
 
 func memberInstance(t *testing.T, m *playground.Member, domain string) *dnssd.Instance {
+	t.Helper()
 	return dnsInstance(t, m.ClusterID, m.Name, m.AuthURL, domain)
 }
 
@@ -55,7 +56,7 @@ func createSearchDomain(t *testing.T, c client.Client, name, domain string, auto
 	if err := c.Create(t.Context(), sd); err != nil {
 		t.Fatalf("creating SearchDomain %s: %v", name, err)
 	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), sd) })
+	framework.DeleteOnCleanup(t, c, sd)
 	return sd
 }
 
@@ -153,8 +154,8 @@ func TestSearchDomain(t *testing.T) {
 			names = append(names, s.Name)
 		}
 		slices.Sort(names)
-		if !slices.Equal(names, []string{"mdns", searchdomain.Source(sd.Name)}) {
-			return fmt.Errorf("sources %v, want mdns and %s", names, searchdomain.Source(sd.Name))
+		if !slices.Equal(names, []string{"mdns", wan.Source(sd.Name)}) {
+			return fmt.Errorf("sources %v, want mdns and %s", names, wan.Source(sd.Name))
 		}
 		if got := list.Items[0].Labels[discoveryv1alpha1.DiscoveryTypeLabel]; got != string(discoveryv1alpha1.WanDiscovery) {
 			return fmt.Errorf("discovery type %s, want WAN", got)
@@ -172,7 +173,7 @@ func TestSearchDomain(t *testing.T) {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(missing), missing); err != nil {
 			return err
 		}
-		cond := meta.FindStatusCondition(missing.Status.Conditions, searchdomain.ConditionResolved)
+		cond := meta.FindStatusCondition(missing.Status.Conditions, discoveryv1alpha1.ConditionResolved)
 		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "DNSError" || cond.Message == "" {
 			return fmt.Errorf("Resolved condition %+v, want False/DNSError with the error", cond)
 		}
@@ -186,7 +187,7 @@ func TestSearchDomain(t *testing.T) {
 		t.Fatalf("a failed resolution changed things: %d ForeignClusters before, %d after; listed %v",
 			len(before.Items), len(after.Items), missing.Status.ForeignClusters)
 	}
-	t.Logf("unresolvable domain: %s", meta.FindStatusCondition(missing.Status.Conditions, searchdomain.ConditionResolved).Message)
+	t.Logf("unresolvable domain: %s", meta.FindStatusCondition(missing.Status.Conditions, discoveryv1alpha1.ConditionResolved).Message)
 }
 
 // TestSearchDomainServedByOthers: two DNS servers this project did not
@@ -236,6 +237,7 @@ func TestSearchDomainServedByOthers(t *testing.T) {
 // puts in a server (an instance of a member and a malformed one; with
 // nil, none).
 func searchDomainServedBy(t *testing.T, server, zone string, serve func(*dnssd.Instance) error) {
+	t.Helper()
 	m, b := member(0), member(1)
 	framework.LogOnFailure(t, m)
 	c := framework.Client(t, m)
@@ -251,7 +253,7 @@ func searchDomainServedBy(t *testing.T, server, zone string, serve func(*dnssd.I
 	droppedBefore := framework.Metric(t, m, "liqo_discovery_dropped_total", droppedLabels)
 
 	sd := createSearchDomain(t, c, server+"-zone", zone, nil)
-	source := searchdomain.Source(sd.Name)
+	source := wan.Source(sd.Name)
 	framework.Eventually(t, 10*time.Second, func() error {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sd), sd); err != nil {
 			return err
@@ -259,11 +261,11 @@ func searchDomainServedBy(t *testing.T, server, zone string, serve func(*dnssd.I
 		if !slices.Equal(sd.Status.ForeignClusters, []string{b.ClusterID}) {
 			return fmt.Errorf("SearchDomain lists %v, want %s", sd.Status.ForeignClusters, b.ClusterID)
 		}
-		cond := meta.FindStatusCondition(sd.Status.Conditions, searchdomain.ConditionResolved)
-		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != searchdomain.ReasonRecordsDropped ||
+		cond := meta.FindStatusCondition(sd.Status.Conditions, discoveryv1alpha1.ConditionResolved)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != discoveryv1alpha1.ReasonRecordsDropped ||
 			!strings.Contains(cond.Message, "1 dropped") || !strings.Contains(cond.Message, dnssd.ReasonMalformed) ||
 			!strings.Contains(cond.Message, "bad-txt") {
-			return fmt.Errorf("Resolved condition %+v, want True/%s naming the malformed instance", cond, searchdomain.ReasonRecordsDropped)
+			return fmt.Errorf("Resolved condition %+v, want True/%s naming the malformed instance", cond, discoveryv1alpha1.ReasonRecordsDropped)
 		}
 		return hasSource(t, m, b, source, true)
 	})

@@ -101,7 +101,7 @@ func TestClusterIDSurvivesRestart(t *testing.T) {
 			if err := c.Create(t.Context(), newNode); err != nil {
 				t.Fatalf("creating a control-plane node: %v", err)
 			}
-			t.Cleanup(func() { _ = c.Delete(t.Context(), newNode) })
+			framework.DeleteOnCleanup(t, c, newNode)
 			// Clear the published status, so that seeing it again proves
 			// the new process published it.
 			var cfg configv1alpha1.ClusterConfig

@@ -4,7 +4,6 @@ package foundation_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"regexp"
@@ -89,7 +88,7 @@ func TestAddWithTheGeneratedCommand(t *testing.T) {
 	if err != nil || fc == nil {
 		t.Fatalf("no ForeignCluster for %s after add (%v)", b.Name, err)
 	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), fc) })
+	framework.DeleteOnCleanup(t, c, fc)
 	if !fc.Spec.Join || fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] != string(discoveryv1alpha1.ManualDiscovery) || fc.Spec.ForeignAuthURL != b.AuthURL {
 		t.Fatalf("ForeignCluster join=%v type=%s url=%s; want joined, Manual, %s", fc.Spec.Join, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel], fc.Spec.ForeignAuthURL, b.AuthURL)
 	}

@@ -88,7 +88,7 @@ func TestAPIServerRejectsInvalidObjects(t *testing.T) {
 				if err != nil {
 					t.Fatalf("valid object rejected: %v", err)
 				}
-				t.Cleanup(func() { _ = c.Delete(t.Context(), tt.obj) })
+				framework.DeleteOnCleanup(t, c, tt.obj)
 				return
 			}
 			if err == nil {
@@ -126,7 +126,7 @@ func TestClusterIDImmutable(t *testing.T) {
 	if err := c.Create(t.Context(), fc); err != nil {
 		t.Fatalf("creating ForeignCluster: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Delete(t.Context(), fc) })
+	framework.DeleteOnCleanup(t, c, fc)
 	// The controller manager writes the object's status meanwhile: a
 	// conflict is tried again on a fresh copy; only the answer to the
 	// change itself counts.

@@ -54,7 +54,7 @@ func TestKwokRunsADeployment(t *testing.T) {
 	if err := c.Create(t.Context(), dep); err != nil {
 		t.Fatalf("creating Deployment: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Delete(t.Context(), dep) })
+	framework.DeleteOnCleanup(t, c, dep)
 
 	framework.Eventually(t, 2*time.Minute, func() error {
 		var pods corev1.PodList

@@ -116,12 +116,12 @@ func start(dir string, opts Options) (*Suite, error) {
 	if opts.NodesPerCluster == 0 {
 		opts.NodesPerCluster = 1
 	}
-	bin, err := BuildControllerManager(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := BuildControllerManager(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	p, err := playground.Up(ctx, playground.Options{
 		Dir:                      filepath.Join(dir, "playground"),
 		Clusters:                 opts.Clusters,
@@ -157,9 +157,9 @@ func reapAndCheck(dir string) bool {
 
 // BuildControllerManager builds liqo-controller-manager from the working
 // tree into dir, so that a suite never tests a stale binary.
-func BuildControllerManager(dir string) (string, error) {
+func BuildControllerManager(ctx context.Context, dir string) (string, error) {
 	out := filepath.Join(dir, playground.ControllerManager)
-	cmd := exec.Command("go", "build", "-o", out, "github.com/liqo-go/liqo/cmd/liqo-controller-manager")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/liqo-go/liqo/cmd/liqo-controller-manager")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building %s: %w", playground.ControllerManager, err)
@@ -220,10 +220,12 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	}
 }
 
-// Consistently checks cond every second for duration, and fails the test
-// at the first error: what must hold for a while, not only once.
+// Consistently checks cond for duration, twenty times or every second if
+// that is more often, and fails the test at the first error: what must hold
+// for a while, not only once.
 func Consistently(t testing.TB, duration time.Duration, cond func() error) {
 	t.Helper()
+	every := min(time.Second, max(duration/20, 50*time.Millisecond))
 	deadline := time.Now().Add(duration)
 	for {
 		if err := cond(); err != nil {
@@ -232,8 +234,33 @@ func Consistently(t testing.TB, duration time.Duration, cond func() error) {
 		if time.Now().After(deadline) {
 			return
 		}
-		time.Sleep(time.Second)
+		time.Sleep(every)
 	}
+}
+
+// CleanupTimeout bounds what a test's cleanup does.
+const CleanupTimeout = time.Minute
+
+// Cleanup registers f to run when the test ends, with a context of its own
+// bounded by CleanupTimeout: the test's context is already cancelled then.
+func Cleanup(t testing.TB, f func(ctx context.Context)) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout)
+		defer cancel()
+		f(ctx)
+	})
+}
+
+// DeleteOnCleanup deletes obj with c when the test ends, and reports a
+// failure other than the object being gone already.
+func DeleteOnCleanup(t testing.TB, c client.Client, obj client.Object) {
+	t.Helper()
+	Cleanup(t, func(ctx context.Context) {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			t.Errorf("cleanup: deleting %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
+		}
+	})
 }
 
 func hasLabels(have []*dto.LabelPair, want map[string]string) bool {

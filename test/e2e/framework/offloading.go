@@ -15,9 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
 )
 
@@ -85,7 +83,7 @@ func OffloadingReady(t testing.TB, consumer *playground.Member, ns string) (*off
 	if err := Client(t, consumer).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
 		return nil, err
 	}
-	if cond := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue {
+	if cond := meta.FindStatusCondition(no.Status.Conditions, offloadingv1alpha1.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue {
 		return nil, fmt.Errorf("NamespaceOffloading %s not Ready: %+v", ns, no.Status)
 	}
 	return &no, nil
@@ -101,11 +99,11 @@ func CleanupOffloadedNamespace(t testing.TB, consumer *playground.Member, provid
 		Eventually(t, 90*time.Second, func() error {
 			for _, p := range providers {
 				var list corev1.NamespaceList
-				if err := Client(t, p).List(ctx, &list, client.MatchingLabels{sharing.OriginClusterLabel: consumer.ClusterID}); err != nil {
+				if err := Client(t, p).List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
 					return err
 				}
 				for _, n := range list.Items {
-					if n.Annotations[virtualkubelet.OriginNamespaceAnnotation] == ns {
+					if n.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation] == ns {
 						return fmt.Errorf("%s still has namespace %s (%s)", p.Name, n.Name, n.Status.Phase)
 					}
 				}

@@ -19,14 +19,13 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
-	"github.com/liqo-go/liqo/internal/clusterconfig"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 )
 
 // AddWithToken runs, on consumer, the command provider's
@@ -78,7 +77,7 @@ func StopAPIServer(t testing.TB, m *playground.Member) (restart func()) {
 // error saying why there is not exactly one.
 func VirtualNode(c client.Client, providerID string) (*corev1.Node, error) {
 	var nodes corev1.NodeList
-	if err := c.List(context.Background(), &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: providerID}); err != nil {
+	if err := c.List(context.Background(), &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: providerID}); err != nil {
 		return nil, err
 	}
 	if len(nodes.Items) != 1 {
@@ -133,7 +132,7 @@ func SetClusterConfig(t testing.TB, m *playground.Member, change func(*configv1a
 		if err := c.Get(ctx, key, &cc); err != nil {
 			return err
 		}
-		ready := meta.FindStatusCondition(cc.Status.Conditions, clusterconfig.ConditionReady)
+		ready := meta.FindStatusCondition(cc.Status.Conditions, configv1alpha1.ConditionReady)
 		if ready == nil || ready.ObservedGeneration < generation {
 			return fmt.Errorf("%s has not applied ClusterConfig generation %d yet", m.Name, generation)
 		}

@@ -16,9 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -36,7 +35,7 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 	inA := framework.Client(t, a)
 	provider := framework.ClientFor(t, framework.ProviderConfig(t, b, a.ClusterID))
 	tenant := discoveryv1alpha1.TenantNamespace(b.ClusterID)
-	own := client.ObjectKey{Namespace: tenant, Name: sharing.AdvertisementName(b.ClusterID)}
+	own := client.ObjectKey{Namespace: tenant, Name: sharingv1alpha1.AdvertisementName(b.ClusterID)}
 
 	// update gets B's own Advertisement, changes it and writes it back as
 	// B, again on a conflict (B's Broadcaster writes it too).
@@ -66,7 +65,7 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				now := time.Now()
 				adv := &sharingv1alpha1.Advertisement{
-					ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: sharing.AdvertisementName(c.ClusterID)},
+					ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: sharingv1alpha1.AdvertisementName(c.ClusterID)},
 					Spec: sharingv1alpha1.AdvertisementSpec{
 						ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: tc.identity},
 						Resources: corev1.ResourceList{
@@ -77,7 +76,7 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 				}
 				err := provider.Create(ctx, adv)
 				if err == nil {
-					t.Cleanup(func() { _ = inA.Delete(context.Background(), adv) })
+					framework.DeleteOnCleanup(t, inA, adv)
 				}
 				framework.Refused(t, "creating "+adv.Name+" "+tc.name, err)
 			})
@@ -95,7 +94,7 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 			t.Fatal(err)
 		}
 		adv.Status.Phase = sharingv1alpha1.AdvertisementAccepted
-		adv.Status.Reason, adv.Status.Message = sharing.ReasonAccepted, "accepted by the provider itself"
+		adv.Status.Reason, adv.Status.Message = sharingv1alpha1.ReasonAccepted, "accepted by the provider itself"
 		framework.Denied(t, "updating the status of its Advertisement", provider.Status().Update(ctx, &adv))
 		if err := inA.Get(ctx, own, &adv); err != nil {
 			t.Fatal(err)
@@ -105,11 +104,11 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 		}
 		// With auto-accept off, the annotation is the consumer's verdict.
 		err := update(func(adv *sharingv1alpha1.Advertisement) {
-			metav1.SetMetaDataAnnotation(&adv.ObjectMeta, sharing.AcceptAnnotation, "true")
+			metav1.SetMetaDataAnnotation(&adv.ObjectMeta, sharingv1alpha1.AcceptAnnotation, "true")
 		})
 		if err == nil {
 			t.Cleanup(func() {
-				_ = update(func(adv *sharingv1alpha1.Advertisement) { delete(adv.Annotations, sharing.AcceptAnnotation) })
+				_ = update(func(adv *sharingv1alpha1.Advertisement) { delete(adv.Annotations, sharingv1alpha1.AcceptAnnotation) })
 			})
 		}
 		framework.Refused(t, "setting the accept annotation on its Advertisement", err)
@@ -119,7 +118,7 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 			if err := inA.Get(ctx, own, &adv); err != nil {
 				return err
 			}
-			metav1.SetMetaDataAnnotation(&adv.ObjectMeta, sharing.AcceptAnnotation, "true")
+			metav1.SetMetaDataAnnotation(&adv.ObjectMeta, sharingv1alpha1.AcceptAnnotation, "true")
 			return inA.Update(ctx, &adv)
 		}); err != nil {
 			t.Fatal(err)
@@ -130,7 +129,7 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 				if err := inA.Get(context.Background(), own, &adv); err != nil {
 					return err
 				}
-				delete(adv.Annotations, sharing.AcceptAnnotation)
+				delete(adv.Annotations, sharingv1alpha1.AcceptAnnotation)
 				return inA.Update(context.Background(), &adv)
 			})
 		})
@@ -162,10 +161,10 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 		})
 		const zoneLabel, controlPlaneLabel, hostnameLabel = "topology.kubernetes.io/zone", "node-role.kubernetes.io/control-plane", "kubernetes.io/hostname"
 		evil := map[string]string{
-			controlPlaneLabel:                 "",
-			virtualkubelet.RemoteClusterLabel: c.ClusterID,
-			hostnameLabel:                     "evil",
-			zoneLabel:                         "zone-b",
+			controlPlaneLabel:                     "",
+			offloadingv1alpha1.RemoteClusterLabel: c.ClusterID,
+			hostnameLabel:                         "evil",
+			zoneLabel:                             "zone-b",
 		}
 		// B's Broadcaster may put its own labels back meanwhile: they are
 		// written again until the node shows the zone.
@@ -193,8 +192,8 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 		if v, ok := node.Labels[controlPlaneLabel]; ok {
 			t.Errorf("virtual node %s has %s=%q", node.Name, controlPlaneLabel, v)
 		}
-		if got := node.Labels[virtualkubelet.RemoteClusterLabel]; got != b.ClusterID {
-			t.Errorf("virtual node %s: %s=%q, want %s", node.Name, virtualkubelet.RemoteClusterLabel, got, b.ClusterID)
+		if got := node.Labels[offloadingv1alpha1.RemoteClusterLabel]; got != b.ClusterID {
+			t.Errorf("virtual node %s: %s=%q, want %s", node.Name, offloadingv1alpha1.RemoteClusterLabel, got, b.ClusterID)
 		}
 		if got := node.Labels[hostnameLabel]; got != node.Name {
 			t.Errorf("virtual node %s: %s=%q, want its own name", node.Name, hostnameLabel, got)

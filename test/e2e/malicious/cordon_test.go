@@ -14,7 +14,6 @@ import (
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -60,7 +59,7 @@ func TestProviderCannotUndoWhatTheOperatorDid(t *testing.T) {
 		})
 	})
 
-	own := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID), Name: sharing.AdvertisementName(b.ClusterID)}
+	own := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID), Name: sharingv1alpha1.AdvertisementName(b.ClusterID)}
 	framework.Allowed(t, "rewriting its own offer", retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var adv sharingv1alpha1.Advertisement
 		if err := provider.Get(ctx, own, &adv); err != nil {

@@ -21,7 +21,6 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -81,7 +80,7 @@ func TestAdvertisementCannotStealCredentials(t *testing.T) {
 
 	// As B, with the kubeconfig B holds for A.
 	provider := framework.ClientFor(t, framework.ProviderConfig(t, b, a.ClusterID))
-	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID), Name: sharing.AdvertisementName(b.ClusterID)}
+	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID), Name: sharingv1alpha1.AdvertisementName(b.ClusterID)}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var adv sharingv1alpha1.Advertisement
 		if err := provider.Get(ctx, key, &adv); err != nil {

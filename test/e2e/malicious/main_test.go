@@ -70,10 +70,10 @@ func peered(t *testing.T) {
 
 // startOffloading, offload and offloadingReady are the framework's, with
 // this suite's consumer and providers.
-func startOffloading(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec) *offloadingv1alpha1.NamespaceOffloading {
+func startOffloading(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec) {
 	t.Helper()
 	a, b, c := members()
-	return framework.StartOffloading(t, a, []*playground.Member{b, c}, ns, spec)
+	framework.StartOffloading(t, a, []*playground.Member{b, c}, ns, spec)
 }
 
 func offload(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec, providers int) []offloadingv1alpha1.RemoteNamespaceStatus {

@@ -21,7 +21,6 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/offloading"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -98,8 +97,8 @@ func TestNamespaceMapCannotSquat(t *testing.T) {
 			t.Fatal(err)
 		case tc.remote == "kube-system" || tc.remote == "default":
 			// They exist: they must not have been handed to the consumer.
-			if owner, ok := n.Labels[sharing.OriginClusterLabel]; ok {
-				t.Errorf("namespace %s carries %s=%s", tc.remote, sharing.OriginClusterLabel, owner)
+			if owner, ok := n.Labels[offloadingv1alpha1.OriginClusterLabel]; ok {
+				t.Errorf("namespace %s carries %s=%s", tc.remote, offloadingv1alpha1.OriginClusterLabel, owner)
 			}
 			err := inB.Get(ctx, client.ObjectKey{Namespace: tc.remote, Name: offloading.VirtualKubeletRole}, &rbacv1.RoleBinding{})
 			if !apierrors.IsNotFound(err) {
@@ -124,7 +123,7 @@ func TestReservedRemoteNameIsExplained(t *testing.T) {
 		if err := framework.Client(t, a).Get(t.Context(), client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(no.Status.Conditions, offloading.ConditionReady)
+		c := meta.FindStatusCondition(no.Status.Conditions, offloadingv1alpha1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ReservedRemoteName" || !strings.Contains(c.Message, "SelectedName") {
 			return fmt.Errorf("NamespaceOffloading %s: Ready %+v, want False ReservedRemoteName naming the way out", ns, c)
 		}

@@ -16,10 +16,9 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -41,7 +40,7 @@ func TestProviderCannotTakeAnotherProvidersNodeName(t *testing.T) {
 	ctx := t.Context()
 	inA := framework.Client(t, a)
 	provider := framework.ClientFor(t, framework.ProviderConfig(t, b, a.ClusterID))
-	own := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID), Name: sharing.AdvertisementName(b.ClusterID)}
+	own := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID), Name: sharingv1alpha1.AdvertisementName(b.ClusterID)}
 	bNode, err := framework.VirtualNode(inA, b.ClusterID)
 	if err != nil {
 		t.Fatal(err)
@@ -102,13 +101,13 @@ func TestProviderCannotTakeAnotherProvidersNodeName(t *testing.T) {
 	if err := inA.List(ctx, &fcs, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: c.ClusterID}); err != nil || len(fcs.Items) != 1 {
 		t.Fatalf("the ForeignCluster of %s in %s: %d found (%v)", c.Name, a.Name, len(fcs.Items), err)
 	}
-	if got := fcs.Items[0].Annotations[virtualkubelet.NodeNameAnnotation]; got != cNode.Name {
+	if got := fcs.Items[0].Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation]; got != cNode.Name {
 		t.Fatalf("%s's ForeignCluster remembers node name %q, want %s", c.Name, got, cNode.Name)
 	}
 	var squatted corev1.Node
 	if err := inA.Get(ctx, client.ObjectKey{Name: cNode.Name}, &squatted); err == nil {
 		t.Fatalf("node %s, %s's name, exists while %s offers nothing: %s=%s", cNode.Name, c.Name, c.Name,
-			virtualkubelet.RemoteClusterLabel, squatted.Labels[virtualkubelet.RemoteClusterLabel])
+			offloadingv1alpha1.RemoteClusterLabel, squatted.Labels[offloadingv1alpha1.RemoteClusterLabel])
 	}
 
 	// C offers again and gets its name back.

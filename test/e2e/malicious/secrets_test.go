@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -51,7 +50,7 @@ func TestSecretsStayHomeUnlessUsed(t *testing.T) {
 	}
 	pod := pausePod(ns, "user")
 	pod.Spec.NodeName = node.Name
-	pod.Spec.Tolerations = []corev1.Toleration{{Key: virtualkubelet.Taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
 	pod.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "used"}}}}
 	if err := inA.Create(ctx, pod); err != nil {
 		t.Fatal(err)

@@ -14,8 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/offloading"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -36,7 +34,7 @@ func TestNamespaceCannotTakeOverAnother(t *testing.T) {
 		RemoteNamespaceName:      target,
 		PodOffloadingStrategy:    offloadingv1alpha1.PodOffloadingRemote,
 		ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: virtualkubelet.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{b.ClusterID}}},
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{b.ClusterID}}},
 		}}},
 	}
 
@@ -66,8 +64,8 @@ func TestNamespaceCannotTakeOverAnother(t *testing.T) {
 					return nil, nil, fmt.Errorf("pod %s/%s: phase %s, deleting %v; want Running", p.Namespace, p.Name, p.Status.Phase, p.DeletionTimestamp != nil)
 				}
 			}
-			if rp.Annotations[virtualkubelet.OriginUIDAnnotation] != string(lp.UID) {
-				return nil, nil, fmt.Errorf("provider pod %s/%s backs UID %q, not %s", target, name, rp.Annotations[virtualkubelet.OriginUIDAnnotation], lp.UID)
+			if rp.Annotations[offloadingv1alpha1.OriginUIDAnnotation] != string(lp.UID) {
+				return nil, nil, fmt.Errorf("provider pod %s/%s backs UID %q, not %s", target, name, rp.Annotations[offloadingv1alpha1.OriginUIDAnnotation], lp.UID)
 			}
 			local[name], remote[name] = lp.UID, rp.UID
 		}
@@ -86,7 +84,7 @@ func TestNamespaceCannotTakeOverAnother(t *testing.T) {
 		if err := inA.Get(ctx, client.ObjectKey{Namespace: taker, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
 			return err
 		}
-		if meta.IsStatusConditionTrue(no.Status.Conditions, offloading.ConditionReady) {
+		if meta.IsStatusConditionTrue(no.Status.Conditions, offloadingv1alpha1.ConditionReady) {
 			t.Fatalf("%s is Ready with %s taken: %+v", taker, target, no.Status)
 		}
 		for _, st := range no.Status.RemoteNamespaces {
@@ -103,8 +101,8 @@ func TestNamespaceCannotTakeOverAnother(t *testing.T) {
 	if err := inB.Get(ctx, client.ObjectKey{Name: target}, &ns); err != nil {
 		t.Fatal(err)
 	}
-	if got := ns.Annotations[virtualkubelet.OriginNamespaceAnnotation]; got != victim {
-		t.Fatalf("namespace %s in %s: %s=%q, want %s", target, b.Name, virtualkubelet.OriginNamespaceAnnotation, got, victim)
+	if got := ns.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation]; got != victim {
+		t.Fatalf("namespace %s in %s: %s=%q, want %s", target, b.Name, offloadingv1alpha1.OriginNamespaceAnnotation, got, victim)
 	}
 
 	// Long enough for the provider and the virtual kubelet to have acted
@@ -126,7 +124,7 @@ func TestNamespaceCannotTakeOverAnother(t *testing.T) {
 	if err := inB.Get(ctx, client.ObjectKey{Name: target}, &after); err != nil {
 		t.Fatal(err)
 	}
-	if got := after.Annotations[virtualkubelet.OriginNamespaceAnnotation]; got != victim || after.UID != ns.UID {
-		t.Fatalf("namespace %s in %s: %s=%q, UID %s; want %s and UID %s", target, b.Name, virtualkubelet.OriginNamespaceAnnotation, got, after.UID, victim, ns.UID)
+	if got := after.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation]; got != victim || after.UID != ns.UID {
+		t.Fatalf("namespace %s in %s: %s=%q, UID %s; want %s and UID %s", target, b.Name, offloadingv1alpha1.OriginNamespaceAnnotation, got, after.UID, victim, ns.UID)
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/offloading"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -104,7 +103,7 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 	bound := func(name string) *corev1.Pod {
 		pod := pausePod(ns, name)
 		pod.Spec.NodeName = node.Name
-		pod.Spec.Tolerations = []corev1.Toleration{{Key: virtualkubelet.Taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
 		return pod
 	}
 
@@ -118,8 +117,8 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 			if err := inA.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 				return err
 			}
-			if pod.Status.Phase != corev1.PodFailed || pod.Status.Reason != virtualkubelet.ReasonProviderRejected || pod.Status.Message == "" {
-				return fmt.Errorf("pod %s: phase %s, reason %q, message %q; want Failed, %s, and why", pod.Name, pod.Status.Phase, pod.Status.Reason, pod.Status.Message, virtualkubelet.ReasonProviderRejected)
+			if pod.Status.Phase != corev1.PodFailed || pod.Status.Reason != offloadingv1alpha1.ReasonProviderRejected || pod.Status.Message == "" {
+				return fmt.Errorf("pod %s: phase %s, reason %q, message %q; want Failed, %s, and why", pod.Name, pod.Status.Phase, pod.Status.Reason, pod.Status.Message, offloadingv1alpha1.ReasonProviderRejected)
 			}
 			return nil
 		})
@@ -147,7 +146,7 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 		if err := inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &remote); err != nil {
 			t.Fatalf("the provider copy of %s: %v", pod.Name, err)
 		}
-		if got := remote.Annotations[virtualkubelet.OriginUIDAnnotation]; got != string(pod.UID) {
+		if got := remote.Annotations[offloadingv1alpha1.OriginUIDAnnotation]; got != string(pod.UID) {
 			t.Fatalf("provider pod %s/%s backs UID %q, want %s", remoteNS, remote.Name, got, pod.UID)
 		}
 	})

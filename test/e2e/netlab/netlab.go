@@ -28,7 +28,7 @@ type LAN struct {
 const Interface = "eth0"
 
 func ip(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
+	out, err := exec.Command("ip", args...).CombinedOutput() //nolint:noctx // a short ip(8) call, bounded by the kernel
 	if err != nil {
 		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}

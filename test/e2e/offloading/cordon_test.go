@@ -25,8 +25,6 @@ import (
 	"github.com/liqo-go/liqo/internal/controllermanager"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -41,11 +39,14 @@ func kubectlOn(t *testing.T, m *playground.Member, args ...string) string {
 	return out
 }
 
-// podsOn returns the names of the live pods of namespace ns bound to node.
-func podsOn(t *testing.T, cl client.Client, ns, node string) ([]string, error) {
+// cordonNS is the namespace of TestCordonAndDrainVirtualNode.
+const cordonNS = "offload-cordon"
+
+// podsOn returns the names of the live pods of cordonNS bound to node.
+func podsOn(t *testing.T, cl client.Client, node string) ([]string, error) {
 	t.Helper()
 	var pods corev1.PodList
-	if err := cl.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+	if err := cl.List(context.Background(), &pods, client.InNamespace(cordonNS)); err != nil {
 		return nil, err
 	}
 	var out []string
@@ -70,8 +71,8 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 	a, b, c := members()
 	ctx := context.Background()
 	cl := framework.Client(t, a)
-	const ns = "offload-cordon"
-	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	const ns = cordonNS
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
 	startDeployment(t, ns, "web", 6)
 	nodeB, err := framework.VirtualNode(cl, b.ClusterID)
 	if err != nil {
@@ -96,7 +97,7 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	scale(t, ns, "web", 10)
-	before, err := podsOn(t, cl, ns, nodeB.Name)
+	before, err := podsOn(t, cl, nodeB.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 		if !n.Spec.Unschedulable {
 			return fmt.Errorf("virtual node %s is no longer cordoned", n.Name)
 		}
-		on, err := podsOn(t, cl, ns, nodeB.Name)
+		on, err := podsOn(t, cl, nodeB.Name)
 		if err != nil {
 			return err
 		}
@@ -157,7 +158,7 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 
 	// Drain: every pod of node B evicted, its twin gone from provider B,
 	// the replacements elsewhere.
-	drained, err := podsOn(t, cl, ns, nodeB.Name)
+	drained, err := podsOn(t, cl, nodeB.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 	t.Logf("draining %s with %d pods: %v", nodeB.Name, len(drained), drained)
 	kubectlOn(t, a, "drain", nodeB.Name, "--ignore-daemonsets", "--timeout=2m")
 	framework.Eventually(t, 2*time.Minute, func() error {
-		on, err := podsOn(t, cl, ns, nodeB.Name)
+		on, err := podsOn(t, cl, nodeB.Name)
 		if err != nil {
 			return err
 		}
@@ -180,7 +181,7 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 		if err := allRunning(t, ns, 10); err != nil {
 			return err
 		}
-		if on, err = podsOn(t, cl, ns, nodeC.Name); err != nil {
+		if on, err = podsOn(t, cl, nodeC.Name); err != nil {
 			return err
 		}
 		if len(on) != 10 {
@@ -189,7 +190,7 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 		return nil
 	})
 	framework.Consistently(t, 10*time.Second, func() error {
-		on, err := podsOn(t, cl, ns, nodeB.Name)
+		on, err := podsOn(t, cl, nodeB.Name)
 		if err != nil {
 			return err
 		}
@@ -207,7 +208,7 @@ func cordonShown(t *testing.T, consumer, provider *playground.Member, cordoned b
 	t.Helper()
 	cl := framework.Client(t, consumer)
 	var adv sharingv1alpha1.Advertisement
-	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(provider.ClusterID), Name: sharing.AdvertisementName(provider.ClusterID)}
+	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(provider.ClusterID), Name: sharingv1alpha1.AdvertisementName(provider.ClusterID)}
 	if err := cl.Get(context.Background(), key, &adv); err != nil {
 		return err
 	}
@@ -259,7 +260,7 @@ func TestOperatorLabelAndTaintStay(t *testing.T) {
 		if !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == "maintenance" }) {
 			return fmt.Errorf("the operator's taint is gone: %v", n.Spec.Taints)
 		}
-		if !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == virtualkubelet.Taint }) {
+		if !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == offloadingv1alpha1.VirtualNodeTaint }) {
 			return fmt.Errorf("the virtual node's own taint is gone: %v", n.Spec.Taints)
 		}
 		return nil

@@ -32,7 +32,7 @@ func TestOffloadDeployment(t *testing.T) {
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns, replicas = "offload-deploy", 100
-	remotes := offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	remotes := offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}, Data: map[string]string{"GREETING": "hello"}}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-secret"}, StringData: map[string]string{"PASSWORD": "s3cret"}}
@@ -159,7 +159,7 @@ func TestOffloadDeployment(t *testing.T) {
 		framework.Eventually(t, 60*time.Second, func() error {
 			for _, p := range []*playground.Member{b, c} {
 				var pods corev1.PodList
-				if err := framework.Client(t, p).List(ctx, &pods, client.MatchingLabels{sharing.OriginClusterLabel: a.ClusterID}); err != nil {
+				if err := framework.Client(t, p).List(ctx, &pods, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: a.ClusterID}); err != nil {
 					return err
 				}
 				if len(pods.Items) != 0 {

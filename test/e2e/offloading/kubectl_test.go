@@ -37,7 +37,7 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns = "offload-kubectl"
-	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
 
 	// One pod on each virtual node.
 	nodes := map[string]*corev1.Node{}
@@ -133,7 +133,11 @@ func TestKubectlLogsAndExec(t *testing.T) {
 				cfg.Certificates = []tls.Certificate{*cert}
 			}
 			hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
-			resp, err := hc.Get(url)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := hc.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +186,7 @@ func TestKubectlLogsAndExec(t *testing.T) {
 			if err := cl.Create(ctx, o); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = cl.Delete(context.Background(), o) })
+			framework.DeleteOnCleanup(t, cl, o)
 		}
 		framework.Eventually(t, 10*time.Second, func() error {
 			code, body := get(reader, logsURL)

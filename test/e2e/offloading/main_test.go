@@ -17,8 +17,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,10 +28,9 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/sharing"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -52,26 +51,31 @@ func members() (consumer, p1, p2 *playground.Member) {
 	return suite.Members[0], suite.Members[1], suite.Members[2]
 }
 
-var peerOnce sync.Once
-
-// peered peers the consumer with both providers once for the suite and
-// waits for a Ready virtual node per provider.
+// peered peers the consumer with each provider it is not joined to (none
+// at first, or one a test unpeered) and waits for a Ready virtual node per
+// provider: the tests run in any order (-shuffle).
 func peered(t *testing.T) {
 	t.Helper()
 	a, b, c := members()
 	framework.LogOnFailure(t, a, b, c)
-	peerOnce.Do(func() {
-		framework.AddWithToken(t, a, b)
-		framework.AddWithToken(t, a, c)
-	})
+	for _, p := range []*playground.Member{b, c} {
+		fc, err := foreigncluster.Find(t.Context(), framework.Client(t, a), p.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fc == nil || !fc.Spec.Join {
+			framework.AddWithToken(t, a, p)
+		}
+	}
 	framework.WaitVirtualNodesReady(t, a, b, c)
 }
 
-// offload is framework.Offload with this suite's consumer and providers.
-func offload(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec, providers int) []offloadingv1alpha1.RemoteNamespaceStatus {
+// offload is framework.Offload with this suite's consumer and both its
+// providers.
+func offload(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec) []offloadingv1alpha1.RemoteNamespaceStatus {
 	t.Helper()
 	a, b, c := members()
-	return framework.Offload(t, a, []*playground.Member{b, c}, ns, spec, providers)
+	return framework.Offload(t, a, []*playground.Member{b, c}, ns, spec, 2)
 }
 
 // deployment is a Deployment of replicas pods labelled app=name that read
@@ -125,14 +129,14 @@ func podPairs(t *testing.T, ns string, want int) error {
 	backed := map[string]int{}
 	for _, p := range []*playground.Member{b, c} {
 		var remote corev1.PodList
-		if err := framework.Client(t, p).List(ctx, &remote, client.MatchingLabels{sharing.OriginClusterLabel: a.ClusterID}); err != nil {
+		if err := framework.Client(t, p).List(ctx, &remote, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: a.ClusterID}); err != nil {
 			return err
 		}
 		for _, rp := range remote.Items {
-			if rp.Annotations[virtualkubelet.OriginNamespaceAnnotation] != ns || rp.DeletionTimestamp != nil {
+			if rp.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation] != ns || rp.DeletionTimestamp != nil {
 				continue
 			}
-			uid := rp.Annotations[virtualkubelet.OriginUIDAnnotation]
+			uid := rp.Annotations[offloadingv1alpha1.OriginUIDAnnotation]
 			lp, ok := byUID[uid]
 			if !ok {
 				return fmt.Errorf("provider %s runs %s/%s for no local pod", p.Name, rp.Namespace, rp.Name)
@@ -188,11 +192,11 @@ func remotePods(t *testing.T, ns string, providers ...*playground.Member) int {
 	n := 0
 	for _, p := range providers {
 		var pods corev1.PodList
-		if err := framework.Client(t, p).List(context.Background(), &pods, client.MatchingLabels{sharing.OriginClusterLabel: a.ClusterID}); err != nil {
+		if err := framework.Client(t, p).List(context.Background(), &pods, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: a.ClusterID}); err != nil {
 			t.Fatal(err)
 		}
 		for _, rp := range pods.Items {
-			if rp.Annotations[virtualkubelet.OriginNamespaceAnnotation] == ns {
+			if rp.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation] == ns {
 				n++
 			}
 		}
@@ -201,14 +205,17 @@ func remotePods(t *testing.T, ns string, providers ...*playground.Member) int {
 }
 
 // runKubectl runs the project's kubectl against member m, with stdin, as an
-// operator would; the error carries kubectl's stderr.
+// operator would; the error carries kubectl's stderr. It runs from cleanups
+// too, so it is bounded by a context of its own, not the test's.
 func runKubectl(t *testing.T, m *playground.Member, stdin string, args ...string) (string, error) {
 	t.Helper()
 	bin, err := localcluster.FindBinDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -26,7 +26,7 @@ func TestProviderAPIServerDown(t *testing.T) {
 	a, b, _ := members()
 	cl := framework.Client(t, a)
 	const ns, replicas = "offload-outage", 30
-	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
 	startDeployment(t, ns, "web", replicas)
 	framework.Eventually(t, 30*time.Second, func() error { return podPairs(t, ns, replicas) })
 	before := localPodUIDs(t, ns)
@@ -44,12 +44,12 @@ func TestProviderAPIServerDown(t *testing.T) {
 		return nil
 	})
 	// No pod is lost or duplicated while the provider is away.
-	for time.Since(stoppedAt) < 30*time.Second {
+	framework.Consistently(t, 30*time.Second-time.Since(stoppedAt), func() error {
 		if now := localPodUIDs(t, ns); !maps.Equal(before, now) {
-			t.Fatalf("local pods changed while the provider was down: %d before, %d now", len(before), len(now))
+			return fmt.Errorf("local pods changed while the provider was down: %d before, %d now", len(before), len(now))
 		}
-		time.Sleep(time.Second)
-	}
+		return nil
+	})
 	restart()
 	framework.Eventually(t, 60*time.Second, func() error {
 		n, err := framework.VirtualNode(cl, b.ClusterID)
@@ -79,7 +79,7 @@ func TestControllerManagerRestart(t *testing.T) {
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns = "offload-restart"
-	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
 	createConfig(t, ns, "burst")
 	if err := cl.Create(ctx, deployment(ns, "burst", 200)); err != nil {
 		t.Fatal(err)

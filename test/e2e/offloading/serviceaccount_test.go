@@ -39,7 +39,7 @@ func TestServiceAccountToken(t *testing.T) {
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns = "offload-token"
-	remotes := offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	remotes := offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
 
 	// The ServiceAccount admission plugin mounts the token of "default"
 	// once the service account controller made it.
@@ -59,7 +59,7 @@ func TestServiceAccountToken(t *testing.T) {
 			},
 		}
 		if asks {
-			p.Annotations = map[string]string{virtualkubelet.ServiceAccountTokenAnnotation: "true"}
+			p.Annotations = map[string]string{offloadingv1alpha1.ServiceAccountTokenAnnotation: "true"}
 		}
 		return p
 	}

@@ -10,26 +10,29 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
-// TestUnpeerDrains runs last: unpeering a provider drains its virtual node
-// (the pods it ran are deleted there, and replaced on the other provider),
-// and unpeering both leaves no Liqo-created object on any side.
+// TestUnpeerDrains: unpeering a provider drains its virtual node (the pods
+// it ran are deleted there, and replaced on the other provider), and
+// unpeering both leaves no Liqo-created object on any side. A test run
+// after it peers again (peered).
 func TestUnpeerDrains(t *testing.T) {
 	peered(t)
 	a, b, c := members()
 	ctx := context.Background()
 	cl := framework.Client(t, a)
 	const ns, replicas = "offload-teardown", 40
-	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}, 2)
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
+	// Its 40 pods would be offloaded again once a later test peers anew.
+	framework.DeleteOnCleanup(t, cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	startDeployment(t, ns, "web", replicas)
 	if n := remotePods(t, ns, c); n == 0 {
 		t.Fatalf("no pod runs in %s: the test needs both providers", c.Name)
@@ -68,14 +71,14 @@ func leftovers(t *testing.T, consumer, provider *playground.Member) error {
 	ctx := context.Background()
 	pc, cc := framework.Client(t, provider), framework.Client(t, consumer)
 	var nss corev1.NamespaceList
-	if err := pc.List(ctx, &nss, client.MatchingLabels{sharing.OriginClusterLabel: consumer.ClusterID}); err != nil {
+	if err := pc.List(ctx, &nss, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
 		return err
 	}
 	if len(nss.Items) > 0 {
 		return fmt.Errorf("%s keeps %d namespaces for %s (first %s, %s)", provider.Name, len(nss.Items), consumer.Name, nss.Items[0].Name, nss.Items[0].Status.Phase)
 	}
 	var pods corev1.PodList
-	if err := pc.List(ctx, &pods, client.MatchingLabels{sharing.OriginClusterLabel: consumer.ClusterID}); err != nil {
+	if err := pc.List(ctx, &pods, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
 		return err
 	}
 	if len(pods.Items) > 0 {
@@ -87,7 +90,7 @@ func leftovers(t *testing.T, consumer, provider *playground.Member) error {
 		return fmt.Errorf("%s keeps the NamespaceMap of %s (%w)", provider.Name, consumer.Name, err)
 	}
 	var nodes corev1.NodeList
-	if err := cc.List(ctx, &nodes, client.MatchingLabels{virtualkubelet.RemoteClusterLabel: provider.ClusterID}); err != nil {
+	if err := cc.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider.ClusterID}); err != nil {
 		return err
 	}
 	if len(nodes.Items) > 0 {

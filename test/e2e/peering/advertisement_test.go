@@ -20,7 +20,6 @@ import (
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -49,7 +48,7 @@ func TestAdvertisement(t *testing.T) {
 	peer(t, a, b)
 	ctx := t.Context()
 	inA := framework.Client(t, a)
-	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID), Name: sharing.AdvertisementName(b.ClusterID)}
+	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID), Name: sharingv1alpha1.AdvertisementName(b.ClusterID)}
 	cpu := allocatable(t, b, corev1.ResourceCPU)
 	if cpu.IsZero() {
 		t.Fatalf("%s has no allocatable CPU: the test would prove nothing", b.Name)
@@ -76,8 +75,8 @@ func TestAdvertisement(t *testing.T) {
 			return nil
 		})
 	}
-	waitOffer(50, sharingv1alpha1.AdvertisementAccepted, sharing.ReasonAccepted)
-	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionAdvertisementAccepted, metav1.ConditionTrue, sharing.ReasonAccepted, 5*time.Second)
+	waitOffer(50, sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.ReasonAccepted)
+	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionAdvertisementAccepted, metav1.ConditionTrue, sharingv1alpha1.ReasonAccepted, 5*time.Second)
 
 	// The Advertisement names no Secret (the consumer would not read it);
 	// the virtual kubelet's identity the consumer stored works in B's
@@ -108,7 +107,7 @@ func TestAdvertisement(t *testing.T) {
 		framework.SetClusterConfig(t, b, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 50 })
 	})
 	start := time.Now()
-	waitOffer(20, sharingv1alpha1.AdvertisementAccepted, sharing.ReasonAccepted)
+	waitOffer(20, sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.ReasonAccepted)
 	t.Logf("a new share percentage reached the consumer in %s", time.Since(start).Round(time.Millisecond))
 
 	limit := offerOf(10)
@@ -118,8 +117,8 @@ func TestAdvertisement(t *testing.T) {
 	t.Cleanup(func() {
 		framework.SetClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.MaxAcceptedResources = nil })
 	})
-	waitOffer(20, sharingv1alpha1.AdvertisementRefused, sharing.ReasonOverCap)
-	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionAdvertisementAccepted, metav1.ConditionFalse, sharing.ReasonOverCap, 5*time.Second)
+	waitOffer(20, sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonOverCap)
+	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionAdvertisementAccepted, metav1.ConditionFalse, sharingv1alpha1.ReasonOverCap, 5*time.Second)
 
 	unpeer(t, a, b)
 	if err := inA.Get(ctx, key, &sharingv1alpha1.Advertisement{}); !apierrors.IsNotFound(err) {

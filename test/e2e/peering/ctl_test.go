@@ -20,7 +20,6 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/status"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -46,7 +45,7 @@ func TestLiqoctl(t *testing.T) {
 	if !strings.Contains(out.String(), "Peering requested") {
 		t.Fatalf("add printed %q, want it to report the peering requested", out.String())
 	}
-	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, peering.ReasonAccepted, 30*time.Second)
+	waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, discoveryv1alpha1.ReasonAccepted, 30*time.Second)
 
 	out.Reset()
 	if err := (&status.Options{Kubeconfig: a.Kubeconfig}).Run(ctx, &out); err != nil {

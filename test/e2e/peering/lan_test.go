@@ -32,7 +32,6 @@ import (
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -70,11 +69,11 @@ func TestLANPeering(t *testing.T) {
 			if m == other {
 				continue
 			}
-			fc := waitCondition(t, m, other.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, peering.ReasonAccepted, 60*time.Second)
+			fc := waitCondition(t, m, other.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, discoveryv1alpha1.ReasonAccepted, 60*time.Second)
 			if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] != string(discoveryv1alpha1.LanDiscovery) {
 				t.Fatalf("%s's ForeignCluster for %s is of type %s, want LAN", m.Name, other.Name, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])
 			}
-			if secret := getSecretAnnotation(t, m, identity.RemoteSecretName(other.ClusterID), peering.AuthenticatedByAnnotation); secret != "lan-trust" {
+			if secret := getSecretAnnotation(t, m, identity.RemoteSecretName(other.ClusterID), discoveryv1alpha1.AuthenticatedByAnnotation); secret != "lan-trust" {
 				t.Fatalf("%s authenticated to %s by %q, want lan-trust (no token was given)", m.Name, other.Name, secret)
 			}
 		}
@@ -300,6 +299,7 @@ func sameKey(t *testing.T, certPEM string, csrPEM []byte) bool {
 // lanCleanup stops discovery, unpeers every pair and removes the
 // ForeignClusters, so that later tests start from nothing.
 func lanCleanup(t *testing.T) {
+	t.Helper()
 	for _, m := range suite.Members {
 		framework.SetClusterConfig(t, m, func(s *configv1alpha1.ClusterConfigSpec) {
 			s.DiscoveryConfig.EnableDiscovery = ptr.To(false)
@@ -338,6 +338,7 @@ func lanCleanup(t *testing.T) {
 }
 
 func forgetChoices(t *testing.T, m *playground.Member) {
+	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: foreigncluster.ChoicesConfigMap}}
 	if err := framework.Client(t, m).Delete(context.Background(), cm); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)

@@ -25,7 +25,6 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
-	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -67,7 +66,7 @@ func members() (a, b, c *playground.Member) {
 func peer(t *testing.T, consumer, provider *playground.Member) {
 	t.Helper()
 	framework.AddWithToken(t, consumer, provider)
-	waitCondition(t, consumer, provider.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, peering.ReasonAccepted, 30*time.Second)
+	waitCondition(t, consumer, provider.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, discoveryv1alpha1.ReasonAccepted, 30*time.Second)
 	t.Cleanup(func() { unpeer(t, consumer, provider) })
 }
 

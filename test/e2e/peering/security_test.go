@@ -31,7 +31,6 @@ import (
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -226,7 +225,7 @@ func TestSecurity(t *testing.T) {
 		}
 		resume()
 		// A puts its request back and stays peered.
-		waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, peering.ReasonAccepted, reconcilePeriod+15*time.Second)
+		waitCondition(t, a, b.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, discoveryv1alpha1.ReasonAccepted, reconcilePeriod+15*time.Second)
 		framework.Eventually(t, reconcilePeriod+15*time.Second, func() error {
 			var got discoveryv1alpha1.PeeringRequest
 			if err := framework.Client(t, b).Get(ctx, client.ObjectKey{Name: a.ClusterID}, &got); err != nil {
@@ -245,7 +244,7 @@ func TestSecurity(t *testing.T) {
 
 	t.Run("the kubeconfig B holds for A works in A's tenant namespace for B and nowhere else", func(t *testing.T) {
 		ad := &sharingv1alpha1.Advertisement{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tenantInA, Name: sharing.AdvertisementName(b.ClusterID)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: tenantInA, Name: sharingv1alpha1.AdvertisementName(b.ClusterID)},
 			Spec: sharingv1alpha1.AdvertisementSpec{
 				ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: b.ClusterID},
 				Resources:       corev1.ResourceList{},

@@ -13,8 +13,8 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -30,7 +30,7 @@ func TestVirtualNode(t *testing.T) {
 	peer(t, a, c)
 	inA := framework.Client(t, a)
 	ctx := t.Context()
-	advKey := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(c.ClusterID), Name: sharing.AdvertisementName(c.ClusterID)}
+	advKey := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(c.ClusterID), Name: sharingv1alpha1.AdvertisementName(c.ClusterID)}
 	sameAsOffer := func() (*corev1.Node, error) {
 		n, err := framework.VirtualNode(inA, c.ClusterID)
 		if err != nil {
@@ -48,8 +48,8 @@ func TestVirtualNode(t *testing.T) {
 	}
 	var node *corev1.Node
 	framework.Eventually(t, 20*time.Second, func() (err error) { node, err = sameAsOffer(); return err })
-	if node.Labels[sharing.VirtualNodeLabel] != sharing.VirtualNodeValue || len(node.Spec.Taints) == 0 || node.Spec.Taints[0].Key != virtualkubelet.Taint {
-		t.Fatalf("node %s labels %v taints %v: want type=virtual-node and the Liqo taint", node.Name, node.Labels, node.Spec.Taints)
+	if node.Labels[offloadingv1alpha1.VirtualNodeLabel] != offloadingv1alpha1.VirtualNodeValue || len(node.Spec.Taints) == 0 || node.Spec.Taints[0].Key != offloadingv1alpha1.VirtualNodeTaint {
+		t.Fatalf("node %s labels %v taints %v: want offloading.liqo.io/type=virtual-node and the Liqo taint", node.Name, node.Labels, node.Spec.Taints)
 	}
 	waitCondition(t, a, c.ClusterID, discoveryv1alpha1.ConditionVirtualNodeReady, metav1.ConditionTrue, "NodeReady", 15*time.Second)
 	var lease coordinationv1.Lease

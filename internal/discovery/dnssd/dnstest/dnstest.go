@@ -6,6 +6,7 @@
 package dnstest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -51,11 +52,12 @@ func Start(zone string) (*Server, error) {
 func listenBoth() (net.PacketConn, net.Listener, error) {
 	var last error
 	for range 20 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		var lc net.ListenConfig
+		pc, err := lc.ListenPacket(context.Background(), "udp", "127.0.0.1:0")
 		if err != nil {
 			return nil, nil, err
 		}
-		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		l, err := lc.Listen(context.Background(), "tcp", pc.LocalAddr().String())
 		if err == nil {
 			return pc, l, nil
 		}

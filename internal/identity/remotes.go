@@ -1,6 +1,6 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package virtualkubelet
+package identity
 
 import (
 	"context"
@@ -15,8 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/liqo-go/liqo/internal/identity"
 )
 
 // Client rates towards a provider: high enough that a burst of 1000 pods
@@ -39,7 +37,7 @@ func init() { metrics.Registry.MustRegister(providerWrites) }
 
 // Remotes gives the virtual kubelet's clients towards each provider, built
 // from the identity the consumer stored for it in
-// identity.RemoteSecretName(provider): the provider's address and CA as
+// RemoteSecretName(provider): the provider's address and CA as
 // the token exchange authenticated them, the certificate the provider
 // issued, the key that never left. Nothing a peer writes (an
 // Advertisement's secret reference, a kubeconfig) is read. Safe for
@@ -53,7 +51,7 @@ type Remotes struct {
 	// Scheme of the remote clients.
 	Scheme *runtime.Scheme
 
-	clients identity.Clients
+	clients Clients
 	// built keeps the config of each provider's identity: every pod
 	// reconcile asks for it, and a new config each time would also mean a
 	// new client and session.
@@ -61,7 +59,7 @@ type Remotes struct {
 }
 
 type builtConfig struct {
-	creds *identity.Credentials
+	creds *Credentials
 	cfg   *rest.Config
 }
 
@@ -70,10 +68,10 @@ type builtConfig struct {
 // (rest.CopyConfig) before changing it.
 func (r *Remotes) Config(ctx context.Context, provider string) (*rest.Config, error) {
 	var secret corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: identity.RemoteSecretName(provider)}, &secret); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: RemoteSecretName(provider)}, &secret); err != nil {
 		return nil, fmt.Errorf("reading the virtual kubelet's identity for %s: %w", provider, err)
 	}
-	creds, err := identity.VirtualKubeletCredentials(&secret)
+	creds, err := VirtualKubeletCredentials(&secret)
 	if err != nil {
 		return nil, fmt.Errorf("no virtual kubelet identity for %s yet: %w", provider, err)
 	}
@@ -95,6 +93,11 @@ func (r *Remotes) For(ctx context.Context, provider string) (client.Client, erro
 	if err != nil {
 		return nil, err
 	}
+	return r.clients.For(cfg, r.Scheme)
+}
+
+// ClientFor returns the (cached) client of cfg, a config Config returned.
+func (r *Remotes) ClientFor(cfg *rest.Config) (client.Client, error) {
 	return r.clients.For(cfg, r.Scheme)
 }
 

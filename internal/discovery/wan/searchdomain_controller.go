@@ -1,11 +1,11 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-// Package searchdomain runs WAN discovery: for each SearchDomain it browses
+// Package wan runs WAN discovery: for each SearchDomain it browses
 // the DNS-SD records of its domain, reports every cluster listed there to
 // the ForeignCluster registry, withdraws the ones no longer listed, and
 // lists what it produced in its status. A domain that does not resolve
 // sets a condition and changes nothing else.
-package searchdomain
+package wan
 
 import (
 	"context"
@@ -30,11 +30,7 @@ import (
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 )
 
-const (
-	// ConditionResolved is True when the last resolution succeeded.
-	ConditionResolved = "Resolved"
-	finalizer         = "discovery.liqo.io/searchdomain"
-)
+const finalizer = discoveryv1alpha1.SearchDomainFinalizer
 
 // Source names a SearchDomain as a discovery source.
 func Source(name string) string { return "searchdomain/" + name }
@@ -91,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The domain does not resolve: say so, and leave the clusters it
 		// listed alone (a DNS outage is no reason to forget them).
 		meta.SetStatusCondition(&sd.Status.Conditions, metav1.Condition{
-			Type: ConditionResolved, Status: metav1.ConditionFalse, Reason: "DNSError",
+			Type: discoveryv1alpha1.ConditionResolved, Status: metav1.ConditionFalse, Reason: "DNSError",
 			Message: err.Error(), ObservedGeneration: sd.Generation,
 		})
 		return ctrl.Result{RequeueAfter: r.Interval()}, r.patchStatus(ctx, orig, &sd)
@@ -104,10 +100,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		dnssd.FoundTotal.WithLabelValues(dnssd.SourceDNS).Inc()
 		err := r.Registry.Seen(ctx, foreigncluster.Discovery{
-			Announcement: *f.Announcement, Source: source, Type: discoveryv1alpha1.WanDiscovery, AutoJoin: sd.Spec.AutoJoin,
+			Sighting: foreigncluster.Sighting(*f.Announcement), Source: source, Type: discoveryv1alpha1.WanDiscovery, AutoJoin: sd.Spec.AutoJoin,
 		})
-		var drop *dnssd.DropError
-		if errors.As(err, &drop) {
+		var rerr *foreigncluster.RefusedError
+		if errors.As(err, &rerr) {
+			drop := &dnssd.DropError{Reason: rerr.Reason, Detail: rerr.Detail}
 			// Refused: counted. A cluster listed at an address not (yet)
 			// proved to be it stays listed, as after a failed write:
 			// withdrawing it would delete it, and its pinned key and CA
@@ -115,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			dnssd.DroppedTotal.WithLabelValues(dnssd.SourceDNS, drop.Reason).Inc()
 			log.V(1).Info("Refused a DNS-SD instance", "domain", sd.Spec.Domain, "reason", drop.Reason, "detail", drop.Detail)
 			refused = append(refused, drop)
-			if drop.Reason != dnssd.ReasonUnverifiedAddress {
+			if drop.Reason != foreigncluster.RefusedUnverifiedAddress {
 				continue
 			}
 			err = nil
@@ -143,12 +140,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := metav1.Now()
 	sd.Status.LastResolved = &now
 	cond := metav1.Condition{
-		Type: ConditionResolved, Status: metav1.ConditionTrue, Reason: ReasonResolved,
+		Type: discoveryv1alpha1.ConditionResolved, Status: metav1.ConditionTrue, Reason: discoveryv1alpha1.ReasonResolved,
 		Message: fmt.Sprintf("%d clusters listed in %s", len(ids), sd.Spec.Domain), ObservedGeneration: sd.Generation,
 	}
 	if len(refused) > 0 {
 		// "0 clusters listed" must never hide what was refused.
-		cond.Reason, cond.Message = ReasonRecordsDropped, cond.Message+"; "+dropSummary(refused)
+		cond.Reason, cond.Message = discoveryv1alpha1.ReasonRecordsDropped, cond.Message+"; "+dropSummary(refused)
 	}
 	meta.SetStatusCondition(&sd.Status.Conditions, cond)
 	if err := r.patchStatus(ctx, orig, &sd); err != nil {
@@ -176,15 +173,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("searchdomain").
 		Complete(r)
 }
-
-// Reasons of the Resolved condition when the domain resolved.
-const (
-	// ReasonResolved: every instance the domain lists was read.
-	ReasonResolved = "Resolved"
-	// ReasonRecordsDropped: some were dropped or refused; the message
-	// says how many, why, and the first of each reason.
-	ReasonRecordsDropped = "RecordsDropped"
-)
 
 // maxDropDetail bounds each example in the condition's message: the
 // details quote what a DNS server served.

@@ -1,0 +1,64 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package v1alpha1
+
+// Labels, annotations, taints and finalizers of offloading: on virtual
+// nodes, on consumer namespaces and pods, and on what a provider runs for
+// a consumer.
+const (
+	// VirtualNodeLabel marks the virtual nodes Liqo creates; they are never
+	// counted as the cluster's own resources.
+	VirtualNodeLabel = "offloading.liqo.io/type"
+	// VirtualNodeValue is VirtualNodeLabel's value on a virtual node.
+	VirtualNodeValue = "virtual-node"
+	// RemoteClusterLabel carries, on a virtual node, the provider's ClusterID.
+	RemoteClusterLabel = "offloading.liqo.io/remote-cluster-id"
+	// VirtualNodeTaint keeps every pod that does not tolerate it off
+	// virtual nodes.
+	VirtualNodeTaint = "offloading.liqo.io/virtual-node"
+	// VirtualNodeNameAnnotation records, on a provider's ForeignCluster, the
+	// name its virtual node was given: the name stays the provider's,
+	// reserved, even while the node is gone.
+	VirtualNodeNameAnnotation = "offloading.liqo.io/virtual-node-name"
+
+	// OffloadingEnabledLabel marks a consumer namespace that has a
+	// NamespaceOffloading: the pod webhook selects namespaces by it, so
+	// that a webhook outage only ever affects offloaded namespaces.
+	OffloadingEnabledLabel = "offloading.liqo.io/enabled"
+	// NamespacesFinalizer holds a NamespaceOffloading until its provider
+	// namespaces are released.
+	NamespacesFinalizer = "offloading.liqo.io/namespaces"
+
+	// OriginClusterLabel names, on what a provider runs for a consumer
+	// (namespaces, pods, objects), that consumer.
+	OriginClusterLabel = "offloading.liqo.io/origin-cluster-id"
+	// OriginUIDAnnotation records, on a provider copy, the UID of the
+	// consumer object it reflects: a copy of an older object of the same
+	// name is replaced, never taken for the new one.
+	OriginUIDAnnotation = "offloading.liqo.io/origin-uid"
+	// OriginNamespaceAnnotation records, on a provider copy or namespace,
+	// the consumer namespace it comes from.
+	OriginNamespaceAnnotation = "offloading.liqo.io/origin-namespace"
+
+	// ServiceAccountTokenAnnotation asks, set to "true" on a pod, for its
+	// service account token in the provider: the virtual kubelet requests
+	// a token bound to the local pod, keeps it in a Secret of the provider
+	// namespace and mounts it where the pod expects its token. Without it
+	// an offloaded pod gets no token of the consumer.
+	ServiceAccountTokenAnnotation = "offloading.liqo.io/service-account-token"
+)
+
+// IsVirtualNode reports whether labels are those of a Liqo virtual node.
+func IsVirtualNode(labels map[string]string) bool {
+	return labels[VirtualNodeLabel] == VirtualNodeValue
+}
+
+// ConditionReady is the NamespaceOffloading condition that says whether
+// every selected provider has its namespace.
+const ConditionReady = "Ready"
+
+// ReasonProviderRejected is the reason of a local pod that failed because
+// the provider refused to run it (its Pod Security level, Liqo's admission
+// policy for consumers, an invalid spec), as a kubelet fails a pod it
+// cannot admit.
+const ReasonProviderRejected = "ProviderRejected"

@@ -1,0 +1,36 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package identity
+
+import (
+	"context"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// EnsureRoleBinding creates or repairs, in namespace, a Role with rules and
+// a RoleBinding of it to user.
+func EnsureRoleBinding(ctx context.Context, c client.Client, namespace, name, user string, rules []rbacv1.PolicyRule, labels map[string]string) error {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
+		role.Labels = labels
+		role.Rules = rules
+		return nil
+	}); err != nil {
+		return fmt.Errorf("role %s/%s: %w", namespace, name, err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error {
+		binding.Labels = labels
+		binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
+		binding.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("RoleBinding %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
