@@ -75,6 +75,11 @@ type Options struct {
 	// Profiling serves the API server's /debug/pprof to its
 	// administrators (benchmarks profile it); off otherwise.
 	Profiling bool
+	// APIServerOnly starts etcd and kube-apiserver alone: no controller
+	// manager, scheduler, kwok or node. Controller-level tests run one
+	// reconciler against it in seconds (nothing else acts: a namespace
+	// deleted stays Terminating, no quota is counted).
+	APIServerOnly bool
 	// StartTimeout bounds the whole start; defaults to 3 minutes.
 	StartTimeout time.Duration
 	// Log receives progress messages.
@@ -258,6 +263,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	log.Info("Starting kube-apiserver")
 	if err := c.startAPIServer(ctx, etcdURL, pki); err != nil {
 		return err
+	}
+
+	if c.opts.APIServerOnly {
+		return nil
 	}
 
 	log.Info("Starting kube-controller-manager, kube-scheduler and kwok")
