@@ -231,7 +231,20 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := setupPeering(ctx, mgr, o, direct, id, authURL, authServer, store, wh); err != nil {
+	// One setup per area, in the order of the layers (docs/development.md),
+	// but for offloading, which is handed the virtual kubelet's clients and
+	// sessions.
+	if err := setupPeering(mgr, o, direct, id, authURL, authServer, store, wh); err != nil {
+		return err
+	}
+	if err := setupSharing(mgr, o, direct, id, store); err != nil {
+		return err
+	}
+	remotes, sessions, err := setupVirtualKubelet(ctx, mgr, o, id, wh)
+	if err != nil {
+		return err
+	}
+	if err := setupOffloading(mgr, direct, id, remotes, sessions, store); err != nil {
 		return err
 	}
 	if err := (&clusterconfig.Reconciler{

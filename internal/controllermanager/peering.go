@@ -31,7 +31,7 @@ import (
 // reconcilers. direct reads through to the API server: the peering's
 // objects (tenant namespaces, RBAC, CSRs) are few and read rarely, and
 // caching them would mean watching every Role in the cluster.
-func setupPeering(ctx context.Context, mgr ctrl.Manager, o *Options, direct client.Client, clusterID, authURL string, authServer *auth.Server,
+func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID, authURL string, authServer *auth.Server,
 	store *clusterconfig.Store, wh *webhookSetup,
 ) error {
 	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
@@ -67,10 +67,7 @@ func setupPeering(ctx context.Context, mgr ctrl.Manager, o *Options, direct clie
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the outgoing peering controller: %w", err)
 	}
-	if err := setupSharing(mgr, o, direct, clusterID, store); err != nil {
-		return err
-	}
-	return setupOffloading(ctx, mgr, o, direct, clusterID, wh, config)
+	return nil
 }
 
 // setupSharing adds the Broadcaster (provider) and the Advertisement
@@ -97,50 +94,57 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 	return nil
 }
 
-// setupOffloading adds the virtual kubelet (virtual nodes, pod and object
-// reflection) and the NamespaceOffloading controller (consumer), and the
-// NamespaceMap controller (provider).
-func setupOffloading(ctx context.Context, mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, wh *webhookSetup, config func() *configv1alpha1.ClusterConfig) error {
+// setupOffloading adds the pod webhook, the NamespaceOffloading controller
+// (consumer) and the NamespaceMap controller (provider).
+func setupOffloading(mgr ctrl.Manager, direct client.Client, clusterID string, remotes *identity.Remotes, sessions *virtualkubelet.Sessions, store *clusterconfig.Store) error {
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
 		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
-	if err := virtualkubelet.IndexPodsByNode(ctx, mgr); err != nil {
-		return err
-	}
-	if err := virtualkubelet.IndexPodsBySecret(ctx, mgr); err != nil {
-		return err
-	}
-	remotes := &identity.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
-	sessions := &virtualkubelet.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
-	if err := mgr.Add(sessions); err != nil {
-		return err
-	}
-	nodes := &virtualkubelet.NodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Remotes: remotes, Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}
-	if err := setupKubeletServer(mgr, o, sessions, nodes, wh); err != nil {
-		return err
-	}
-	if err := nodes.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the virtual node controller: %w", err)
-	}
-	if err := (&virtualkubelet.PodReflector{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sessions: sessions, LocalClusterID: clusterID,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the pod reflector: %w", err)
-	}
-	for _, r := range virtualkubelet.NewObjectReflectors(mgr.GetClient(), sessions, clusterID) {
-		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the object reflectors: %w", err)
-		}
-	}
 	if err := (&offloading.NamespaceOffloadingReconciler{
 		Client: mgr.GetClient(), Remotes: remotes, LocalClusterID: clusterID, Released: sessions.StopNamespace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceOffloading controller: %w", err)
 	}
+	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
 	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct, Config: config}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap controller: %w", err)
 	}
 	return nil
+}
+
+// setupVirtualKubelet adds the virtual kubelet: provider sessions, virtual
+// nodes, pod and object reflection, and the kubelet API. It returns the
+// clients towards the providers and the sessions, which offloading uses.
+func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clusterID string, wh *webhookSetup) (*identity.Remotes, *virtualkubelet.Sessions, error) {
+	if err := virtualkubelet.IndexPodsByNode(ctx, mgr); err != nil {
+		return nil, nil, err
+	}
+	if err := virtualkubelet.IndexPodsBySecret(ctx, mgr); err != nil {
+		return nil, nil, err
+	}
+	remotes := &identity.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
+	sessions := &virtualkubelet.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
+	if err := mgr.Add(sessions); err != nil {
+		return nil, nil, err
+	}
+	nodes := &virtualkubelet.NodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Remotes: remotes, Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}
+	if err := setupKubeletServer(mgr, o, sessions, nodes, wh); err != nil {
+		return nil, nil, err
+	}
+	if err := nodes.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("setting up the virtual node controller: %w", err)
+	}
+	if err := (&virtualkubelet.PodReflector{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sessions: sessions, LocalClusterID: clusterID,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("setting up the pod reflector: %w", err)
+	}
+	for _, r := range virtualkubelet.NewObjectReflectors(mgr.GetClient(), sessions, clusterID) {
+		if err := r.SetupWithManager(mgr); err != nil {
+			return nil, nil, fmt.Errorf("setting up the object reflectors: %w", err)
+		}
+	}
+	return remotes, sessions, nil
 }
 
 // setupKubeletServer listens for the virtual nodes' kubelet API and tells

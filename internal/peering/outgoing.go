@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,14 +40,6 @@ import (
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/remotewatch"
 )
-
-// removedRemotely prefixes the Unpeering message once the provider's side
-// is done.
-const removedRemotely = "Removed in the provider, removing the local side: "
-
-// forcedLocally is the Unpeering message once the wait for an unreachable
-// provider is over.
-const forcedLocally = "The provider stayed unreachable: removing the local side without it"
 
 // DefaultForceUnpeerAfter bounds how long an unpeering waits for an
 // unreachable provider before it completes on the local side alone.
@@ -226,7 +217,7 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 			return ctrl.Result{}, err
 		}
 		err = r.ensurePeeringRequest(ctx, fc, creds, secret)
-		refused := (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !isWebhookDenial(err)
+		refused := (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) && !RefusedByWebhook(err)
 		if !refused {
 			r.refusedSince.Delete(provider)
 		} else if first, _ := r.refusedSince.LoadOrStore(provider, time.Now()); time.Since(first.(time.Time)) < refusalGrace && identity.Readyz(ctx, creds.RESTConfig()) != nil {
@@ -259,26 +250,6 @@ func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluste
 // refusing the identity before this cluster authenticates again; a ready
 // provider that refuses it has revoked it, and is answered at once.
 const refusalGrace = 10 * time.Second
-
-// isWebhookDenial tells a policy refusal by the provider's webhook apart
-// from an RBAC refusal.
-func isWebhookDenial(err error) bool {
-	var s apierrors.APIStatus
-	if !errors.As(err, &s) {
-		return false
-	}
-	msg := s.Status().Message
-	return containsAny(msg, "admission webhook", "denied the request")
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
 
 // credentials loads the identity in the provider, or returns nil when a
 // new one is needed (none yet, expiring, or for another API server or CA).
@@ -597,7 +568,9 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 	// finalizer (another writer's change in between) leaves the outcome
 	// for the next pass, which has no identity left to judge by: keep it.
 	decided := creds == nil && cond != nil && (cond.Reason == discoveryv1alpha1.ReasonForceUnpeered || cond.Reason == discoveryv1alpha1.ReasonUnpeered)
-	if !decided && (cond == nil || cond.Reason != discoveryv1alpha1.ReasonUnpeering) {
+	tearingDown := cond != nil && (cond.Reason == discoveryv1alpha1.ReasonUnpeering ||
+		cond.Reason == discoveryv1alpha1.ReasonRemovedInProvider || cond.Reason == discoveryv1alpha1.ReasonForcingUnpeer)
+	if !decided && !tearingDown {
 		// The condition's transition time is when the unpeering started:
 		// drop the old one so that a False of long ago does not count.
 		meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
@@ -621,22 +594,24 @@ func (r *Outgoing) teardown(ctx context.Context, orig, fc *discoveryv1alpha1.For
 			}
 			forced = true
 		}
-		// Recorded before the identity goes, so that a retried pass (after
-		// a status conflict) still reports what happened remotely.
-		record := removedRemotely + outcome
+		// Recorded, in the reason, before the identity goes, so that a
+		// retried pass (after a status conflict) still knows what happened
+		// remotely; the message is only for people.
 		if forced {
-			record = forcedLocally
+			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonForcingUnpeer,
+				"The provider stayed unreachable: removing the local side without it")
+		} else {
+			setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonRemovedInProvider, outcome)
 		}
-		setCondition(fc, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionFalse, discoveryv1alpha1.ReasonUnpeering, record)
 		if err := r.patchStatus(ctx, orig, fc); err != nil {
 			return ctrl.Result{}, err
 		}
 		orig = fc.DeepCopy()
 	} else {
-		switch {
-		case strings.HasPrefix(cond.Message, removedRemotely):
-			outcome = strings.TrimPrefix(cond.Message, removedRemotely)
-		case cond.Message == forcedLocally:
+		switch cond.Reason {
+		case discoveryv1alpha1.ReasonRemovedInProvider:
+			outcome = cond.Message // what the pass that removed it wrote
+		case discoveryv1alpha1.ReasonForcingUnpeer:
 			forced = true
 		}
 	}

@@ -23,8 +23,15 @@ const (
 	ReasonPending = "WaitingForAcceptance"
 	// ReasonAccepted: the provider accepted the PeeringRequest.
 	ReasonAccepted = "Accepted"
-	// ReasonUnpeering: the peering is being torn down.
+	// ReasonUnpeering: the peering is being torn down; the provider's side
+	// first.
 	ReasonUnpeering = "Unpeering"
+	// ReasonRemovedInProvider: the provider's side is gone (the message
+	// says how); the local side is being removed.
+	ReasonRemovedInProvider = "RemovedInProvider"
+	// ReasonForcingUnpeer: the provider stayed unreachable; the local side
+	// is being removed without it.
+	ReasonForcingUnpeer = "ForcingUnpeer"
 	// ReasonUnpeered: the provider confirmed the teardown.
 	ReasonUnpeered = "Unpeered"
 	// ReasonForceUnpeered: the provider did not answer in time; the local
@@ -34,6 +41,12 @@ const (
 	// than the one pinned.
 	ReasonCAMismatch = "CAMismatch"
 )
+
+// CausePeeringRefused is the cause type the provider's PeeringRequest
+// webhook puts in the details of every refusal: a consumer tells a refusal
+// of the peering itself (policy, identity rule) from its identity lacking
+// the rights (RBAC), which both come as Forbidden.
+const CausePeeringRefused = "PeeringRefused"
 
 // The Resolved condition of a SearchDomain and its reasons.
 const (

@@ -23,6 +23,7 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
@@ -66,6 +67,20 @@ func StopAPIServer(t testing.TB, m *playground.Member) (restart func()) {
 			// discovery fails while the CRDs are still being registered.
 			Eventually(t, 60*time.Second, func() error {
 				return Client(t, m).List(context.Background(), &discoveryv1alpha1.ForeignClusterList{})
+			})
+			// And until kube-controller-manager, whose watches back off
+			// while the API server is away, signs certificates again: a
+			// peering needs it, and the next test (in any order) may peer.
+			_, csr, err := identity.NewKeyAndCSR("liqo-e2e-signer-probe")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			Eventually(t, 90*time.Second, func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_, err := identity.Issue(ctx, Client(t, m), nil, csr, "liqo-e2e-signer-probe", time.Hour)
+				return err
 			})
 		})
 	}

@@ -14,6 +14,7 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -63,6 +64,11 @@ func TestWebhookPolicy(t *testing.T) {
 	err := create("denied-cluster")
 	if err == nil || !strings.Contains(err.Error(), "spec.peeringConfig.deniedClusterIDs") {
 		t.Fatalf("PeeringRequest from a denied cluster: %v, want a refusal naming spec.peeringConfig.deniedClusterIDs", err)
+	}
+	// The refusal reaches the client as Forbidden, marked as the webhook's,
+	// which is how a consumer tells it from missing rights.
+	if !apierrors.IsForbidden(err) || !peering.RefusedByWebhook(err) {
+		t.Fatalf("refusal %#v: want Forbidden with cause %s", err, discoveryv1alpha1.CausePeeringRefused)
 	}
 	if err := create("allowed-one"); err != nil {
 		t.Fatalf("PeeringRequest from a cluster not denied: %v", err)
