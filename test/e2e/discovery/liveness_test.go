@@ -132,9 +132,23 @@ func TestAutojoinDefault(t *testing.T) {
 	const id = "fresh-autojoin"
 	inst := &dnssd.Instance{Name: id, Service: dnssd.DefaultService, Domain: "local.", Host: id, Port: 1,
 		Announcement: dnssd.Announcement{ClusterID: id, ClusterName: id, AuthURL: "https://127.0.0.1:1"}}
-	t.Cleanup(func() {
+	// Every member hears the announcement on the shared port, not only m:
+	// withdraw it, then remove what each of them recorded.
+	framework.Cleanup(t, func(ctx context.Context) {
 		_ = s.Withdraw()
-		_ = c.Delete(context.Background(), &discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id}})
+		for _, each := range suite.Members {
+			var list discoveryv1alpha1.ForeignClusterList
+			cc := framework.Client(t, each)
+			if err := cc.List(ctx, &list, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: id}); err != nil {
+				t.Errorf("cleanup: listing %s's ForeignClusters: %v", each.Name, err)
+				continue
+			}
+			for i := range list.Items {
+				if err := cc.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+					t.Errorf("cleanup: deleting %s's ForeignCluster %s: %v", each.Name, list.Items[i].Name, err)
+				}
+			}
+		}
 	})
 	// Publish until recorded: the autojoin setting takes a moment to apply.
 	framework.Eventually(t, 10*time.Second, func() error {
