@@ -24,6 +24,9 @@ import (
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/api"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/remote"
 )
 
 // setupPeering adds the token exchange to the auth service, the
@@ -96,12 +99,12 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 
 // setupOffloading adds the pod webhook, the NamespaceOffloading controller
 // (consumer) and the NamespaceMap controller (provider).
-func setupOffloading(mgr ctrl.Manager, direct client.Client, clusterID string, remotes *identity.Remotes, sessions *virtualkubelet.Sessions, store *clusterconfig.Store) error {
+func setupOffloading(mgr ctrl.Manager, direct client.Client, clusterID string, remotes *identity.Remotes, sessions *remote.Sessions, store *clusterconfig.Store) error {
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
 		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
 	if err := (&offloading.NamespaceOffloadingReconciler{
-		Client: mgr.GetClient(), Remotes: remotes, LocalClusterID: clusterID, Released: sessions.StopNamespace,
+		Client: mgr.GetClient(), Remotes: remotes, LocalClusterID: clusterID, Released: sessions.Release,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceOffloading controller: %w", err)
 	}
@@ -115,53 +118,41 @@ func setupOffloading(mgr ctrl.Manager, direct client.Client, clusterID string, r
 // setupVirtualKubelet adds the virtual kubelet: provider sessions, virtual
 // nodes, pod and object reflection, and the kubelet API. It returns the
 // clients towards the providers and the sessions, which offloading uses.
-func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clusterID string, wh *webhookSetup) (*identity.Remotes, *virtualkubelet.Sessions, error) {
-	if err := virtualkubelet.IndexPodsByNode(ctx, mgr); err != nil {
-		return nil, nil, err
-	}
-	if err := virtualkubelet.IndexPodsBySecret(ctx, mgr); err != nil {
-		return nil, nil, err
-	}
+func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clusterID string, wh *webhookSetup) (*identity.Remotes, *remote.Sessions, error) {
 	remotes := &identity.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
-	sessions := &virtualkubelet.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
+	sessions := &remote.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
 	if err := mgr.Add(sessions); err != nil {
 		return nil, nil, err
 	}
-	nodes := &virtualkubelet.NodeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Remotes: remotes, Removed: func(p string) { sessions.StopAfter(p, time.Minute) }}
-	if err := setupKubeletServer(mgr, o, sessions, nodes, wh); err != nil {
+	server, addr, err := setupKubeletServer(mgr, o, sessions, wh)
+	if err != nil {
 		return nil, nil, err
 	}
-	if err := nodes.SetupWithManager(mgr); err != nil {
-		return nil, nil, fmt.Errorf("setting up the virtual node controller: %w", err)
-	}
-	if err := (&virtualkubelet.PodReflector{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sessions: sessions, LocalClusterID: clusterID,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, nil, fmt.Errorf("setting up the pod reflector: %w", err)
-	}
-	for _, r := range virtualkubelet.NewObjectReflectors(mgr.GetClient(), sessions, clusterID) {
-		if err := r.SetupWithManager(mgr); err != nil {
-			return nil, nil, fmt.Errorf("setting up the object reflectors: %w", err)
-		}
+	if err := virtualkubelet.Setup(ctx, mgr, virtualkubelet.Options{
+		LocalClusterID: clusterID, Providers: sessions, Health: sessions, Kubelet: server, KubeletAddress: addr,
+		Removed: func(p string) { sessions.StopAfter(p, time.Minute) },
+	}); err != nil {
+		return nil, nil, err
 	}
 	return remotes, sessions, nil
 }
 
-// setupKubeletServer listens for the virtual nodes' kubelet API and tells
-// the node reconciler the address and port to publish on the nodes.
-func setupKubeletServer(mgr ctrl.Manager, o *Options, sessions *virtualkubelet.Sessions, nodes *virtualkubelet.NodeReconciler, wh *webhookSetup) error {
+// setupKubeletServer listens for the virtual nodes' kubelet API, and
+// returns the server and the address the nodes publish; nil when the API
+// is off or has no address.
+func setupKubeletServer(mgr ctrl.Manager, o *Options, streams provider.Streams, wh *webhookSetup) (*api.Server, string, error) {
 	log := ctrl.Log.WithName("setup")
 	if o.KubeletBindAddress == "0" {
 		log.Info("The virtual nodes' kubelet API is disabled: kubectl logs and exec will not reach offloaded pods")
-		return nil
+		return nil, "", nil
 	}
 	host, portStr, err := net.SplitHostPort(o.KubeletBindAddress)
 	if err != nil {
-		return fmt.Errorf("--kubelet-bind-address %q: %w", o.KubeletBindAddress, err)
+		return nil, "", fmt.Errorf("--kubelet-bind-address %q: %w", o.KubeletBindAddress, err)
 	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil || port < 0 || port > 65535 {
-		return fmt.Errorf("--kubelet-bind-address %q has an invalid port", o.KubeletBindAddress)
+		return nil, "", fmt.Errorf("--kubelet-bind-address %q has an invalid port", o.KubeletBindAddress)
 	}
 	addr := o.KubeletAddress
 	if addr == "" {
@@ -172,22 +163,20 @@ func setupKubeletServer(mgr ctrl.Manager, o *Options, sessions *virtualkubelet.S
 		}
 	}
 	if addr != "" && net.ParseIP(addr) == nil {
-		return fmt.Errorf("--kubelet-address %q is not an IP address", addr)
+		return nil, "", fmt.Errorf("--kubelet-address %q is not an IP address", addr)
 	}
 	if addr == "" {
 		log.Info("No address for the virtual nodes' kubelet API (set --kubelet-address or $POD_IP): kubectl logs and exec will not reach offloaded pods")
-		return nil
+		return nil, "", nil
 	}
 	cert, err := auth.ServingCertificate(wh.caBundle, wh.caKey, []string{"localhost", "127.0.0.1", addr})
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	server := &virtualkubelet.KubeletServer{Client: mgr.GetClient(), Sessions: sessions, Host: host, FirstPort: port, Certificate: cert}
+	server := &api.Server{Client: mgr.GetClient(), Streams: streams, Host: host, FirstPort: port, Certificate: cert}
 	if err := mgr.Add(server); err != nil {
-		return err
+		return nil, "", err
 	}
-	nodes.KubeletAddress = addr
-	nodes.Kubelet = server
 	log.Info("Virtual nodes' kubelet API", "address", addr, "firstPort", port)
-	return nil
+	return server, addr, nil
 }

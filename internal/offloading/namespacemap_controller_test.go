@@ -12,11 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -29,29 +26,12 @@ import (
 // against cfg's API server until the test ends.
 func startNamespaceMapReconciler(t *testing.T, cfg *rest.Config) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     api.NewScheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
+		direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return err
 		}
+		return (&NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct}).SetupWithManager(mgr)
 	})
 }
 

@@ -62,3 +62,14 @@ const ConditionReady = "Ready"
 // policy for consumers, an invalid spec), as a kubelet fails a pod it
 // cannot admit.
 const ReasonProviderRejected = "ProviderRejected"
+
+// ReadyRemoteNamespace returns the namespace no offloads to in provider,
+// once the provider reported it Ready.
+func (no *NamespaceOffloading) ReadyRemoteNamespace(provider string) (string, bool) {
+	for _, st := range no.Status.RemoteNamespaces {
+		if st.ClusterID == provider && st.Phase == RemoteNamespaceReady {
+			return st.Namespace, true
+		}
+	}
+	return "", false
+}

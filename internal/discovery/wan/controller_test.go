@@ -13,13 +13,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd/dnstest"
@@ -58,36 +54,20 @@ func TestSearchDomainListsAndWithdraws(t *testing.T) {
 	bad.Announcement.AuthURL = "ftp://127.0.0.1:1"
 	dns.Register(bad, 30)
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     api.NewScheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mgr.GetClient()
-	registry := &foreigncluster.Registry{
-		Client: c, APIReader: mgr.GetAPIReader(), LocalClusterID: "local",
-		Choices:  &foreigncluster.Choices{Client: c, Namespace: install.DefaultNamespace},
-		AutoJoin: func() bool { return false },
-	}
-	if err := (&Reconciler{
-		Client: c, Registry: registry, Resolver: &dnssd.Resolver{Server: dns.Addr},
-		Service:  func() string { return dnssd.DefaultService },
-		Interval: func() time.Duration { return 250 * time.Millisecond },
-	}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+	mgr := envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
+		c := mgr.GetClient()
+		registry := &foreigncluster.Registry{
+			Client: c, APIReader: mgr.GetAPIReader(), LocalClusterID: "local",
+			Choices:  &foreigncluster.Choices{Client: c, Namespace: install.DefaultNamespace},
+			AutoJoin: func() bool { return false },
 		}
+		return (&Reconciler{
+			Client: c, Registry: registry, Resolver: &dnssd.Resolver{Server: dns.Addr},
+			Service:  func() string { return dnssd.DefaultService },
+			Interval: func() time.Duration { return 250 * time.Millisecond },
+		}).SetupWithManager(mgr)
 	})
+	c := mgr.GetClient()
 
 	sd := &discoveryv1alpha1.SearchDomain{ObjectMeta: metav1.ObjectMeta{Name: "test-zone"}, Spec: discoveryv1alpha1.SearchDomainSpec{Domain: zone}}
 	if err := c.Create(ctx, sd); err != nil {

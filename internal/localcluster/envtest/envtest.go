@@ -8,11 +8,19 @@ package envtest
 
 import (
 	"context"
+	"errors"
+	"os"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/liqo-go/liqo/api"
 
 	"github.com/liqo-go/liqo/internal/localcluster"
 )
@@ -66,4 +74,58 @@ func Consistently(tb testing.TB, duration time.Duration, cond func(ctx context.C
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// StartManager runs a controller manager against cfg with only what setup
+// adds to it (no metrics endpoint, no leader election), until tb ends.
+func StartManager(tb testing.TB, cfg *rest.Config, setup func(ctrl.Manager) error) ctrl.Manager {
+	tb.Helper()
+	mgr, stop, err := RunManager(cfg, setup)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := stop(); err != nil {
+			tb.Errorf("manager: %v", err)
+		}
+	})
+	return mgr
+}
+
+// RunManager starts a controller manager against cfg with only what setup
+// adds to it, and returns the function that stops it; StartManager for a
+// TestMain, whose manager serves every test of the package.
+func RunManager(cfg *rest.Config, setup func(ctrl.Manager) error) (ctrl.Manager, func() error, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     api.NewScheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := setup(mgr); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return mgr, func() error { cancel(); return <-done }, nil
+}
+
+// StartShared starts an API server for every test of a package, from its
+// TestMain (tests that each create namespaces of their own can share one,
+// and save a start each), in a temporary directory removed by stop.
+func StartShared(name string) (cfg *rest.Config, stop func() error, err error) {
+	dir, err := os.MkdirTemp("", "liqo-envtest-")
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := localcluster.Start(ctx, localcluster.Options{Name: name, Dir: dir, APIServerOnly: true, StartTimeout: time.Minute})
+	if err != nil {
+		return nil, nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	return rest.CopyConfig(c.RESTConfig), func() error { return errors.Join(c.Stop(), os.RemoveAll(dir)) }, nil
 }

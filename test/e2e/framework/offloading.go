@@ -16,7 +16,7 @@ import (
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	virtualnode "github.com/liqo-go/liqo/internal/virtualkubelet/node"
 )
 
 // WaitVirtualNodesReady waits until consumer has a Ready virtual node for
@@ -29,7 +29,7 @@ func WaitVirtualNodesReady(t testing.TB, consumer *playground.Member, providers 
 			if err != nil {
 				return err
 			}
-			if virtualkubelet.NodeReady(n) != corev1.ConditionTrue {
+			if virtualnode.Ready(n) != corev1.ConditionTrue {
 				return fmt.Errorf("virtual node %s not Ready", n.Name)
 			}
 			return nil

@@ -31,7 +31,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	virtualnode "github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -181,7 +181,7 @@ func waitHeartbeats(t *testing.T, m *playground.Member, providerID string, n int
 
 // readyError says why n is not Ready, or nil if it is.
 func readyError(n *corev1.Node) error {
-	if s := virtualkubelet.NodeReady(n); s != corev1.ConditionTrue {
+	if s := virtualnode.Ready(n); s != corev1.ConditionTrue {
 		return fmt.Errorf("virtual node %s is not Ready (%s): %+v", n.Name, s, n.Status.Conditions)
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	virtualnode "github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -38,8 +38,8 @@ func TestProviderAPIServerDown(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if virtualkubelet.NodeReady(n) != corev1.ConditionFalse {
-			return fmt.Errorf("virtual node %s is %s, want NotReady while the provider is down", n.Name, virtualkubelet.NodeReady(n))
+		if virtualnode.Ready(n) != corev1.ConditionFalse {
+			return fmt.Errorf("virtual node %s is %s, want NotReady while the provider is down", n.Name, virtualnode.Ready(n))
 		}
 		return nil
 	})
@@ -56,7 +56,7 @@ func TestProviderAPIServerDown(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if virtualkubelet.NodeReady(n) != corev1.ConditionTrue {
+		if virtualnode.Ready(n) != corev1.ConditionTrue {
 			return fmt.Errorf("virtual node %s not Ready again", n.Name)
 		}
 		return nil

@@ -23,7 +23,7 @@ import (
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -81,7 +81,7 @@ func TestServiceAccountToken(t *testing.T) {
 		}
 		return &p
 	}
-	tokenSecret := virtualkubelet.TokenSecretName(with.Name)
+	tokenSecret := token.SecretName(with.Name)
 
 	t.Run("a pod that does not ask gets no token", func(t *testing.T) {
 		p := remotePod(without.Name)
@@ -90,7 +90,7 @@ func TestServiceAccountToken(t *testing.T) {
 				t.Errorf("provider pod %s has projected volume %s: %+v", p.Name, v.Name, v.Projected)
 			}
 		}
-		err := pc.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: virtualkubelet.TokenSecretName(without.Name)}, &corev1.Secret{})
+		err := pc.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: token.SecretName(without.Name)}, &corev1.Secret{})
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("token Secret of %s in the provider: %v, want none", without.Name, err)
 		}

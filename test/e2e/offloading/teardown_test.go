@@ -16,7 +16,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/playground"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	virtualnode "github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -101,7 +101,7 @@ func leftovers(t *testing.T, consumer, provider *playground.Member) error {
 		return err
 	}
 	for _, p := range local.Items {
-		if p.Spec.NodeName == virtualkubelet.NodeName(discoveryv1alpha1.ClusterIdentity{ClusterID: provider.ClusterID, ClusterName: provider.Name}) {
+		if p.Spec.NodeName == virtualnode.Name(discoveryv1alpha1.ClusterIdentity{ClusterID: provider.ClusterID, ClusterName: provider.Name}) {
 			return fmt.Errorf("pod %s/%s still bound to the removed virtual node", p.Namespace, p.Name)
 		}
 	}

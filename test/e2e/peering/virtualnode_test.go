@@ -15,7 +15,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
-	"github.com/liqo-go/liqo/internal/virtualkubelet"
+	virtualnode "github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -41,8 +41,8 @@ func TestVirtualNode(t *testing.T) {
 			return nil, err
 		}
 		offer, got := adv.Spec.Resources[corev1.ResourceCPU], n.Status.Allocatable[corev1.ResourceCPU]
-		if got.Cmp(offer) != 0 || virtualkubelet.NodeReady(n) != corev1.ConditionTrue {
-			return nil, errorf("node %s: cpu %s ready %s; want the offer's cpu %s and Ready", n.Name, got.String(), virtualkubelet.NodeReady(n), offer.String())
+		if got.Cmp(offer) != 0 || virtualnode.Ready(n) != corev1.ConditionTrue {
+			return nil, errorf("node %s: cpu %s ready %s; want the offer's cpu %s and Ready", n.Name, got.String(), virtualnode.Ready(n), offer.String())
 		}
 		return n, nil
 	}
@@ -92,8 +92,8 @@ func TestVirtualNode(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if virtualkubelet.NodeReady(n) != corev1.ConditionFalse {
-			return errorf("node %s Ready=%s with the provider down", n.Name, virtualkubelet.NodeReady(n))
+		if virtualnode.Ready(n) != corev1.ConditionFalse {
+			return errorf("node %s Ready=%s with the provider down", n.Name, virtualnode.Ready(n))
 		}
 		return nil
 	})

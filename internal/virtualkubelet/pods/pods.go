@@ -1,6 +1,9 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package virtualkubelet
+// Package pods is the virtual kubelet's pod reflector: each pod bound to a
+// virtual node runs as a pod of its provider, and the provider pod's
+// status flows back.
+package pods
 
 import (
 	"context"
@@ -14,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -29,13 +31,16 @@ import (
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// PodReflector is the pod controller of the virtual kubelet: each pod bound
+// Reflector is the pod controller of the virtual kubelet: each pod bound
 // to a virtual node runs as a pod of the same name in the provider
 // namespace its namespace maps to. The provider pod's status flows back by
 // watch; the provider sees one create and one delete per pod. Deleting the
@@ -43,14 +48,14 @@ import (
 // local pod goes once the provider pod is gone, as a kubelet confirms a
 // deletion; a provider pod deleted or changed by someone else is created
 // again or corrected; a provider pod with no local pod is deleted.
-type PodReflector struct {
+type Reflector struct {
 	// Client reads pods, nodes and NamespaceOffloadings (cached) and writes
 	// local pod status.
 	Client client.Client
 	// APIReader confirms, uncached, that a node is gone.
 	APIReader client.Reader
-	// Sessions are the connections to the providers.
-	Sessions *Sessions
+	// Providers hold the provider pods.
+	Providers provider.Providers
 	// LocalClusterID labels the provider pods.
 	LocalClusterID string
 	// Recorder emits events on local pods.
@@ -60,7 +65,7 @@ type PodReflector struct {
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var pod corev1.Pod
 	err := r.Client.Get(ctx, req.NamespacedName, &pod)
 	if apierrors.IsNotFound(err) {
@@ -69,59 +74,52 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	provider, err := r.providerOf(ctx, &pod)
-	if err != nil || provider == "" {
+	providerID, err := r.providerOf(ctx, &pod)
+	if err != nil || providerID == "" {
 		return ctrl.Result{}, err
 	}
 	// A provider pod of an older pod of this name, or in another provider,
 	// goes.
-	if err := r.deleteOrphans(ctx, pod.Namespace, pod.Name, provider, pod.UID); err != nil {
+	if err := r.deleteOrphans(ctx, pod.Namespace, pod.Name, providerID, pod.UID); err != nil {
 		return ctrl.Result{}, err
 	}
 	var no offloadingv1alpha1.NamespaceOffloading
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
-	remoteNS, ok := ReadyRemoteNamespace(&no, provider)
+	remoteNS, ok := no.ReadyRemoteNamespace(providerID)
 	if !ok {
 		if pod.DeletionTimestamp != nil {
 			return ctrl.Result{}, r.confirmDeletion(ctx, &pod)
 		}
 		// The NamespaceOffloading's status, once ready, wakes this up.
 		r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "NamespaceNotOffloaded", "Offload",
-			"Namespace %s has no ready namespace in provider %s yet (see its NamespaceOffloading)", pod.Namespace, provider)
+			"Namespace %s has no ready namespace in provider %s yet (see its NamespaceOffloading)", pod.Namespace, providerID)
 		return ctrl.Result{}, nil
 	}
-	sess, err := r.Sessions.get(ctx, provider)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	w, err := r.Sessions.watch(ctx, sess, pod.Namespace, remoteNS)
-	if errors.Is(err, errNotSynced) {
+	pns, err := r.Providers.Namespace(ctx, providerID, pod.Namespace, remoteNS)
+	if errors.Is(err, provider.ErrNotSynced) {
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	var remote *corev1.Pod
-	if obj, ok := w.get(kindPod, pod.Name); ok {
-		remote = obj.(*corev1.Pod)
-	}
+	remote, _ := pns.Get(provider.Pods, pod.Name).(*corev1.Pod)
 
 	if pod.DeletionTimestamp != nil {
 		switch {
 		case remote == nil:
 			return ctrl.Result{}, r.confirmDeletion(ctx, &pod)
 		case remote.DeletionTimestamp == nil:
-			return ctrl.Result{}, r.deleteRemote(ctx, sess, remote, pod.DeletionGracePeriodSeconds)
+			return ctrl.Result{}, r.deleteRemote(ctx, pns, remote, pod.DeletionGracePeriodSeconds)
 		}
 		return ctrl.Result{}, nil // the provider pod's deletion wakes this up again
 	}
-	desired := ForgeRemotePod(&pod, remoteNS, r.LocalClusterID)
+	desired := RemotePod(&pod, remoteNS, r.LocalClusterID)
 	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	// The token comes first: the provider pod mounts it.
 	var refresh time.Duration
-	if TokenRequested(&pod) && !finished {
-		if refresh, err = r.ensureToken(ctx, sess, w, &pod, remoteNS); err != nil {
+	if token.Requested(&pod) && !finished {
+		if refresh, err = token.Ensure(ctx, r.Client, pns, &pod, r.LocalClusterID); err != nil {
 			r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ServiceAccountTokenFailed", "Offload", "%v", err)
 			return ctrl.Result{}, err
 		}
@@ -131,16 +129,16 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if finished {
 			return ctrl.Result{}, nil // finished: nothing to run again
 		}
-		return result, r.createRemote(ctx, sess, &pod, desired)
+		return result, r.createRemote(ctx, pns, &pod, desired)
 	}
 	if podDrifted(remote, desired) && remote.DeletionTimestamp == nil {
 		corrected := correctPod(remote, desired)
-		if _, err := sess.cs.CoreV1().Pods(remoteNS).Update(ctx, corrected, metav1.UpdateOptions{}); err != nil {
+		if err := pns.Update(ctx, corrected); err != nil {
 			return ctrl.Result{}, fmt.Errorf("correcting provider pod %s/%s: %w", remoteNS, remote.Name, err)
 		}
-		ctrl.LoggerFrom(ctx).Info("Provider pod corrected", "provider", provider, "pod", remoteNS+"/"+remote.Name)
+		ctrl.LoggerFrom(ctx).Info("Provider pod corrected", "provider", providerID, "pod", remoteNS+"/"+remote.Name)
 	}
-	status := ForgeLocalStatus(&pod, remote)
+	status := LocalStatus(&pod, remote)
 	if statusReflected(&pod.Status, &status) {
 		return result, nil
 	}
@@ -158,7 +156,7 @@ func (r *PodReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 
 // providerOf returns the provider of the virtual node pod is bound to, or
 // "" for a pod not bound to a virtual node.
-func (r *PodReflector) providerOf(ctx context.Context, pod *corev1.Pod) (string, error) {
+func (r *Reflector) providerOf(ctx context.Context, pod *corev1.Pod) (string, error) {
 	if pod.Spec.NodeName == "" {
 		return "", nil
 	}
@@ -180,7 +178,7 @@ func (r *PodReflector) providerOf(ctx context.Context, pod *corev1.Pod) (string,
 // longer exists: a virtual node removed while the scheduler still placed
 // pods on it. No kubelet will ever run it, and the pod garbage collector
 // would wait 40 s; the API server, not the cache, confirms the node is gone.
-func (r *PodReflector) deleteIfNodeGone(ctx context.Context, pod *corev1.Pod) error {
+func (r *Reflector) deleteIfNodeGone(ctx context.Context, pod *corev1.Pod) error {
 	if r.APIReader == nil || !slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint }) {
 		return nil
 	}
@@ -204,45 +202,39 @@ func rejectedForGood(err error) bool {
 	return apierrors.IsForbidden(err) && (strings.Contains(msg, "violates PodSecurity") || strings.Contains(msg, "ValidatingAdmissionPolicy"))
 }
 
-func (r *PodReflector) createRemote(ctx context.Context, sess *session, pod, desired *corev1.Pod) error {
-	_, err := sess.cs.CoreV1().Pods(desired.Namespace).Create(ctx, desired, metav1.CreateOptions{})
+func (r *Reflector) createRemote(ctx context.Context, pns provider.Namespace, pod, desired *corev1.Pod) error {
+	err := pns.Create(ctx, desired)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// The watch has not shown it yet: it will wake this up.
 		return nil
 	case err != nil && rejectedForGood(err):
-		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, offloadingv1alpha1.ReasonProviderRejected, "Offload", "Provider %s refused the pod: %v", sess.provider, err)
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, offloadingv1alpha1.ReasonProviderRejected, "Offload", "Provider %s refused the pod: %v", pns.Provider(), err)
 		data, perr := json.Marshal(map[string]any{"status": map[string]any{
 			"phase": corev1.PodFailed, "reason": offloadingv1alpha1.ReasonProviderRejected,
-			"message": fmt.Sprintf("Provider %s refused the pod: %v", sess.provider, err),
+			"message": fmt.Sprintf("Provider %s refused the pod: %v", pns.Provider(), err),
 		}})
 		if perr != nil {
 			return perr
 		}
 		return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, data)))
 	case err != nil:
-		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Creating the pod in provider %s: %v", sess.provider, err)
-		return fmt.Errorf("creating provider pod %s/%s in %s: %w", desired.Namespace, desired.Name, sess.provider, err)
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Creating the pod in provider %s: %v", pns.Provider(), err)
+		return fmt.Errorf("creating provider pod %s/%s in %s: %w", desired.Namespace, desired.Name, pns.Provider(), err)
 	}
 	return nil
 }
 
-func (r *PodReflector) deleteRemote(ctx context.Context, sess *session, remote *corev1.Pod, grace *int64) error {
-	err := sess.cs.CoreV1().Pods(remote.Namespace).Delete(ctx, remote.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: ptr.To(remote.UID)},
-	})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("deleting provider pod %s/%s in %s: %w", remote.Namespace, remote.Name, sess.provider, err)
+func (r *Reflector) deleteRemote(ctx context.Context, pns provider.Namespace, remote *corev1.Pod, grace *int64) error {
+	if err := pns.Delete(ctx, provider.Pods, remote.Name, remote.UID, grace); err != nil {
+		return fmt.Errorf("deleting provider pod %s/%s in %s: %w", remote.Namespace, remote.Name, pns.Provider(), err)
 	}
 	return nil
 }
 
 // confirmDeletion removes the local pod once nothing runs for it, as a
 // kubelet does once the containers stopped.
-func (r *PodReflector) confirmDeletion(ctx context.Context, pod *corev1.Pod) error {
+func (r *Reflector) confirmDeletion(ctx context.Context, pod *corev1.Pod) error {
 	err := r.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: ptr.To(pod.UID)})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
@@ -252,32 +244,31 @@ func (r *PodReflector) confirmDeletion(ctx context.Context, pod *corev1.Pod) err
 
 // deleteOrphans deletes the provider pods named name made for local
 // namespace ns, except the one in provider keepProvider made for keepUID.
-func (r *PodReflector) deleteOrphans(ctx context.Context, ns, name, keepProvider string, keepUID types.UID) error {
-	for _, w := range r.Sessions.watches(ns) {
-		obj, ok := w.get(kindPod, name)
+func (r *Reflector) deleteOrphans(ctx context.Context, ns, name, keepProvider string, keepUID types.UID) error {
+	for _, pns := range r.Providers.Open(ns) {
+		remote, ok := pns.Get(provider.Pods, name).(*corev1.Pod)
 		if !ok {
 			continue
 		}
-		remote := obj.(*corev1.Pod)
-		if w.session.provider == keepProvider && remote.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == string(keepUID) {
+		if pns.Provider() == keepProvider && remote.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == string(keepUID) {
 			continue
 		}
 		if remote.DeletionTimestamp != nil {
 			continue
 		}
-		ctrl.LoggerFrom(ctx).Info("Deleting orphan provider pod", "provider", w.session.provider, "pod", remote.Namespace+"/"+remote.Name)
-		if err := r.deleteRemote(ctx, w.session, remote, nil); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Deleting orphan provider pod", "provider", pns.Provider(), "pod", remote.Namespace+"/"+remote.Name)
+		if err := r.deleteRemote(ctx, pns, remote, nil); err != nil {
 			return err
 		}
 	}
 	// A token no pod of this name and UID uses any more goes too.
-	return r.deleteToken(ctx, ns, name, keepProvider, string(keepUID))
+	return token.Delete(ctx, r.Providers, ns, name, keepProvider, string(keepUID))
 }
 
 // SetupWithManager registers the reflector.
-func (r *PodReflector) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.Sessions == nil || r.LocalClusterID == "" {
-		return fmt.Errorf("PodReflector needs Client, Sessions and LocalClusterID")
+func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Providers == nil || r.LocalClusterID == "" {
+		return fmt.Errorf("Reflector needs Client, Providers and LocalClusterID")
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("liqo-virtual-kubelet")
@@ -314,7 +305,7 @@ func (r *PodReflector) SetupWithManager(mgr ctrl.Manager) error {
 	// A virtual node Ready again: its pods' status, which the node
 	// lifecycle controller may have changed meanwhile, is reflected again.
 	nodeReady := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return enqueuePods(ctx, client.MatchingFields{nodeNameField: o.GetName()})
+		return enqueuePods(ctx, client.MatchingFields{node.PodsByNodeField: o.GetName()})
 	})
 	// A namespace offloaded to one more provider: its bound pods that
 	// waited for it go now.
@@ -327,36 +318,15 @@ func (r *PodReflector) SetupWithManager(mgr ctrl.Manager) error {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-			return sharing.IsVirtual(n) && NodeReady(o) != NodeReady(n)
+			return sharing.IsVirtual(n) && node.Ready(o) != node.Ready(n)
 		},
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Pod{}, builder.WithPredicates(bound)).
 		Watches(&corev1.Node{}, nodeReady, builder.WithPredicates(readyChanged)).
 		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
-		WatchesRawSource(r.Sessions.Source(kindPod, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.Providers.Source(provider.Pods, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("virtualkubelet-pods").
 		Complete(r)
-}
-
-// nodeNameField indexes pods by the node they are bound to.
-const nodeNameField = "spec.nodeName"
-
-// IndexPodsByNode adds the index of pods by node that the NodeReconciler
-// and the PodReflector list with; call it once, before setting them up.
-func IndexPodsByNode(ctx context.Context, mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	})
-}
-
-// NodeReady returns the status of n's Ready condition (Unknown without one).
-func NodeReady(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return corev1.ConditionUnknown
 }

@@ -1,11 +1,10 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package virtualkubelet
+package pods
 
 import (
 	"encoding/json"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -18,12 +17,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
 )
 
-func TestForgeRemotePod(t *testing.T) {
+func TestRemotePod(t *testing.T) {
 	local := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-1", UID: "uid-1", Labels: map[string]string{"app": "web"},
-			Annotations: map[string]string{lastAppliedAnnotation: "{}", "keep": "me"}},
+			Annotations: map[string]string{forge.LastAppliedAnnotation: "{}", "keep": "me"}},
 		Spec: corev1.PodSpec{
 			NodeName:           "liqo-provider",
 			NodeSelector:       map[string]string{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue},
@@ -43,7 +44,7 @@ func TestForgeRemotePod(t *testing.T) {
 			}}},
 		},
 	}
-	got := ForgeRemotePod(local, "demo-abc", "consumer-id")
+	got := RemotePod(local, "demo-abc", "consumer-id")
 	if got.Namespace != "demo-abc" || got.Name != "web-1" {
 		t.Errorf("remote pod %s/%s, want demo-abc/web-1", got.Namespace, got.Name)
 	}
@@ -51,7 +52,7 @@ func TestForgeRemotePod(t *testing.T) {
 		t.Errorf("labels %v", got.Labels)
 	}
 	if got.Annotations[offloadingv1alpha1.OriginUIDAnnotation] != "uid-1" || got.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation] != "demo" ||
-		got.Annotations["keep"] != "me" || got.Annotations[lastAppliedAnnotation] != "" {
+		got.Annotations["keep"] != "me" || got.Annotations[forge.LastAppliedAnnotation] != "" {
 		t.Errorf("annotations %v", got.Annotations)
 	}
 	s := got.Spec
@@ -82,7 +83,7 @@ func TestForgeRemotePod(t *testing.T) {
 	}
 }
 
-func TestForgeLocalStatus(t *testing.T) {
+func TestLocalStatus(t *testing.T) {
 	scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, Reason: "local"}
 	local := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort, Conditions: []corev1.PodCondition{scheduled}}}
 	start := metav1.Now()
@@ -94,7 +95,7 @@ func TestForgeLocalStatus(t *testing.T) {
 		},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", RestartCount: 2, Ready: true}},
 	}}
-	st := ForgeLocalStatus(local, remote)
+	st := LocalStatus(local, remote)
 	if st.Phase != corev1.PodRunning || st.PodIP != "10.0.0.7" || st.StartTime == nil || st.QOSClass != corev1.PodQOSBestEffort {
 		t.Errorf("status %+v", st)
 	}
@@ -111,10 +112,10 @@ func TestForgeLocalStatus(t *testing.T) {
 	}
 }
 
-// TestForgeRemotePodWithToken checks that a pod asking for its token keeps
+// TestRemotePodWithToken checks that a pod asking for its token keeps
 // its token volume, now fed by the token Secret: token, CA and namespace
 // at the paths the pod expects, other projections kept.
-func TestForgeRemotePodWithToken(t *testing.T) {
+func TestRemotePodWithToken(t *testing.T) {
 	local := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-1", UID: "uid-1", Annotations: map[string]string{offloadingv1alpha1.ServiceAccountTokenAnnotation: "true"}},
 		Spec: corev1.PodSpec{
@@ -123,7 +124,7 @@ func TestForgeRemotePodWithToken(t *testing.T) {
 				DefaultMode: ptr.To(int32(0o644)),
 				Sources: []corev1.VolumeProjection{
 					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To(int64(3607))}},
-					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: rootCAConfigMap},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: forge.RootCAConfigMap},
 						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
 						{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}},
@@ -140,13 +141,10 @@ func TestForgeRemotePodWithToken(t *testing.T) {
 	local.Spec.Volumes = append(local.Spec.Volumes, corev1.Volume{Name: "vault", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "vault-token", Audience: "vault"}}},
 	}}})
-	if src := tokenSources(&local.Spec); len(src) != 2 || src[0].key == src[1].key || src[1].proj.Audience != "vault" {
-		t.Errorf("token sources %+v, want two with their own keys and audiences", src)
-	}
-	if !TokenRequested(local) {
+	if !token.Requested(local) {
 		t.Fatal("the annotation does not ask for the token")
 	}
-	s := ForgeRemotePod(local, "demo-abc", "consumer-id").Spec
+	s := RemotePod(local, "demo-abc", "consumer-id").Spec
 	if s.ServiceAccountName != "" || ptr.Deref(s.AutomountServiceAccountToken, true) {
 		t.Errorf("service account %q automount %v, want the provider's default without its own token", s.ServiceAccountName, s.AutomountServiceAccountToken)
 	}
@@ -165,7 +163,7 @@ func TestForgeRemotePodWithToken(t *testing.T) {
 		t.Fatalf("projected volume %+v, want the token Secret and the remaining downward API item", p)
 	}
 	sec := p.Sources[0].Secret
-	want := []corev1.KeyToPath{{Key: "kube-api-access-x.0.token", Path: "token"}, {Key: caKey, Path: "ca.crt"}, {Key: namespaceKey, Path: "namespace"}}
+	want := []corev1.KeyToPath{{Key: "kube-api-access-x.0.token", Path: "token"}, {Key: "ca.crt", Path: "ca.crt"}, {Key: "namespace", Path: "namespace"}}
 	if sec == nil || sec.Name != "web-1-liqo-token" || !equality.Semantic.DeepEqual(sec.Items, want) {
 		t.Errorf("secret projection %+v, want web-1-liqo-token with %v", sec, want)
 	}
@@ -184,7 +182,7 @@ func TestForgeRemotePodWithToken(t *testing.T) {
 }
 
 // TestStatusPatch checks that the status patch, applied to the local pod,
-// gives the status ForgeLocalStatus forged, fields cleared included, and
+// gives the status LocalStatus forged, fields cleared included, and
 // leaves the rest of the pod alone.
 func TestStatusPatch(t *testing.T) {
 	start := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -201,7 +199,7 @@ func TestStatusPatch(t *testing.T) {
 		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 2}},
 	}}
-	forged := ForgeLocalStatus(local, remote)
+	forged := LocalStatus(local, remote)
 	data, err := statusPatch(&forged)
 	if err != nil {
 		t.Fatal(err)
@@ -250,29 +248,5 @@ func TestRejectedForGood(t *testing.T) {
 		if got := rejectedForGood(tc.err); got != tc.want {
 			t.Errorf("%s: rejectedForGood = %v, want %v", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestPodSecretNames(t *testing.T) {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{
-		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
-		Volumes: []corev1.Volume{
-			{Name: "v1", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "volume"}}},
-			{Name: "v2", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "projected"}}},
-				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "not-a-secret"}}},
-			}}}},
-			{Name: "v3", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "also-not"}}}},
-		},
-		InitContainers: []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "init-env"}}}}}},
-		Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{
-			{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env"}, Key: "k"}}},
-			{Name: "B", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "volume"}, Key: "k"}}},
-		}}},
-	}}
-	got := PodSecretNames(pod)
-	want := []string{"env", "init-env", "projected", "pull", "volume"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("PodSecretNames = %v, want %v", got, want)
 	}
 }

@@ -1,6 +1,9 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package virtualkubelet
+// Package objects is the virtual kubelet's object reflection: the
+// ConfigMaps, Secrets and Services of an offloaded namespace are copied to
+// every provider it offloads to, and follow their originals.
+package objects
 
 import (
 	"context"
@@ -23,13 +26,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets;services,verbs=get;list;watch
 
 // objectKind says how one kind of object is reflected.
 type objectKind struct {
-	name string
+	name provider.Kind
 	// newObject returns an empty object of the kind.
 	newObject func() client.Object
 	// newList returns an empty list of the kind.
@@ -48,16 +53,16 @@ type objectKind struct {
 // provider pods).
 var objectKinds = []objectKind{
 	{
-		name:      kindConfigMap,
+		name:      provider.ConfigMaps,
 		newObject: func() client.Object { return &corev1.ConfigMap{} },
 		newList:   func() client.ObjectList { return &corev1.ConfigMapList{} },
 		forge: func(o client.Object, ns, id string) client.Object {
 			cm := o.(*corev1.ConfigMap)
 			// Every namespace has its own CA bundle from its own cluster.
-			if cm.Name == rootCAConfigMap {
+			if cm.Name == forge.RootCAConfigMap {
 				return nil
 			}
-			return &corev1.ConfigMap{ObjectMeta: forgeMeta(&cm.ObjectMeta, ns, id), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable}
+			return &corev1.ConfigMap{ObjectMeta: forge.Meta(&cm.ObjectMeta, ns, id), Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable}
 		},
 		same: func(r, d client.Object) bool {
 			a, b := r.(*corev1.ConfigMap), d.(*corev1.ConfigMap)
@@ -65,7 +70,7 @@ var objectKinds = []objectKind{
 		},
 	},
 	{
-		name:      kindSecret,
+		name:      provider.Secrets,
 		newObject: func() client.Object { return &corev1.Secret{} },
 		newList:   func() client.ObjectList { return &corev1.SecretList{} },
 		forge: func(o client.Object, ns, id string) client.Object {
@@ -74,7 +79,7 @@ var objectKinds = []objectKind{
 			if s.Type == corev1.SecretTypeServiceAccountToken {
 				return nil
 			}
-			return &corev1.Secret{ObjectMeta: forgeMeta(&s.ObjectMeta, ns, id), Data: s.Data, Type: s.Type, Immutable: s.Immutable}
+			return &corev1.Secret{ObjectMeta: forge.Meta(&s.ObjectMeta, ns, id), Data: s.Data, Type: s.Type, Immutable: s.Immutable}
 		},
 		same: func(r, d client.Object) bool {
 			a, b := r.(*corev1.Secret), d.(*corev1.Secret)
@@ -82,13 +87,13 @@ var objectKinds = []objectKind{
 		},
 	},
 	{
-		name:      kindService,
+		name:      provider.Services,
 		newObject: func() client.Object { return &corev1.Service{} },
 		newList:   func() client.ObjectList { return &corev1.ServiceList{} },
 		forge: func(o client.Object, ns, id string) client.Object {
 			svc := o.(*corev1.Service)
 			if svc.Spec.Type == corev1.ServiceTypeExternalName {
-				return &corev1.Service{ObjectMeta: forgeMeta(&svc.ObjectMeta, ns, id), Spec: corev1.ServiceSpec{
+				return &corev1.Service{ObjectMeta: forge.Meta(&svc.ObjectMeta, ns, id), Spec: corev1.ServiceSpec{
 					Type: corev1.ServiceTypeExternalName, ExternalName: svc.Spec.ExternalName, Ports: svc.Spec.Ports,
 				}}
 			}
@@ -98,7 +103,7 @@ var objectKinds = []objectKind{
 				p.NodePort = 0
 				ports[i] = p
 			}
-			return &corev1.Service{ObjectMeta: forgeMeta(&svc.ObjectMeta, ns, id), Spec: corev1.ServiceSpec{
+			return &corev1.Service{ObjectMeta: forge.Meta(&svc.ObjectMeta, ns, id), Spec: corev1.ServiceSpec{
 				Type: corev1.ServiceTypeClusterIP, Selector: svc.Spec.Selector, Ports: ports,
 				PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses, SessionAffinity: svc.Spec.SessionAffinity,
 			}}
@@ -124,31 +129,31 @@ func sameMeta(a, b client.Object) bool {
 	return equality.Semantic.DeepEqual(a.GetLabels(), b.GetLabels()) && equality.Semantic.DeepEqual(a.GetAnnotations(), b.GetAnnotations())
 }
 
-// ObjectReflector keeps, for one kind, a copy of each object of an
+// Reflector keeps, for one kind, a copy of each object of an
 // offloaded namespace in every provider the namespace offloads to, follows
 // its updates, and deletes copies whose object is gone.
-type ObjectReflector struct {
+type Reflector struct {
 	// Client reads the local objects and NamespaceOffloadings (cached).
 	Client client.Client
-	// Sessions are the connections to the providers.
-	Sessions *Sessions
+	// Providers hold the copies.
+	Providers provider.Providers
 	// LocalClusterID labels the copies.
 	LocalClusterID string
 
 	kind objectKind
 }
 
-// NewObjectReflectors returns one reflector per reflected kind.
-func NewObjectReflectors(c client.Client, sessions *Sessions, localClusterID string) []*ObjectReflector {
-	out := make([]*ObjectReflector, 0, len(objectKinds))
+// NewReflectors returns one reflector per reflected kind.
+func NewReflectors(c client.Client, providers provider.Providers, localClusterID string) []*Reflector {
+	out := make([]*Reflector, 0, len(objectKinds))
 	for _, k := range objectKinds {
-		out = append(out, &ObjectReflector{Client: c, Sessions: sessions, LocalClusterID: localClusterID, kind: k})
+		out = append(out, &Reflector{Client: c, Providers: providers, LocalClusterID: localClusterID, kind: k})
 	}
 	return out
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *ObjectReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	local := r.kind.newObject()
 	err := r.Client.Get(ctx, req.NamespacedName, local)
 	if client.IgnoreNotFound(err) != nil {
@@ -161,7 +166,7 @@ func (r *ObjectReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	// A Secret leaves the consumer only for a pod that uses it, unless the
 	// namespace shares all of them: its copy goes with the last such pod.
-	if exists && r.kind.name == kindSecret && no.Spec.SecretReflection != offloadingv1alpha1.ReflectAllSecrets {
+	if exists && r.kind.name == provider.Secrets && no.Spec.SecretReflection != offloadingv1alpha1.ReflectAllSecrets {
 		var users corev1.PodList
 		if err := r.Client.List(ctx, &users, client.InNamespace(req.Namespace), client.MatchingFields{secretRefsField: req.Name}); err != nil {
 			return ctrl.Result{}, err
@@ -175,34 +180,30 @@ func (r *ObjectReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		if st.Phase != offloadingv1alpha1.RemoteNamespaceReady {
 			continue
 		}
-		sess, err := r.Sessions.get(ctx, st.ClusterID)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		reached[st.ClusterID] = true
-		w, err := r.Sessions.watch(ctx, sess, req.Namespace, st.Namespace)
-		if errors.Is(err, errNotSynced) {
+		pns, err := r.Providers.Namespace(ctx, st.ClusterID, req.Namespace, st.Namespace)
+		if errors.Is(err, provider.ErrNotSynced) {
+			reached[st.ClusterID] = true
 			retry = true
 			continue
 		} else if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		reached[st.ClusterID] = true
 		var desired client.Object
 		if exists {
 			desired = r.kind.forge(local, st.Namespace, r.LocalClusterID)
 		}
-		if err := r.sync(ctx, sess, w, req.Name, desired); err != nil {
+		if err := r.sync(ctx, pns, req.Name, desired); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	// Copies in providers the namespace no longer offloads to go.
-	for _, w := range r.Sessions.watches(req.Namespace) {
-		if reached[w.session.provider] {
+	for _, pns := range r.Providers.Open(req.Namespace) {
+		if reached[pns.Provider()] {
 			continue
 		}
-		if err := r.sync(ctx, w.session, w.nsWatch, req.Name, nil); err != nil {
+		if err := r.sync(ctx, pns, req.Name, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -217,29 +218,26 @@ func (r *ObjectReflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 
 // sync makes the provider copy of name match desired; a nil desired
 // deletes it.
-func (r *ObjectReflector) sync(ctx context.Context, sess *session, w *nsWatch, name string, desired client.Object) error {
-	cur, found := w.get(r.kind.name, name)
-	if found && cur.(client.Object).GetAnnotations()[tokenForPodAnnotation] != "" {
+func (r *Reflector) sync(ctx context.Context, pns provider.Namespace, name string, desired client.Object) error {
+	remote := pns.Get(r.kind.name, name)
+	if remote != nil && remote.GetAnnotations()[forge.TokenForPodAnnotation] != "" {
 		return nil // a pod's token: the pod reflector's
 	}
 	switch {
-	case desired == nil && !found:
+	case desired == nil && remote == nil:
 		return nil
 	case desired == nil:
-		obj := cur.(client.Object)
-		err := sess.writer.Delete(ctx, obj)
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s %s/%s in %s: %w", r.kind.name, obj.GetNamespace(), name, sess.provider, err)
+		if err := pns.Delete(ctx, r.kind.name, name, remote.GetUID(), nil); err != nil {
+			return fmt.Errorf("deleting %s %s/%s in %s: %w", r.kind.name, pns.Name(), name, pns.Provider(), err)
 		}
 		return nil
-	case !found:
-		err := sess.writer.Create(ctx, desired)
+	case remote == nil:
+		err := pns.Create(ctx, desired)
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating %s %s/%s in %s: %w", r.kind.name, desired.GetNamespace(), name, sess.provider, err)
+			return fmt.Errorf("creating %s %s/%s in %s: %w", r.kind.name, desired.GetNamespace(), name, pns.Provider(), err)
 		}
 		return nil
 	}
-	remote := cur.(client.Object)
 	if r.kind.same(remote, desired) {
 		return nil
 	}
@@ -249,19 +247,19 @@ func (r *ObjectReflector) sync(ctx context.Context, sess *session, w *nsWatch, n
 		svc.Spec.ClusterIP, svc.Spec.ClusterIPs, svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = rs.Spec.ClusterIP, rs.Spec.ClusterIPs, rs.Spec.IPFamilies, rs.Spec.IPFamilyPolicy
 		svc.Spec.InternalTrafficPolicy = rs.Spec.InternalTrafficPolicy
 	}
-	if err := sess.writer.Update(ctx, desired); err != nil {
+	if err := pns.Update(ctx, desired); err != nil {
 		if apierrors.IsInvalid(err) { // immutable: replace
-			return sess.writer.Delete(ctx, remote)
+			return pns.Delete(ctx, r.kind.name, name, remote.GetUID(), nil)
 		}
-		return fmt.Errorf("updating %s %s/%s in %s: %w", r.kind.name, desired.GetNamespace(), name, sess.provider, err)
+		return fmt.Errorf("updating %s %s/%s in %s: %w", r.kind.name, desired.GetNamespace(), name, pns.Provider(), err)
 	}
 	return nil
 }
 
 // SetupWithManager registers the reflector.
-func (r *ObjectReflector) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.Sessions == nil || r.LocalClusterID == "" {
-		return fmt.Errorf("ObjectReflector needs Client, Sessions and LocalClusterID")
+func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Providers == nil || r.LocalClusterID == "" {
+		return fmt.Errorf("Reflector needs Client, Providers and LocalClusterID")
 	}
 	// A namespace offloaded to one more provider: all its objects go there.
 	offloaded := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -279,8 +277,8 @@ func (r *ObjectReflector) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(r.kind.newObject()).
 		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
-		WatchesRawSource(r.Sessions.Source(r.kind.name, &handler.EnqueueRequestForObject{}))
-	if r.kind.name == kindSecret {
+		WatchesRawSource(r.Providers.Source(r.kind.name, &handler.EnqueueRequestForObject{}))
+	if r.kind.name == provider.Secrets {
 		// A pod that comes or goes decides whether the Secrets it uses
 		// are shared; its spec cannot change what it uses.
 		users := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -293,7 +291,7 @@ func (r *ObjectReflector) SetupWithManager(mgr ctrl.Manager) error {
 		})
 		b = b.Watches(&corev1.Pod{}, users, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}))
 	}
-	return b.Named("virtualkubelet-" + r.kind.name).Complete(r)
+	return b.Named("virtualkubelet-" + string(r.kind.name)).Complete(r)
 }
 
 // secretRefsField indexes pods by the Secrets they use.

@@ -1,6 +1,10 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package virtualkubelet
+// Package token projects a pod's service account tokens into the
+// provider: the consumer's API server issues them, bound to the pod, and
+// the provider pod reads them from a Secret the pod reflector keeps
+// current, as a kubelet renews the tokens it projects.
+package token
 
 import (
 	"context"
@@ -17,17 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 
 const (
-	// tokenForPodAnnotation marks a provider Secret holding the token of
-	// the pod it names: the pod reflector owns it, the Secret reflector
-	// leaves it alone.
-	tokenForPodAnnotation = "offloading.liqo.io/token-for-pod"
-	// tokenRefreshAnnotation is when the token is renewed.
-	tokenRefreshAnnotation = "offloading.liqo.io/token-refresh-at"
 	// defaultTokenSeconds is the lifetime asked for when the pod's volume
 	// does not say.
 	defaultTokenSeconds = 3600
@@ -38,18 +38,16 @@ const (
 	tokenKey     = "token"
 	caKey        = "ca.crt"
 	namespaceKey = "namespace"
-	// rootCAConfigMap is the consumer's CA bundle in every namespace.
-	rootCAConfigMap = "kube-root-ca.crt"
 )
 
-// TokenRequested says whether pod asks for its service account token in
+// Requested says whether pod asks for its service account token in
 // the provider.
-func TokenRequested(pod *corev1.Pod) bool {
+func Requested(pod *corev1.Pod) bool {
 	return pod.Annotations[offloadingv1alpha1.ServiceAccountTokenAnnotation] == "true"
 }
 
-// TokenSecretName is the provider Secret holding the token of pod name.
-func TokenSecretName(pod string) string {
+// SecretName is the provider Secret holding the token of pod name.
+func SecretName(pod string) string {
 	name := pod + "-liqo-token"
 	if len(name) <= 253 {
 		return name
@@ -69,8 +67,8 @@ type tokenSource struct {
 // i of volume: each projection has its own audience and lifetime.
 func tokenKeyFor(volume string, i int) string { return fmt.Sprintf("%s.%d.%s", volume, i, tokenKey) }
 
-// tokenSources returns every service account token projection of spec.
-func tokenSources(spec *corev1.PodSpec) []tokenSource {
+// sources returns every service account token projection of spec.
+func sources(spec *corev1.PodSpec) []tokenSource {
 	var out []tokenSource
 	for _, v := range spec.Volumes {
 		if v.Projected == nil {
@@ -85,11 +83,11 @@ func tokenSources(spec *corev1.PodSpec) []tokenSource {
 	return out
 }
 
-// tokenVolume rewrites a projected volume holding a service account token
+// Volume rewrites a projected volume holding a service account token
 // so that the token, the consumer's CA and the namespace come from the
 // token Secret: the consumer's token is valid against the consumer's API
 // server only, whose CA and namespace the provider does not know.
-func tokenVolume(name string, v *corev1.ProjectedVolumeSource, secret string) *corev1.ProjectedVolumeSource {
+func Volume(name string, v *corev1.ProjectedVolumeSource, secret string) *corev1.ProjectedVolumeSource {
 	out := v.DeepCopy()
 	var items []corev1.KeyToPath
 	var sources []corev1.VolumeProjection
@@ -97,7 +95,7 @@ func tokenVolume(name string, v *corev1.ProjectedVolumeSource, secret string) *c
 		switch {
 		case s.ServiceAccountToken != nil:
 			items = append(items, corev1.KeyToPath{Key: tokenKeyFor(name, i), Path: s.ServiceAccountToken.Path})
-		case s.ConfigMap != nil && s.ConfigMap.Name == rootCAConfigMap:
+		case s.ConfigMap != nil && s.ConfigMap.Name == forge.RootCAConfigMap:
 			for _, it := range s.ConfigMap.Items {
 				if it.Key == caKey {
 					items = append(items, corev1.KeyToPath{Key: caKey, Path: it.Path, Mode: it.Mode})
@@ -126,22 +124,23 @@ func tokenVolume(name string, v *corev1.ProjectedVolumeSource, secret string) *c
 	return out
 }
 
-// ensureToken keeps the provider Secret with pod's tokens current: one
+// Ensure keeps the provider Secret with pod's tokens current: one
 // token per projection, bound to the pod, requested when there is none
 // for this pod or when four fifths of the lifetime asked for are gone
 // (at most a day), as a kubelet renews them. It returns when to look
 // again; a pod with no token projection gets nothing.
-func (r *PodReflector) ensureToken(ctx context.Context, sess *session, w *nsWatch, pod *corev1.Pod, remoteNS string) (time.Duration, error) {
-	sources := tokenSources(&pod.Spec)
-	if len(sources) == 0 {
+// c reads the consumer's CA bundle and requests the tokens; consumerID
+// labels the Secret.
+func Ensure(ctx context.Context, c client.Client, pns provider.Namespace, pod *corev1.Pod, consumerID string) (time.Duration, error) {
+	srcs := sources(&pod.Spec)
+	if len(srcs) == 0 {
 		return 0, nil
 	}
-	name := TokenSecretName(pod.Name)
-	var existing *corev1.Secret
-	if obj, ok := w.get(kindSecret, name); ok {
-		existing = obj.(*corev1.Secret)
+	name := SecretName(pod.Name)
+	existing, _ := pns.Get(provider.Secrets, name).(*corev1.Secret)
+	if existing != nil {
 		if existing.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == string(pod.UID) {
-			if at, err := time.Parse(time.RFC3339, existing.Annotations[tokenRefreshAnnotation]); err == nil && time.Until(at) > 0 {
+			if at, err := time.Parse(time.RFC3339, existing.Annotations[forge.TokenRefreshAnnotation]); err == nil && time.Until(at) > 0 {
 				return time.Until(at), nil
 			}
 		}
@@ -151,13 +150,13 @@ func (r *PodReflector) ensureToken(ctx context.Context, sess *session, w *nsWatc
 		sa = "default"
 	}
 	var ca corev1.ConfigMap
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: rootCAConfigMap}, &ca); client.IgnoreNotFound(err) != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: forge.RootCAConfigMap}, &ca); client.IgnoreNotFound(err) != nil {
 		return 0, err
 	}
 	data := map[string][]byte{caKey: []byte(ca.Data[caKey]), namespaceKey: []byte(pod.Namespace)}
 	issued := time.Now()
 	refreshAt := issued.Add(24 * time.Hour)
-	for _, src := range sources {
+	for _, src := range srcs {
 		seconds := ptr.Deref(src.proj.ExpirationSeconds, defaultTokenSeconds)
 		if seconds == extendedTokenSeconds {
 			// The API server would make this a year-long token; one that
@@ -172,7 +171,7 @@ func (r *PodReflector) ensureToken(ctx context.Context, sess *session, w *nsWatc
 			Audiences: audiences, ExpirationSeconds: ptr.To(seconds),
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 		}}
-		if err := r.Client.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: sa}}, tr); err != nil {
+		if err := c.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: sa}}, tr); err != nil {
 			return 0, fmt.Errorf("requesting a token of service account %s/%s: %w", pod.Namespace, sa, err)
 		}
 		data[src.key] = []byte(tr.Status.Token)
@@ -180,44 +179,43 @@ func (r *PodReflector) ensureToken(ctx context.Context, sess *session, w *nsWatc
 			refreshAt = at
 		}
 	}
-	meta := forgeMeta(&pod.ObjectMeta, remoteNS, r.LocalClusterID)
+	remoteNS := pns.Name()
+	meta := forge.Meta(&pod.ObjectMeta, remoteNS, consumerID)
 	meta.Name = name
-	meta.Annotations[tokenForPodAnnotation] = pod.Name
-	meta.Annotations[tokenRefreshAnnotation] = refreshAt.UTC().Format(time.RFC3339)
+	meta.Annotations[forge.TokenForPodAnnotation] = pod.Name
+	meta.Annotations[forge.TokenRefreshAnnotation] = refreshAt.UTC().Format(time.RFC3339)
 	secret := &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: data}
 	var err error
 	if existing != nil {
 		secret.ResourceVersion = existing.ResourceVersion
-		_, err = sess.cs.CoreV1().Secrets(remoteNS).Update(ctx, secret, metav1.UpdateOptions{})
+		err = pns.Update(ctx, secret)
 		if apierrors.IsNotFound(err) { // the watch still showed a deleted one
 			secret.ResourceVersion = ""
 			existing = nil
 		}
 	}
 	if existing == nil {
-		_, err = sess.cs.CoreV1().Secrets(remoteNS).Create(ctx, secret, metav1.CreateOptions{})
+		err = pns.Create(ctx, secret)
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return 0, fmt.Errorf("writing the token of pod %s to %s/%s in %s: %w", pod.Name, remoteNS, name, sess.provider, err)
+		return 0, fmt.Errorf("writing the token of pod %s to %s/%s in %s: %w", pod.Name, remoteNS, name, pns.Provider(), err)
 	}
 	return time.Until(refreshAt), nil
 }
 
-// deleteToken deletes, in every provider, the token Secret of pod name
-// unless it holds the token of keepUID in keepProvider.
-func (r *PodReflector) deleteToken(ctx context.Context, ns, name, keepProvider string, keepUID string) error {
-	for _, w := range r.Sessions.watches(ns) {
-		obj, ok := w.get(kindSecret, TokenSecretName(name))
+// Delete deletes, in every provider, the token Secret of the local pod
+// ns/name unless it holds the token of keepUID in keepProvider.
+func Delete(ctx context.Context, providers provider.Providers, ns, name, keepProvider, keepUID string) error {
+	for _, pns := range providers.Open(ns) {
+		s, ok := pns.Get(provider.Secrets, SecretName(name)).(*corev1.Secret)
 		if !ok {
 			continue
 		}
-		s := obj.(*corev1.Secret)
-		if s.Annotations[tokenForPodAnnotation] != name || (w.session.provider == keepProvider && s.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == keepUID) {
+		if s.Annotations[forge.TokenForPodAnnotation] != name || (pns.Provider() == keepProvider && s.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == keepUID) {
 			continue
 		}
-		err := w.session.cs.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(s.UID)}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("deleting token %s/%s in %s: %w", s.Namespace, s.Name, w.session.provider, err)
+		if err := pns.Delete(ctx, provider.Secrets, s.Name, s.UID, nil); err != nil {
+			return fmt.Errorf("deleting token %s/%s in %s: %w", s.Namespace, s.Name, pns.Provider(), err)
 		}
 	}
 	return nil

@@ -1,11 +1,10 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-// Package virtualkubelet is Liqo's virtual kubelet, hosted in the
-// controller manager: for each accepted Advertisement it keeps a virtual
-// Node whose capacity is the offer, renews its Lease as a kubelet does, and
-// reports it NotReady while the provider cannot be reached. Pod and object
-// reflection come next (docs/sharing.md).
-package virtualkubelet
+// Package node keeps the virtual nodes: for each accepted Advertisement a
+// Node whose capacity is the offer, its Lease renewed as a kubelet does,
+// NotReady while the provider cannot be reached, and its pods deleted when
+// it goes.
+package node
 
 import (
 	"context"
@@ -23,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -40,6 +38,7 @@ import (
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
 const (
@@ -53,18 +52,15 @@ const (
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=get;update;patch
 
-// NodeReconciler keeps one virtual node per accepted Advertisement.
-type NodeReconciler struct {
+// Reconciler keeps one virtual node per accepted Advertisement.
+type Reconciler struct {
 	// Client reads Advertisements and Secrets and writes Nodes and Leases.
 	Client client.Client
 	// APIReader, if set, reads a ForeignCluster again from the API server
 	// when writing its status met another writer's change.
 	APIReader client.Reader
-	// Remotes gives the virtual kubelet's config towards each provider,
-	// built from the identity this cluster stored for it.
-	Remotes interface {
-		Config(ctx context.Context, provider string) (*rest.Config, error)
-	}
+	// Health says whether each provider can be reached.
+	Health provider.Health
 	// Now is injectable for tests.
 	Now func() time.Time
 	// Removed, if set, is called with the provider whose virtual node
@@ -75,7 +71,7 @@ type NodeReconciler struct {
 	// they have none.
 	KubeletAddress string
 	// Kubelet gives each virtual node its kubelet API port and closes it
-	// when the node goes (a *KubeletServer).
+	// when the node goes (an api.Server).
 	Kubelet interface {
 		Endpoint(ctx context.Context, node string) (int32, error)
 		Release(node string)
@@ -85,7 +81,7 @@ type NodeReconciler struct {
 	applied sync.Map
 }
 
-func (r *NodeReconciler) now() time.Time {
+func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
@@ -93,7 +89,7 @@ func (r *NodeReconciler) now() time.Time {
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// The provider is the one whose tenant namespace holds the offer:
 	// nothing the provider wrote in it (its name, its clusterIdentity) may
 	// make this act on another provider's node.
@@ -150,9 +146,9 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return ctrl.Result{RequeueAfter: leaseDuration / 4}, nil
 }
 
-// NodeName returns the virtual node's name for a provider: liqo-<name>
+// Name returns the virtual node's name for a provider: liqo-<name>
 // when the provider's name is usable, liqo-<ClusterID> otherwise.
-func NodeName(id discoveryv1alpha1.ClusterIdentity) string {
+func Name(id discoveryv1alpha1.ClusterIdentity) string {
 	if name := "liqo-" + id.ClusterName; id.ClusterName != "" && len(validation.IsDNS1123Subdomain(name)) == 0 {
 		return name
 	}
@@ -168,7 +164,7 @@ func NodeName(id discoveryv1alpha1.ClusterIdentity) string {
 // name (and with it the pods bound to it by hostname) of another
 // provider's node while that node is gone. Otherwise it is
 // liqo-<ClusterID>.
-func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Advertisement) (string, error) {
+func (r *Reconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Advertisement) (string, error) {
 	provider := adv.Spec.ClusterIdentity.ClusterID
 	var own corev1.NodeList
 	if err := r.Client.List(ctx, &own, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider}); err != nil {
@@ -193,7 +189,7 @@ func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Adve
 		for i := range clusters.Items {
 			fc := &clusters.Items[i]
 			if fc.Spec.ClusterIdentity.ClusterID != provider && fc.Spec.ClusterIdentity.ClusterID != "" &&
-				(fc.Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation] == name || announced && NodeName(fc.Spec.ClusterIdentity) == name) {
+				(fc.Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation] == name || announced && Name(fc.Spec.ClusterIdentity) == name) {
 				return true
 			}
 		}
@@ -211,14 +207,14 @@ func (r *NodeReconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Adve
 			return fallback, nil
 		}
 	}
-	if name := NodeName(adv.Spec.ClusterIdentity); name != fallback && !claimedByOthers(name, true) {
+	if name := Name(adv.Spec.ClusterIdentity); name != fallback && !claimedByOthers(name, true) {
 		return name, nil
 	}
 	return fallback, nil
 }
 
 // rememberNodeName records name on provider's ForeignCluster.
-func (r *NodeReconciler) rememberNodeName(ctx context.Context, provider, name string) error {
+func (r *Reconciler) rememberNodeName(ctx context.Context, provider, name string) error {
 	var list discoveryv1alpha1.ForeignClusterList
 	if err := r.Client.List(ctx, &list, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: provider}); err != nil {
 		return err
@@ -247,7 +243,7 @@ const FieldManager = "liqo-virtual-kubelet"
 // taint (added if missing). The node is shared with operators and other
 // controllers, as a kubelet shares its Node: spec.unschedulable (cordon),
 // their taints, labels and annotations are theirs, never written back.
-func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advertisement) (*corev1.Node, error) {
+func (r *Reconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advertisement) (*corev1.Node, error) {
 	provider := adv.Spec.ClusterIdentity.ClusterID
 	name, err := r.nodeName(ctx, adv)
 	if err != nil {
@@ -296,7 +292,7 @@ func (r *NodeReconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Ad
 // labelsApplied says whether labels are what this controller manager last
 // applied to node and the node still carries them: an apply a reconcile
 // (every 10 s) is a write saved.
-func (r *NodeReconciler) labelsApplied(node *corev1.Node, labels map[string]string) bool {
+func (r *Reconciler) labelsApplied(node *corev1.Node, labels map[string]string) bool {
 	last, ok := r.applied.Load(node.Name)
 	if !ok || !maps.Equal(last.(map[string]string), labels) {
 		return false
@@ -309,7 +305,7 @@ func (r *NodeReconciler) labelsApplied(node *corev1.Node, labels map[string]stri
 	return true
 }
 
-func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, adv *sharingv1alpha1.Advertisement, ready bool, msg string) error {
+func (r *Reconciler) updateStatus(ctx context.Context, node *corev1.Node, adv *sharingv1alpha1.Advertisement, ready bool, msg string) error {
 	orig := node.DeepCopy()
 	now := metav1.NewTime(r.now())
 	node.Status.Capacity = adv.Spec.Resources.DeepCopy()
@@ -371,7 +367,7 @@ func (r *NodeReconciler) updateStatus(ctx context.Context, node *corev1.Node, ad
 	return r.Client.Status().Patch(ctx, node, client.MergeFrom(orig))
 }
 
-func (r *NodeReconciler) renewLease(ctx context.Context, node *corev1.Node) error {
+func (r *Reconciler) renewLease(ctx context.Context, node *corev1.Node) error {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: node.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, lease, func() error {
 		lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
@@ -388,7 +384,7 @@ func (r *NodeReconciler) renewLease(ctx context.Context, node *corev1.Node) erro
 // bound to the node at once, as a kubelet confirms their end, so that
 // their controllers replace them without waiting for the pod garbage
 // collector; the pod reflector deletes their provider copies.
-func (r *NodeReconciler) removeNodes(ctx context.Context, provider string) error {
+func (r *Reconciler) removeNodes(ctx context.Context, provider string) error {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider}); err != nil {
 		return err
@@ -403,7 +399,7 @@ func (r *NodeReconciler) removeNodes(ctx context.Context, provider string) error
 			}
 		}
 		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.MatchingFields{nodeNameField: nodes.Items[i].Name}); err != nil {
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{PodsByNodeField: nodes.Items[i].Name}); err != nil {
 			return err
 		}
 		for j := range pods.Items {
@@ -425,17 +421,13 @@ func (r *NodeReconciler) removeNodes(ctx context.Context, provider string) error
 
 // probe asks the provider's API server whether it is ready, as the
 // virtual kubelet.
-func (r *NodeReconciler) probe(ctx context.Context, provider string) error {
-	cfg, err := r.Remotes.Config(ctx, provider)
-	if err != nil {
-		return err
-	}
-	return identity.Readyz(ctx, cfg)
+func (r *Reconciler) probe(ctx context.Context, id string) error {
+	return r.Health.Ping(ctx, id)
 }
 
 // reflect sets (or, with an empty status, removes) VirtualNodeReady on
 // the provider's ForeignCluster.
-func (r *NodeReconciler) reflect(ctx context.Context, provider string, status metav1.ConditionStatus, reason, msg string) error {
+func (r *Reconciler) reflect(ctx context.Context, provider string, status metav1.ConditionStatus, reason, msg string) error {
 	fc, err := foreigncluster.Find(ctx, r.Client, provider)
 	if err != nil || fc == nil {
 		return err
@@ -475,7 +467,7 @@ func equalResources(a, b corev1.ResourceList) bool {
 }
 
 // SetupWithManager registers the reconciler.
-func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// The virtual kubelet's kubeconfig arrives in the consumer's identity
 	// Secret for the provider: look at once.
 	identityChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -512,4 +504,25 @@ func (r *NodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, nodeOf, builder.WithPredicates(cordonChanged)).
 		Named("virtualnode").
 		Complete(r)
+}
+
+// PodsByNodeField indexes pods by the node they are bound to.
+const PodsByNodeField = "spec.nodeName"
+
+// IndexPods adds the index of pods by node that the node Reconciler and
+// the pod reflector list with; call it once, before setting them up.
+func IndexPods(ctx context.Context, mgr ctrl.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, PodsByNodeField, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	})
+}
+
+// Ready returns the status of n's Ready condition (Unknown without one).
+func Ready(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
 }

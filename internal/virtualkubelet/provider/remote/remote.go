@@ -1,22 +1,29 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package virtualkubelet
+// Package remote is the virtual kubelet's provider that is a remote
+// cluster: the one behind a peering, reached with the virtual kubelet's
+// identity in it (identity.Remotes).
+package remote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -25,20 +32,8 @@ import (
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
-
-// The kinds a session watches in each provider namespace.
-const (
-	kindPod       = "pods"
-	kindConfigMap = "configmaps"
-	kindSecret    = "secrets"
-	kindService   = "services"
-)
-
-var watchedKinds = []string{kindPod, kindConfigMap, kindSecret, kindService}
-
-// errNotSynced is returned while a provider namespace's informers fill.
-var errNotSynced = errors.New("the provider namespace's watch has not synced yet")
 
 // Sessions holds the virtual kubelet's connection to each provider: a
 // clientset, and for each offloaded namespace informers on the objects
@@ -57,7 +52,7 @@ type Sessions struct {
 	ctx       context.Context
 	sessions  map[string]*session
 	stopping  map[string]*time.Timer
-	channels  map[string]chan event.GenericEvent
+	channels  map[provider.Kind]chan event.GenericEvent
 	startOnce sync.Once
 	started   chan struct{}
 }
@@ -78,28 +73,35 @@ type session struct {
 	namespaces map[string]*nsWatch // by local namespace
 }
 
-// nsWatch watches one provider namespace.
+// nsWatch watches one provider namespace: a provider.Namespace.
 type nsWatch struct {
+	session   *session
 	remote    string
-	informers map[string]cache.SharedIndexInformer
+	informers map[provider.Kind]cache.SharedIndexInformer
 	cancel    context.CancelFunc
 }
+
+var (
+	_ provider.Providers = &Sessions{}
+	_ provider.Streams   = &Sessions{}
+	_ provider.Health    = &Sessions{}
+	_ provider.Namespace = &nsWatch{}
+)
 
 func (s *Sessions) init() {
 	s.startOnce.Do(func() {
 		s.sessions = map[string]*session{}
 		s.stopping = map[string]*time.Timer{}
 		s.started = make(chan struct{})
-		s.channels = map[string]chan event.GenericEvent{}
-		for _, k := range watchedKinds {
+		s.channels = map[provider.Kind]chan event.GenericEvent{}
+		for _, k := range provider.Kinds {
 			s.channels[k] = make(chan event.GenericEvent, 4096)
 		}
 	})
 }
 
-// Source returns the source of events for the local objects of kind whose
-// provider copy changed.
-func (s *Sessions) Source(kind string, h handler.EventHandler) source.Source {
+// Source implements provider.Providers.
+func (s *Sessions) Source(kind provider.Kind, h handler.EventHandler) source.Source {
 	s.init()
 	return source.Channel(s.channels[kind], h)
 }
@@ -127,29 +129,29 @@ func (s *Sessions) NeedLeaderElection() bool { return true }
 // get returns the session with provider, opening it (and watching every
 // namespace already offloaded there) the first time, or again when the
 // virtual kubelet's identity changed.
-func (s *Sessions) get(ctx context.Context, provider string) (*session, error) {
+func (s *Sessions) get(ctx context.Context, id string) (*session, error) {
 	s.init()
 	select {
 	case <-s.started:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	cfg, err := s.Remotes.Config(ctx, provider)
+	cfg, err := s.Remotes.Config(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok := s.stopping[provider]; ok {
+	if t, ok := s.stopping[id]; ok {
 		t.Stop()
-		delete(s.stopping, provider)
+		delete(s.stopping, id)
 	}
-	if sess, ok := s.sessions[provider]; ok {
+	if sess, ok := s.sessions[id]; ok {
 		if sess.cfg == cfg {
 			return sess, nil
 		}
 		sess.cancel()
-		delete(s.sessions, provider)
+		delete(s.sessions, id)
 	}
 	// Pods and objects travel as protobuf, cheaper than JSON to encode
 	// in the provider's API server and to decode here.
@@ -158,27 +160,27 @@ func (s *Sessions) get(ctx context.Context, provider string) (*session, error) {
 	pcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	cs, err := kubernetes.NewForConfig(pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", provider, err)
+		return nil, fmt.Errorf("client for %s: %w", id, err)
 	}
 	writer, err := s.Remotes.ClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", provider, err)
+		return nil, fmt.Errorf("client for %s: %w", id, err)
 	}
 	stream, err := streamingTransport(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("streaming transport for %s: %w", provider, err)
+		return nil, fmt.Errorf("streaming transport for %s: %w", id, err)
 	}
 	sctx, cancel := context.WithCancel(s.ctx)
-	sess := &session{provider: provider, cfg: cfg, cs: cs, writer: writer, stream: stream, ctx: sctx, cancel: cancel,
+	sess := &session{provider: id, cfg: cfg, cs: cs, writer: writer, stream: stream, ctx: sctx, cancel: cancel,
 		namespaces: map[string]*nsWatch{}}
-	s.sessions[provider] = sess
-	ctrl.LoggerFrom(ctx).Info("Provider session opened", "provider", provider)
+	s.sessions[id] = sess
+	ctrl.LoggerFrom(ctx).Info("Provider session opened", "provider", id)
 	// Watch at once every namespace already offloaded there, so that what
 	// this cluster left there (say, while it was down) is looked at.
 	var list offloadingv1alpha1.NamespaceOffloadingList
 	if err := s.Reader.List(ctx, &list); err == nil {
 		for i := range list.Items {
-			if remote, ok := ReadyRemoteNamespace(&list.Items[i], provider); ok {
+			if remote, ok := list.Items[i].ReadyRemoteNamespace(id); ok {
 				s.startWatch(ctx, sess, list.Items[i].Namespace, remote)
 			}
 		}
@@ -213,9 +215,8 @@ func (s *Sessions) Stop(provider string) {
 	}
 }
 
-// StopNamespace stops watching local's namespace in every provider except
-// those in keep.
-func (s *Sessions) StopNamespace(local string, keep map[string]bool) {
+// Release implements provider.Providers.
+func (s *Sessions) Release(local string, keep map[string]bool) {
 	for _, sess := range s.all() {
 		if keep[sess.provider] {
 			continue
@@ -240,14 +241,16 @@ func (s *Sessions) all() []*session {
 	return out
 }
 
-// watch returns the watch of the provider namespace remote for the local
-// namespace local, starting it if needed; errNotSynced until its informers
-// have listed.
-func (s *Sessions) watch(ctx context.Context, sess *session, local, remote string) (*nsWatch, error) {
+// Namespace implements provider.Providers.
+func (s *Sessions) Namespace(ctx context.Context, id, local, remote string) (provider.Namespace, error) {
+	sess, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	w := s.startWatch(ctx, sess, local, remote)
 	for _, inf := range w.informers {
 		if !inf.HasSynced() {
-			return nil, errNotSynced
+			return nil, provider.ErrNotSynced
 		}
 	}
 	return w, nil
@@ -272,11 +275,11 @@ func (s *Sessions) startWatch(ctx context.Context, sess *session, local, remote 
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = offloadingv1alpha1.OriginClusterLabel + "=" + s.LocalClusterID
 		}))
-	w := &nsWatch{remote: remote, cancel: cancel, informers: map[string]cache.SharedIndexInformer{
-		kindPod:       factory.Core().V1().Pods().Informer(),
-		kindConfigMap: factory.Core().V1().ConfigMaps().Informer(),
-		kindSecret:    factory.Core().V1().Secrets().Informer(),
-		kindService:   factory.Core().V1().Services().Informer(),
+	w := &nsWatch{session: sess, remote: remote, cancel: cancel, informers: map[provider.Kind]cache.SharedIndexInformer{
+		provider.Pods:       factory.Core().V1().Pods().Informer(),
+		provider.ConfigMaps: factory.Core().V1().ConfigMaps().Informer(),
+		provider.Secrets:    factory.Core().V1().Secrets().Informer(),
+		provider.Services:   factory.Core().V1().Services().Informer(),
 	}}
 	for kind, inf := range w.informers {
 		ch := s.channels[kind]
@@ -306,40 +309,118 @@ func (s *Sessions) startWatch(ctx context.Context, sess *session, local, remote 
 	return w
 }
 
-// get returns the provider copy of the object name of kind, if any.
-func (w *nsWatch) get(kind, name string) (runtime.Object, bool) {
-	obj, ok, err := w.informers[kind].GetStore().GetByKey(w.remote + "/" + name)
-	if err != nil || !ok {
-		return nil, false
-	}
-	return obj.(runtime.Object), true
-}
-
-// watches returns the watches of local's namespace in every open session.
-func (s *Sessions) watches(local string) []*nsWatchIn {
-	var out []*nsWatchIn
+// Open implements provider.Providers.
+func (s *Sessions) Open(local string) []provider.Namespace {
+	var out []provider.Namespace
 	for _, sess := range s.all() {
 		sess.mu.Lock()
 		if w, ok := sess.namespaces[local]; ok {
-			out = append(out, &nsWatchIn{nsWatch: w, session: sess})
+			out = append(out, w)
 		}
 		sess.mu.Unlock()
 	}
 	return out
 }
 
-type nsWatchIn struct {
-	*nsWatch
-	session *session
+// Ping implements provider.Health: the provider's API server is ready,
+// asked with the virtual kubelet's identity.
+func (s *Sessions) Ping(ctx context.Context, id string) error {
+	cfg, err := s.Remotes.Config(ctx, id)
+	if err != nil {
+		return err
+	}
+	return identity.Readyz(ctx, cfg)
 }
 
-// ReadyRemoteNamespace returns the namespace no offloads to in provider,
-// once the provider reported it Ready.
-func ReadyRemoteNamespace(no *offloadingv1alpha1.NamespaceOffloading, provider string) (string, bool) {
-	for _, st := range no.Status.RemoteNamespaces {
-		if st.ClusterID == provider && st.Phase == offloadingv1alpha1.RemoteNamespaceReady {
-			return st.Namespace, true
-		}
+// Stream implements provider.Streams.
+func (s *Sessions) Stream(ctx context.Context, id string) (*url.URL, http.RoundTripper, error) {
+	sess, err := s.get(ctx, id)
+	if err != nil {
+		return nil, nil, err
 	}
-	return "", false
+	u, err := url.Parse(sess.cfg.Host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("provider %s's API server %q: %w", id, sess.cfg.Host, err)
+	}
+	return u, sess.stream, nil
+}
+
+// streamingTransport is an HTTP/1.1 transport with the virtual kubelet's
+// identity in a provider: log streams and the SPDY or WebSocket upgrades
+// of exec go through it (HTTP/2 cannot carry those upgrades; client-go
+// leaves HTTP/2 out when the TLS protocols do not offer it).
+func streamingTransport(cfg *rest.Config) (http.RoundTripper, error) {
+	c := rest.CopyConfig(cfg)
+	c.NextProtos = []string{"http/1.1"}
+	return rest.TransportFor(c)
+}
+
+// Provider implements provider.Namespace.
+func (w *nsWatch) Provider() string { return w.session.provider }
+
+// Name implements provider.Namespace.
+func (w *nsWatch) Name() string { return w.remote }
+
+// Get implements provider.Namespace.
+func (w *nsWatch) Get(kind provider.Kind, name string) client.Object {
+	inf, ok := w.informers[kind]
+	if !ok {
+		return nil
+	}
+	obj, ok, err := inf.GetStore().GetByKey(w.remote + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	o, _ := obj.(client.Object)
+	return o
+}
+
+// Create implements provider.Namespace. Pods and the Secrets the pod
+// reflector writes travel as protobuf.
+func (w *nsWatch) Create(ctx context.Context, obj client.Object) error {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		_, err := w.session.cs.CoreV1().Pods(w.remote).Create(ctx, o, metav1.CreateOptions{})
+		return err
+	case *corev1.Secret:
+		_, err := w.session.cs.CoreV1().Secrets(w.remote).Create(ctx, o, metav1.CreateOptions{})
+		return err
+	}
+	return w.session.writer.Create(ctx, obj)
+}
+
+// Update implements provider.Namespace.
+func (w *nsWatch) Update(ctx context.Context, obj client.Object) error {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		_, err := w.session.cs.CoreV1().Pods(w.remote).Update(ctx, o, metav1.UpdateOptions{})
+		return err
+	case *corev1.Secret:
+		_, err := w.session.cs.CoreV1().Secrets(w.remote).Update(ctx, o, metav1.UpdateOptions{})
+		return err
+	}
+	return w.session.writer.Update(ctx, obj)
+}
+
+// Delete implements provider.Namespace.
+func (w *nsWatch) Delete(ctx context.Context, kind provider.Kind, name string, uid types.UID, grace *int64) error {
+	opts := metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: ptr.To(uid)}}
+	core := w.session.cs.CoreV1()
+	var err error
+	switch kind {
+	case provider.Pods:
+		err = core.Pods(w.remote).Delete(ctx, name, opts)
+	case provider.ConfigMaps:
+		err = core.ConfigMaps(w.remote).Delete(ctx, name, opts)
+	case provider.Secrets:
+		err = core.Secrets(w.remote).Delete(ctx, name, opts)
+	case provider.Services:
+		err = core.Services(w.remote).Delete(ctx, name, opts)
+	default:
+		return fmt.Errorf("unknown kind %q", kind)
+	}
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }

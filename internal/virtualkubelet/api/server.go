@@ -1,6 +1,8 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package virtualkubelet
+// Package api is the virtual nodes' kubelet API: kubectl logs, exec,
+// attach and port-forward on an offloaded pod reach the provider pod.
+package api
 
 import (
 	"context"
@@ -21,12 +23,12 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -40,7 +42,7 @@ const (
 	clientCAKey       = "client-ca-file"
 )
 
-// KubeletServer is the kubelet API of the virtual nodes: the endpoint the
+// Server is the kubelet API of the virtual nodes: the endpoint the
 // API server calls, at a node's address and kubelet port, when someone
 // runs `kubectl logs` or `kubectl exec` on a pod bound to it. Each virtual
 // node has a port of its own, as each kubelet has, and serves the pods
@@ -52,12 +54,12 @@ const (
 // or exec subresource in the provider, with the virtual kubelet's identity
 // there. It is a manager.Runnable, which closes the endpoints when the
 // manager stops.
-type KubeletServer struct {
+type Server struct {
 	// Client reads pods, nodes, NamespaceOffloadings and the client CA
 	// (cached), and creates SubjectAccessReviews.
 	Client client.Client
-	// Sessions are the connections to the providers.
-	Sessions *Sessions
+	// Streams reach the providers' API servers.
+	Streams provider.Streams
 	// Host is the address the endpoints listen on; empty means all.
 	Host string
 	// FirstPort is the first virtual node's port, the next ones taking the
@@ -77,7 +79,7 @@ type nodeEndpoint struct {
 
 // Endpoint returns the port of node's kubelet API, opening it the first
 // time.
-func (s *KubeletServer) Endpoint(ctx context.Context, node string) (int32, error) {
+func (s *Server) Endpoint(ctx context.Context, node string) (int32, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.nodes[node]; ok {
@@ -115,7 +117,7 @@ func (s *KubeletServer) Endpoint(ctx context.Context, node string) (int32, error
 	return port, nil
 }
 
-func (s *KubeletServer) listen(ctx context.Context, used map[int32]bool) (net.Listener, error) {
+func (s *Server) listen(ctx context.Context, used map[int32]bool) (net.Listener, error) {
 	var lc net.ListenConfig
 	if s.FirstPort == 0 {
 		return lc.Listen(ctx, "tcp", net.JoinHostPort(s.Host, "0"))
@@ -135,7 +137,7 @@ func (s *KubeletServer) listen(ctx context.Context, used map[int32]bool) (net.Li
 }
 
 // Release closes node's kubelet API.
-func (s *KubeletServer) Release(node string) {
+func (s *Server) Release(node string) {
 	s.mu.Lock()
 	e, ok := s.nodes[node]
 	delete(s.nodes, node)
@@ -147,7 +149,7 @@ func (s *KubeletServer) Release(node string) {
 
 // Start implements manager.Runnable: it closes every endpoint when ctx
 // ends.
-func (s *KubeletServer) Start(ctx context.Context) error {
+func (s *Server) Start(ctx context.Context) error {
 	<-ctx.Done()
 	s.mu.Lock()
 	nodes := s.nodes
@@ -161,11 +163,11 @@ func (s *KubeletServer) Start(ctx context.Context) error {
 
 // NeedLeaderElection is true: the provider sessions run on the leader,
 // whose address the virtual nodes carry.
-func (s *KubeletServer) NeedLeaderElection() bool { return true }
+func (s *Server) NeedLeaderElection() bool { return true }
 
 // nodeHandler serves one virtual node's kubelet API.
 type nodeHandler struct {
-	server *KubeletServer
+	server *Server
 	node   string
 }
 
@@ -255,19 +257,15 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
-	u, err := url.Parse(target.session.cfg.Host)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
+	u := *target.host
 	u.Path = path.Join("/", u.Path, "api/v1/namespaces", target.namespace, "pods", req.pod, req.subresource)
 	u.RawQuery = providerQuery(req.subresource, req.container, r.URL.Query()).Encode()
-	log.V(1).Info("Forwarding to the provider", "provider", target.session.provider, "url", u.String(), "user", user)
+	log.V(1).Info("Forwarding to the provider", "provider", target.provider, "url", u.String(), "user", user)
 	proxy := &httputil.ReverseProxy{
-		Transport:     target.session.stream,
+		Transport:     target.transport,
 		FlushInterval: -1, // logs and streams pass as they come
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL = u
+			pr.Out.URL = &u
 			pr.Out.Host = u.Host
 			h := http.Header{}
 			for _, k := range forwardedHeaders {
@@ -278,8 +276,8 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Header = h
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			log.Info("The provider did not answer", "provider", target.session.provider, "error", err.Error())
-			http.Error(w, fmt.Sprintf("provider %s: %v", target.session.provider, err), http.StatusBadGateway)
+			log.Info("The provider did not answer", "provider", target.provider, "error", err.Error())
+			http.Error(w, fmt.Sprintf("provider %s: %v", target.provider, err), http.StatusBadGateway)
 		},
 	}
 	proxy.ServeHTTP(w, r)
@@ -287,7 +285,7 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // authenticate checks the client certificate against the API server's
 // client CA, and returns its user and groups.
-func (s *KubeletServer) authenticate(ctx context.Context, r *http.Request) (string, []string, error) {
+func (s *Server) authenticate(ctx context.Context, r *http.Request) (string, []string, error) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return "", nil, errors.New("no client certificate")
 	}
@@ -316,7 +314,7 @@ func (s *KubeletServer) authenticate(ctx context.Context, r *http.Request) (stri
 // authorize asks the API server whether user may use the kubelet API of
 // node, as a kubelet in Webhook authorization mode does: nodes/proxy, with
 // the verb of the HTTP method.
-func (s *KubeletServer) authorize(ctx context.Context, method, user string, groups []string, node string) error {
+func (s *Server) authorize(ctx context.Context, method, user string, groups []string, node string) error {
 	verb := map[string]string{
 		http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create",
 		http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
@@ -350,13 +348,15 @@ func notFound(format string, args ...any) error {
 
 // kubeletTarget is where a request goes.
 type kubeletTarget struct {
-	namespace string // in the provider
-	session   *session
+	provider  string
+	namespace string
+	host      *url.URL
+	transport http.RoundTripper
 }
 
 // resolve finds the provider pod behind a local pod: its virtual node's
 // provider, and the namespace its namespace maps to there.
-func (s *KubeletServer) resolve(ctx context.Context, nodeName string, req kubeletRequest) (*kubeletTarget, error) {
+func (s *Server) resolve(ctx context.Context, nodeName string, req kubeletRequest) (*kubeletTarget, error) {
 	var pod corev1.Pod
 	err := s.Client.Get(ctx, client.ObjectKey{Namespace: req.namespace, Name: req.pod}, &pod)
 	if apierrors.IsNotFound(err) {
@@ -386,23 +386,13 @@ func (s *KubeletServer) resolve(ctx context.Context, nodeName string, req kubele
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: req.namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
 		return nil, err
 	}
-	remoteNS, ok := ReadyRemoteNamespace(&no, provider)
+	remoteNS, ok := no.ReadyRemoteNamespace(provider)
 	if !ok {
 		return nil, notFound("namespace %s has no ready namespace in provider %s", req.namespace, provider)
 	}
-	sess, err := s.Sessions.get(ctx, provider)
+	host, transport, err := s.Streams.Stream(ctx, provider)
 	if err != nil {
 		return nil, &statusError{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("provider %s: %v", provider, err)}
 	}
-	return &kubeletTarget{namespace: remoteNS, session: sess}, nil
-}
-
-// streamingTransport is an HTTP/1.1 transport with the virtual kubelet's
-// identity in a provider: log streams and the SPDY or WebSocket upgrades
-// of exec go through it (HTTP/2 cannot carry those upgrades; client-go
-// leaves HTTP/2 out when the TLS protocols do not offer it).
-func streamingTransport(cfg *rest.Config) (http.RoundTripper, error) {
-	c := rest.CopyConfig(cfg)
-	c.NextProtos = []string{"http/1.1"}
-	return rest.TransportFor(c)
+	return &kubeletTarget{provider: provider, namespace: remoteNS, host: host, transport: transport}, nil
 }

@@ -1,54 +1,27 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package virtualkubelet
+package pods
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
 )
 
-const (
-	// lastAppliedAnnotation is kubectl's; it describes the local object
-	// and is not copied.
-	lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-)
-
-// forgeMeta is the metadata of the provider copy of a local object.
-func forgeMeta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.ObjectMeta {
-	labels := maps.Clone(local.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[offloadingv1alpha1.OriginClusterLabel] = consumerID
-	annotations := maps.Clone(local.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	// The markers of the virtual kubelet's own provider objects are never
-	// taken from a consumer object.
-	delete(annotations, lastAppliedAnnotation)
-	delete(annotations, tokenForPodAnnotation)
-	delete(annotations, tokenRefreshAnnotation)
-	annotations[offloadingv1alpha1.OriginUIDAnnotation] = string(local.UID)
-	annotations[offloadingv1alpha1.OriginNamespaceAnnotation] = local.Namespace
-	return metav1.ObjectMeta{Namespace: remoteNS, Name: local.Name, Labels: labels, Annotations: annotations}
-}
-
-// ForgeRemotePod returns the pod the provider runs for local. What only
+// RemotePod returns the pod the provider runs for local. What only
 // makes sense in the consumer goes: the node, node selection (it selected
 // the virtual node), priority classes, runtime classes and readiness gates
 // the provider may not have, and the consumer's service account token
 // unless the pod asks for it; the provider's scheduler places the pod on
 // one of its own nodes.
-func ForgeRemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
+func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	spec := local.Spec.DeepCopy()
 	spec.NodeName = ""
 	spec.NodeSelector = nil
@@ -68,14 +41,14 @@ func ForgeRemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod 
 	// token of the provider.
 	spec.ServiceAccountName, spec.DeprecatedServiceAccount = "", ""
 	spec.AutomountServiceAccountToken = ptr.To(false)
-	reflectToken := TokenRequested(local)
+	reflectToken := token.Requested(local)
 	dropped := map[string]bool{}
 	var volumes []corev1.Volume
 	for _, v := range spec.Volumes {
 		switch {
 		case v.Projected == nil || !slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }):
 		case reflectToken:
-			v.Projected = tokenVolume(v.Name, v.Projected, TokenSecretName(local.Name))
+			v.Projected = token.Volume(v.Name, v.Projected, token.SecretName(local.Name))
 		default:
 			dropped[v.Name] = true
 			continue
@@ -88,7 +61,7 @@ func ForgeRemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod 
 			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return dropped[m.Name] })
 		}
 	}
-	return &corev1.Pod{ObjectMeta: forgeMeta(&local.ObjectMeta, remoteNS, consumerID), Spec: *spec}
+	return &corev1.Pod{ObjectMeta: forge.Meta(&local.ObjectMeta, remoteNS, consumerID), Spec: *spec}
 }
 
 // podDrifted says whether someone changed the provider pod's labels or
@@ -118,10 +91,10 @@ func correctPod(remote, desired *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-// ForgeLocalStatus returns local's status as the provider reports it: phase,
+// LocalStatus returns local's status as the provider reports it: phase,
 // conditions, container statuses, IPs and start time. The consumer's own
 // scheduling condition (it scheduled the pod on the virtual node) stays.
-func ForgeLocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
+func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 	st := *local.Status.DeepCopy()
 	rs := remote.Status.DeepCopy()
 	st.Phase, st.Reason, st.Message = rs.Phase, rs.Reason, rs.Message

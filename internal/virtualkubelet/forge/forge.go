@@ -1,0 +1,49 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package forge makes the metadata of the copies the virtual kubelet keeps
+// in a provider, shared by the pod, token and object reflectors.
+package forge
+
+import (
+	"maps"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+)
+
+const (
+	// LastAppliedAnnotation is kubectl's; it describes the local object
+	// and is not copied.
+	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+	// TokenForPodAnnotation marks a provider Secret holding the token of
+	// the pod it names: the pod reflector owns it, the Secret reflector
+	// leaves it alone.
+	TokenForPodAnnotation = "offloading.liqo.io/token-for-pod"
+	// TokenRefreshAnnotation is when the token is renewed.
+	TokenRefreshAnnotation = "offloading.liqo.io/token-refresh-at"
+	// RootCAConfigMap is the consumer's CA bundle in every namespace;
+	// every provider namespace has its own.
+	RootCAConfigMap = "kube-root-ca.crt"
+)
+
+// Meta is the metadata of the provider copy of a local object.
+func Meta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.ObjectMeta {
+	labels := maps.Clone(local.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[offloadingv1alpha1.OriginClusterLabel] = consumerID
+	annotations := maps.Clone(local.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	// The markers of the virtual kubelet's own provider objects are never
+	// taken from a consumer object.
+	delete(annotations, LastAppliedAnnotation)
+	delete(annotations, TokenForPodAnnotation)
+	delete(annotations, TokenRefreshAnnotation)
+	annotations[offloadingv1alpha1.OriginUIDAnnotation] = string(local.UID)
+	annotations[offloadingv1alpha1.OriginNamespaceAnnotation] = local.Namespace
+	return metav1.ObjectMeta{Namespace: remoteNS, Name: local.Name, Labels: labels, Annotations: annotations}
+}

@@ -1,0 +1,260 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-go/liqo/api"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/memory"
+)
+
+type nodeWorld struct {
+	c       client.Client
+	health  *memory.Providers
+	mu      sync.Mutex
+	removed []string
+}
+
+func (w *nodeWorld) removedProviders() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.removed...)
+}
+
+// startNodes runs the virtual node reconciler alone against a real API
+// server, with the in-memory provider's health.
+func startNodes(t *testing.T) *nodeWorld {
+	t.Helper()
+	cfg := envtest.Start(t, "consumer")
+	if err := install.Install(t.Context(), cfg, install.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &nodeWorld{c: c, health: memory.New()}
+	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
+		if err := IndexPods(t.Context(), mgr); err != nil {
+			return err
+		}
+		return (&Reconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Health: w.health,
+			Removed: func(p string) { w.mu.Lock(); w.removed = append(w.removed, p); w.mu.Unlock() },
+		}).SetupWithManager(mgr)
+	})
+	return w
+}
+
+// offer writes provider's Advertisement in its tenant namespace, with
+// identity claimed as its cluster, and the operator's verdict phase.
+func (w *nodeWorld) offer(t *testing.T, provider, claimed string, phase sharingv1alpha1.AdvertisementPhase) *sharingv1alpha1.Advertisement {
+	t.Helper()
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(provider)}}
+	if err := w.c.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	adv := &sharingv1alpha1.Advertisement{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: sharingv1alpha1.AdvertisementName(provider)},
+		Spec: sharingv1alpha1.AdvertisementSpec{
+			ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: claimed, ClusterName: claimed},
+			Resources:       corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			Timestamp:       metav1.Now(), TimeToLive: metav1.NewTime(time.Now().Add(time.Hour)),
+		},
+	}
+	if err := w.c.Create(ctx, adv); err != nil {
+		t.Fatal(err)
+	}
+	adv.Status.Phase = phase
+	if err := w.c.Status().Update(ctx, adv); err != nil {
+		t.Fatal(err)
+	}
+	return adv
+}
+
+func (w *nodeWorld) foreignCluster(t *testing.T, provider string) *discoveryv1alpha1.ForeignCluster {
+	t.Helper()
+	fc := &discoveryv1alpha1.ForeignCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: provider, Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: provider}},
+		Spec:       discoveryv1alpha1.ForeignClusterSpec{ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: provider, ClusterName: provider}},
+	}
+	if err := w.c.Create(t.Context(), fc); err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+func (w *nodeWorld) virtualNodes(ctx context.Context, provider string) ([]corev1.Node, error) {
+	var nodes corev1.NodeList
+	err := w.c.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider})
+	return nodes.Items, err
+}
+
+func (w *nodeWorld) condition(ctx context.Context, provider string) (*metav1.Condition, error) {
+	var fc discoveryv1alpha1.ForeignCluster
+	if err := w.c.Get(ctx, client.ObjectKey{Name: provider}, &fc); err != nil {
+		return nil, err
+	}
+	return meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady), nil
+}
+
+// TestVirtualNodeLifecycle: an accepted offer gets one virtual node with
+// the offer as its capacity, the virtual-node label and taint, and a
+// Lease; the ForeignCluster says VirtualNodeReady. A provider that stops
+// answering makes the node NotReady; the offer withdrawn removes the node
+// and tells whoever ends the provider's sessions.
+func TestVirtualNodeLifecycle(t *testing.T) {
+	w := startNodes(t)
+	const provider = "provider-1"
+	w.foreignCluster(t, provider)
+	adv := w.offer(t, provider, provider, sharingv1alpha1.AdvertisementAccepted)
+
+	var node corev1.Node
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		nodes, err := w.virtualNodes(ctx, provider)
+		if err != nil {
+			return err
+		}
+		if len(nodes) != 1 {
+			return fmt.Errorf("%d virtual nodes for %s, want 1", len(nodes), provider)
+		}
+		node = nodes[0]
+		if Ready(&node) != corev1.ConditionTrue {
+			return fmt.Errorf("node %s Ready=%s", node.Name, Ready(&node))
+		}
+		return nil
+	})
+	if q := node.Status.Capacity[corev1.ResourceCPU]; q.Cmp(resource.MustParse("4")) != 0 {
+		t.Errorf("node cpu capacity %s, want the offer's 4", q.String())
+	}
+	if !offloadingv1alpha1.IsVirtualNode(node.Labels) {
+		t.Errorf("node labels %v lack the virtual-node label", node.Labels)
+	}
+	tainted := false
+	for _, taint := range node.Spec.Taints {
+		tainted = tainted || taint.Key == offloadingv1alpha1.VirtualNodeTaint
+	}
+	if !tainted {
+		t.Errorf("node taints %v lack %s", node.Spec.Taints, offloadingv1alpha1.VirtualNodeTaint)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var lease coordinationv1.Lease
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, &lease); err != nil {
+			return fmt.Errorf("the node's Lease: %w", err)
+		}
+		if lease.Spec.RenewTime == nil {
+			return errors.New("the node's Lease was never renewed")
+		}
+		c, err := w.condition(ctx, provider)
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("VirtualNodeReady %+v, want True", c)
+		}
+		return nil
+	})
+
+	// The provider stops answering: the next look (a change to the offer
+	// here, the lease renewal otherwise) finds the node NotReady.
+	w.health.Down(provider, errors.New("connection refused"))
+	patch := client.MergeFrom(adv.DeepCopy())
+	metav1.SetMetaDataAnnotation(&adv.ObjectMeta, "test/touch", "1")
+	if err := w.c.Patch(t.Context(), adv, patch); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 15*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(&node), &node); err != nil {
+			return err
+		}
+		if Ready(&node) != corev1.ConditionFalse {
+			return fmt.Errorf("node Ready=%s with the provider down, want False", Ready(&node))
+		}
+		c, err := w.condition(ctx, provider)
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Reason != discoveryv1alpha1.ReasonProviderUnreachable {
+			return fmt.Errorf("VirtualNodeReady %+v, want reason %s", c, discoveryv1alpha1.ReasonProviderUnreachable)
+		}
+		return nil
+	})
+	w.health.Down(provider, nil)
+
+	if err := w.c.Delete(t.Context(), adv); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		err := w.c.Get(ctx, client.ObjectKeyFromObject(&node), &corev1.Node{})
+		if err == nil {
+			return fmt.Errorf("node %s still there after the offer went", node.Name)
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if got := w.removedProviders(); len(got) == 0 || got[len(got)-1] != provider {
+			return fmt.Errorf("removed providers %v, want %s told", got, provider)
+		}
+		c, err := w.condition(ctx, provider)
+		if err != nil {
+			return err
+		}
+		if c != nil {
+			return fmt.Errorf("VirtualNodeReady %+v after the node went, want none", c)
+		}
+		return nil
+	})
+}
+
+// TestOfferNamingAnotherClusterGetsNoNode: a provider writes, in its own
+// tenant namespace, an accepted-looking offer that claims to be another
+// cluster: it gets no node, and the other cluster's node is not touched.
+func TestOfferNamingAnotherClusterGetsNoNode(t *testing.T) {
+	w := startNodes(t)
+	w.offer(t, "victim", "victim", sharingv1alpha1.AdvertisementAccepted)
+	var victim []corev1.Node
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) (err error) {
+		if victim, err = w.virtualNodes(ctx, "victim"); err == nil && len(victim) != 1 {
+			err = fmt.Errorf("%d nodes for victim, want 1", len(victim))
+		}
+		return err
+	})
+	w.offer(t, "mallory", "victim", sharingv1alpha1.AdvertisementAccepted)
+	envtest.Consistently(t, 2*time.Second, func(ctx context.Context) error {
+		nodes, err := w.virtualNodes(ctx, "mallory")
+		if err != nil {
+			return err
+		}
+		if len(nodes) != 0 {
+			return fmt.Errorf("%d nodes for mallory's offer naming victim, want none", len(nodes))
+		}
+		now, err := w.virtualNodes(ctx, "victim")
+		if err != nil {
+			return err
+		}
+		if len(now) != 1 || now[0].UID != victim[0].UID {
+			return fmt.Errorf("victim's node changed: %d nodes", len(now))
+		}
+		return nil
+	})
+}

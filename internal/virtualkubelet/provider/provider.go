@@ -1,0 +1,131 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package provider is the contract between the virtual kubelet's reflectors
+// and the place a virtual node's pods run. The reflectors (pods, their
+// service account tokens, ConfigMaps, Secrets, Services) decide what the
+// provider should hold; a Providers implementation holds it. The remote
+// cluster behind a peering (package remote) is one implementation; the
+// broker's aggregator, which spreads one virtual node over several
+// clusters, will be another; package memory is a third, for tests.
+//
+// # Concurrency
+//
+// Every method may be called from many goroutines at once: the reflectors
+// run up to their Workers reconciles in parallel, never two at once for
+// the same local object, so calls about one (kind, namespace, name) do not
+// overlap while calls about different ones do.
+//
+// # Reads and writes
+//
+// Reads (Namespace.Get) come from a cache that a watch fills; they may lag
+// the provider. Every change to the cache is announced on Source, and the
+// reflector comes back to the object then: it never polls. Writes go to the
+// provider at once and return Kubernetes API errors (apierrors.IsNotFound,
+// IsAlreadyExists, IsConflict, IsInvalid, IsForbidden work on them): a
+// Create of an object the cache does not show yet fails with AlreadyExists,
+// an Update with a stale resourceVersion with Conflict.
+//
+// # Deletion
+//
+// Delete names the copy it means by UID, so a copy created again under the
+// same name in the meantime is never deleted by mistake; a copy already
+// gone or replaced is not an error. A pod is deleted with the grace period
+// the local pod was deleted with: the provider stops it as a kubelet would,
+// and the copy leaves the cache only once it is gone, which is when the
+// reflector confirms the local pod's deletion.
+//
+// # Lifetime
+//
+// A namespace view is opened by the first Namespace call and lasts until
+// Release, or until the provider goes (its identity changed, its peering
+// ended): the next Namespace call opens it again, and its first listing
+// wakes the reflectors for every object it holds, so what changed while no
+// one watched (a provider restarted, objects deleted by someone else) is
+// looked at again.
+package provider
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Kind is a kind of object the reflectors keep in a provider.
+type Kind string
+
+// The kinds a provider holds.
+const (
+	Pods       Kind = "pods"
+	ConfigMaps Kind = "configmaps"
+	Secrets    Kind = "secrets"
+	Services   Kind = "services"
+)
+
+// Kinds are all the kinds a provider holds, in no particular order.
+var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services}
+
+// ErrNotSynced is returned by Namespace while the view's cache fills; the
+// caller asks again shortly.
+var ErrNotSynced = errors.New("the provider namespace's watch has not synced yet")
+
+// Providers are the places the virtual nodes' pods run, by provider ID
+// (a virtual node's offloading.liqo.io/remote-cluster label).
+type Providers interface {
+	// Namespace returns the view of the provider namespace remote of
+	// provider, where the local namespace local's pods and objects go,
+	// opening it on first use. It returns ErrNotSynced until the view has
+	// listed what is there, and an error when the provider cannot be
+	// reached (no credentials yet, peering gone).
+	Namespace(ctx context.Context, provider, local, remote string) (Namespace, error)
+	// Open returns the views of local open in every provider: where
+	// copies a local object no longer wants are looked for.
+	Open(local string) []Namespace
+	// Release closes the views of local in every provider except those
+	// in keep: the namespace is no longer offloaded there.
+	Release(local string, keep map[string]bool)
+	// Source returns the changes to the provider copies of kind, each as
+	// the local object of the same namespace and name (only those are
+	// set), for a controller's WatchesRawSource.
+	Source(kind Kind, h handler.EventHandler) source.Source
+}
+
+// Namespace is one namespace of one provider, as the reflectors see it.
+type Namespace interface {
+	// Provider is the provider's ID.
+	Provider() string
+	// Name is the namespace's name in the provider.
+	Name() string
+	// Get returns the provider copy of kind named name from the cache,
+	// or nil. The object is shared with the cache: do not modify it.
+	Get(kind Kind, name string) client.Object
+	// Create creates obj, whose namespace is Name().
+	Create(ctx context.Context, obj client.Object) error
+	// Update replaces obj, carrying the resourceVersion of the copy it
+	// replaces.
+	Update(ctx context.Context, obj client.Object) error
+	// Delete deletes the copy of kind named name with uid, gracefully for
+	// grace seconds (nil: the object's own default). A copy already gone,
+	// or one of that name with another uid, is left alone and nil is
+	// returned.
+	Delete(ctx context.Context, kind Kind, name string, uid types.UID, grace *int64) error
+}
+
+// Health says whether a provider can be reached: a virtual node is Ready
+// while it can.
+type Health interface {
+	// Ping returns nil when provider answers and is ready.
+	Ping(ctx context.Context, provider string) error
+}
+
+// Streams is what the kubelet API needs from a provider to forward logs,
+// exec, attach and port-forward to the pods it runs: the provider's API
+// server and a transport that can upgrade connections (HTTP/1.1).
+type Streams interface {
+	Stream(ctx context.Context, provider string) (*url.URL, http.RoundTripper, error)
+}

@@ -1,0 +1,475 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package virtualkubelet_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-go/liqo/api"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/objects"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/pods"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/memory"
+)
+
+// The reflectors' world in these tests: one consumer API server with one
+// virtual node for provider "provider-1", and the pod and object
+// reflectors with the in-memory provider, shared by every test; each test
+// offloads a namespace of its own to the provider's namespace
+// consumer-<namespace>.
+const (
+	testConsumer = "consumer-1"
+	testProvider = "provider-1"
+	testNode     = "liqo-provider-1"
+)
+
+var shared struct {
+	c   client.Client
+	mem *memory.Providers
+	n   int
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if testing.Short() {
+		return m.Run() // every test skips
+	}
+	cfg, stop, err := envtest.StartShared("consumer")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the API server:", err)
+		}
+	}()
+	ctx := context.Background()
+	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if shared.c, err = client.New(cfg, client.Options{Scheme: api.NewScheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	shared.mem = memory.New()
+	_, stopManager, err := envtest.RunManager(cfg, func(mgr ctrl.Manager) error {
+		if err := node.IndexPods(ctx, mgr); err != nil {
+			return err
+		}
+		if err := objects.IndexPodsBySecret(ctx, mgr); err != nil {
+			return err
+		}
+		if err := (&pods.Reflector{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Providers: shared.mem, LocalClusterID: testConsumer, Workers: 4,
+		}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		for _, r := range objects.NewReflectors(mgr.GetClient(), shared.mem, testConsumer) {
+			if err := r.SetupWithManager(mgr); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := stopManager(); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	vnode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: map[string]string{
+		offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue, offloadingv1alpha1.RemoteClusterLabel: testProvider,
+	}}}
+	if err := shared.c.Create(ctx, vnode); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+type reflectorWorld struct {
+	c                 client.Client
+	mem               *memory.Providers
+	localNS, remoteNS string
+}
+
+// startReflectors gives the test a namespace offloaded to the provider.
+func startReflectors(t *testing.T) *reflectorWorld {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real API server; skipped with -short")
+	}
+	shared.n++
+	w := &reflectorWorld{c: shared.c, mem: shared.mem, localNS: fmt.Sprintf("web-%d", shared.n)}
+	w.remoteNS = "consumer-" + w.localNS
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.localNS}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "default"}}
+	no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: offloadingv1alpha1.NamespaceOffloadingName}}
+	for _, obj := range []client.Object{ns, sa, no} {
+		if err := w.c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	no.Status.RemoteNamespaces = []offloadingv1alpha1.RemoteNamespaceStatus{{
+		ClusterID: testProvider, Namespace: w.remoteNS, Phase: offloadingv1alpha1.RemoteNamespaceReady,
+	}}
+	if err := w.c.Status().Update(ctx, no); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// offloadedPod creates a pod bound to the virtual node.
+func (w *reflectorWorld) offloadedPod(t *testing.T, name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: name, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			NodeName: testNode, AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "main", Image: "registry.example/app:1"}},
+		},
+	}
+	for _, m := range mutate {
+		m(pod)
+	}
+	if err := w.c.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// remotePod waits for the provider pod of name, and returns it.
+func (w *reflectorWorld) remotePod(t *testing.T, name string, check func(*corev1.Pod) error) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		obj := w.mem.Object(testProvider, provider.Pods, w.remoteNS, name)
+		if obj == nil {
+			return fmt.Errorf("no provider pod %s/%s", w.remoteNS, name)
+		}
+		pod = obj.(*corev1.Pod)
+		if check != nil {
+			return check(pod)
+		}
+		return nil
+	})
+	return pod
+}
+
+func (w *reflectorWorld) podOps(verb, name string) []memory.Op {
+	var out []memory.Op
+	for _, op := range w.mem.Ops() {
+		if op.Verb == verb && op.Kind == provider.Pods && op.Namespace == w.remoteNS && op.Name == name {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+func (w *reflectorWorld) running(t *testing.T, name, ip string) {
+	t.Helper()
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, name, func(o client.Object) {
+		pod := o.(*corev1.Pod)
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPodReflection: a pod bound to the virtual node runs as one provider
+// pod (one create), forged for the provider; the provider's status flows
+// back to the local pod.
+func TestPodReflection(t *testing.T) {
+	w := startReflectors(t)
+	pod := w.offloadedPod(t, "web-1")
+	remote := w.remotePod(t, pod.Name, nil)
+	if got := remote.Labels[offloadingv1alpha1.OriginClusterLabel]; got != testConsumer {
+		t.Errorf("provider pod's origin cluster label %q, want %q", got, testConsumer)
+	}
+	if got := remote.Annotations[offloadingv1alpha1.OriginUIDAnnotation]; got != string(pod.UID) {
+		t.Errorf("provider pod's origin UID %q, want %q", got, pod.UID)
+	}
+	if remote.Spec.NodeName != "" || remote.Spec.ServiceAccountName != "" {
+		t.Errorf("provider pod keeps the consumer's node %q or service account %q", remote.Spec.NodeName, remote.Spec.ServiceAccountName)
+	}
+	w.running(t, pod.Name, "10.200.0.7")
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP != "10.200.0.7" {
+			return fmt.Errorf("local pod %s with IP %q, want Running with the provider's 10.200.0.7", pod.Status.Phase, pod.Status.PodIP)
+		}
+		return nil
+	})
+	if n := len(w.podOps("create", pod.Name)); n != 1 {
+		t.Errorf("%d creates of the provider pod, want 1", n)
+	}
+}
+
+// TestPodDriftIsCorrected: a provider pod whose labels or image someone in
+// the provider changed is set back; a label changed on the local pod
+// reaches the provider pod.
+func TestPodDriftIsCorrected(t *testing.T) {
+	w := startReflectors(t)
+	pod := w.offloadedPod(t, "web-1")
+	w.remotePod(t, pod.Name, nil)
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, pod.Name, func(o client.Object) {
+		p := o.(*corev1.Pod)
+		p.Labels["app"] = "someone-else"
+		p.Spec.Containers[0].Image = "registry.example/other:6"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		if p.Labels["app"] != "web-1" || p.Spec.Containers[0].Image != "registry.example/app:1" {
+			return fmt.Errorf("provider pod still drifted: app=%q image %q", p.Labels["app"], p.Spec.Containers[0].Image)
+		}
+		return nil
+	})
+
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Labels["tier"] = "front"
+	if err := w.c.Patch(t.Context(), pod, patch); err != nil {
+		t.Fatal(err)
+	}
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		if p.Labels["tier"] != "front" {
+			return fmt.Errorf("provider pod labels %v, want tier=front from the local pod", p.Labels)
+		}
+		return nil
+	})
+	if n := len(w.podOps("create", pod.Name)); n != 1 {
+		t.Errorf("%d creates of the provider pod, want 1 (corrections update it)", n)
+	}
+}
+
+// TestPodDeletionWithGrace: deleting the local pod deletes the provider
+// pod with the same grace period, and the local pod goes only once the
+// provider pod is gone, as a kubelet confirms a deletion.
+func TestPodDeletionWithGrace(t *testing.T) {
+	w := startReflectors(t)
+	pod := w.offloadedPod(t, "web-1", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30) })
+	w.remotePod(t, pod.Name, nil)
+	w.running(t, pod.Name, "10.200.0.8")
+
+	if err := w.c.Delete(t.Context(), pod, client.GracePeriodSeconds(7)); err != nil {
+		t.Fatal(err)
+	}
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		if p.DeletionTimestamp == nil {
+			return errors.New("provider pod not being deleted")
+		}
+		if g := ptr.Deref(p.DeletionGracePeriodSeconds, -1); g != 7 {
+			return fmt.Errorf("provider pod deleted with grace %d s, want the local pod's 7", g)
+		}
+		return nil
+	})
+	// The provider pod is still stopping: the local pod stays.
+	envtest.Consistently(t, time.Second, func(ctx context.Context) error {
+		return w.c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+	})
+	w.mem.Remove(testProvider, provider.Pods, w.remoteNS, pod.Name) // its containers stopped
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		return errors.New("local pod still there once the provider pod is gone")
+	})
+	if n := len(w.podOps("delete", pod.Name)); n != 1 {
+		t.Errorf("%d deletes of the provider pod, want 1", n)
+	}
+}
+
+// TestPodDeletedInProviderComesBack: a provider pod someone else deleted,
+// or lost when the provider restarted, is created again.
+func TestPodDeletedInProviderComesBack(t *testing.T) {
+	w := startReflectors(t)
+	pod := w.offloadedPod(t, "web-1")
+	first := w.remotePod(t, pod.Name, nil)
+
+	w.mem.Remove(testProvider, provider.Pods, w.remoteNS, pod.Name)
+	second := w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		if p.UID == first.UID {
+			return errors.New("still the first provider pod")
+		}
+		return nil
+	})
+
+	w.mem.Restart(testProvider)
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		if p.UID == second.UID {
+			return errors.New("still the provider pod from before the restart")
+		}
+		return nil
+	})
+}
+
+// TestOrphanProviderPodIsDeleted: a provider pod this cluster made for a
+// local pod that no longer exists (it was deleted while the virtual
+// kubelet was down) is deleted, and so is a provider pod made for an older
+// pod of the same name; the current pod's stays.
+func TestOrphanProviderPodIsDeleted(t *testing.T) {
+	w := startReflectors(t)
+	pod := w.offloadedPod(t, "web-1")
+	w.remotePod(t, pod.Name, nil) // the namespace's view is open
+
+	orphan := pods.RemotePod(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "gone", UID: "uid-of-a-deleted-pod"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}},
+	}, w.remoteNS, testConsumer)
+	if err := w.mem.Put(testProvider, orphan); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if n := len(w.podOps("delete", "gone")); n == 0 {
+			return errors.New("the orphan provider pod was not deleted")
+		}
+		return nil
+	})
+	if ops := w.podOps("delete", pod.Name); len(ops) != 0 {
+		t.Errorf("the current pod's provider pod was deleted too: %+v", ops)
+	}
+}
+
+// TestRefusedPodFails: a pod the provider refuses for good (an invalid
+// spec, its Pod Security level) fails with reason ProviderRejected instead
+// of being retried forever; a refusal that may pass later is retried.
+func TestRefusedPodFails(t *testing.T) {
+	w := startReflectors(t)
+	t.Cleanup(func() { w.mem.Refuse(testProvider, nil) })
+	w.mem.Refuse(testProvider, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "web-1",
+		field.ErrorList{field.Forbidden(field.NewPath("spec", "hostNetwork"), "not allowed here")}))
+	pod := w.offloadedPod(t, "web-1")
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodFailed || pod.Status.Reason != offloadingv1alpha1.ReasonProviderRejected {
+			return fmt.Errorf("local pod %s (%s), want Failed (%s)", pod.Status.Phase, pod.Status.Reason, offloadingv1alpha1.ReasonProviderRejected)
+		}
+		return nil
+	})
+
+	w.mem.Refuse(testProvider, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-2", errors.New("RBAC not granted yet")))
+	retried := w.offloadedPod(t, "web-2")
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if n := len(w.podOps("create", retried.Name)); n < 2 {
+			return fmt.Errorf("%d attempts to create the provider pod, want retries", n)
+		}
+		return nil
+	})
+	w.mem.Refuse(testProvider, nil)
+	w.remotePod(t, retried.Name, nil)
+}
+
+// TestObjectReflection: a ConfigMap of the offloaded namespace is copied
+// to the provider, its updates follow, a copy someone changed in the
+// provider is set back, and the copy goes with the ConfigMap. A Secret is
+// copied only while a pod there uses it.
+func TestObjectReflection(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "settings"}, Data: map[string]string{"mode": "a"}}
+	if err := w.c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	copyHas := func(want string) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+			obj := w.mem.Object(testProvider, provider.ConfigMaps, w.remoteNS, cm.Name)
+			if obj == nil {
+				return errors.New("no copy in the provider")
+			}
+			if got := obj.(*corev1.ConfigMap).Data["mode"]; got != want {
+				return fmt.Errorf("copy has mode=%q, want %q", got, want)
+			}
+			return nil
+		})
+	}
+	copyHas("a")
+	cm.Data["mode"] = "b"
+	if err := w.c.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	copyHas("b")
+	if err := w.mem.Change(testProvider, provider.ConfigMaps, w.remoteNS, cm.Name, func(o client.Object) {
+		o.(*corev1.ConfigMap).Data["mode"] = "tampered"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	copyHas("b")
+	if err := w.c.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.ConfigMaps, w.remoteNS, cm.Name) != nil {
+			return errors.New("the copy outlived the ConfigMap")
+		}
+		return nil
+	})
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "db"}, Data: map[string][]byte{"password": []byte("x")}}
+	if err := w.c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Consistently(t, time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.Secrets, w.remoteNS, secret.Name) != nil {
+			return errors.New("a Secret no offloaded pod uses left the cluster")
+		}
+		return nil
+	})
+	user := w.offloadedPod(t, "web-1", func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret.Name}}}}
+	})
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.Secrets, w.remoteNS, secret.Name) == nil {
+			return errors.New("the Secret the offloaded pod uses is not in the provider")
+		}
+		return nil
+	})
+	if err := w.c.Delete(ctx, user, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if names := w.mem.Names(testProvider, provider.Secrets, w.remoteNS); slices.Contains(names, secret.Name) {
+			return errors.New("the Secret stayed in the provider after its last user went")
+		}
+		return nil
+	})
+}

@@ -1,0 +1,71 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package virtualkubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/liqo-go/liqo/internal/virtualkubelet/api"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/objects"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/pods"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
+)
+
+// Options are what the virtual kubelet runs with. A provider other than
+// the remote cluster (the broker's aggregator) is a Providers and a Health
+// of its own; nothing else changes.
+type Options struct {
+	// LocalClusterID labels what this cluster makes in the providers.
+	LocalClusterID string
+	// Providers hold the pods and the copies of their objects.
+	Providers provider.Providers
+	// Health says whether each provider can be reached.
+	Health provider.Health
+	// Kubelet, if set, serves the virtual nodes' kubelet API at
+	// KubeletAddress (it must already be added to the manager).
+	Kubelet        *api.Server
+	KubeletAddress string
+	// Removed, if set, is called with a provider whose virtual node went.
+	Removed func(provider string)
+	// PodWorkers is how many pods are reflected at once; zero means 32.
+	PodWorkers int
+}
+
+// Setup adds the virtual kubelet to mgr: the virtual nodes, the pod
+// reflector with token projection, and the object reflectors.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if o.LocalClusterID == "" || o.Providers == nil || o.Health == nil {
+		return errors.New("the virtual kubelet needs LocalClusterID, Providers and Health")
+	}
+	if err := node.IndexPods(ctx, mgr); err != nil {
+		return err
+	}
+	if err := objects.IndexPodsBySecret(ctx, mgr); err != nil {
+		return err
+	}
+	nodes := &node.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Health: o.Health, Removed: o.Removed,
+	}
+	if o.Kubelet != nil {
+		nodes.Kubelet, nodes.KubeletAddress = o.Kubelet, o.KubeletAddress
+	}
+	if err := nodes.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the virtual node controller: %w", err)
+	}
+	if err := (&pods.Reflector{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Providers: o.Providers, LocalClusterID: o.LocalClusterID, Workers: o.PodWorkers,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the pod reflector: %w", err)
+	}
+	for _, r := range objects.NewReflectors(mgr.GetClient(), o.Providers, o.LocalClusterID) {
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the object reflectors: %w", err)
+		}
+	}
+	return nil
+}
