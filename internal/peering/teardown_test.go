@@ -37,7 +37,7 @@ func TestTeardownKeepsTheOutcomeOfTheDecidingPass(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.teardown(ctx, fc.DeepCopy(), fc); err != nil {
+	if _, err := r.teardown(ctx, fc); err != nil {
 		t.Fatal(err)
 	}
 	var got discoveryv1alpha1.ForeignCluster
