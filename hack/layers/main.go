@@ -32,10 +32,13 @@ var Layers = [][]string{
 	// finalizers, condition types and reasons).
 	{"api", "config"},
 	// Building blocks that know no controller: cluster identity,
-	// certificates and users, the auth exchange, remote watches, the
-	// ClusterConfig store, installing the CRDs, the test clusters.
+	// certificates and users, the auth exchange, remote watches,
+	// installing the CRDs, the test clusters.
 	{"internal/clusterid", "internal/identity", "internal/auth", "internal/remotewatch",
-		"internal/clusterconfig", "internal/install", "internal/localcluster"},
+		"internal/install", "internal/localcluster"},
+	// The ClusterConfig in force (its tests install the CRDs on a test
+	// cluster).
+	{"internal/clusterconfig"},
 	// The registry of known clusters.
 	{"internal/foreigncluster"},
 	// Finding clusters: mDNS, DNS-SD, LAN and WAN.
