@@ -30,21 +30,7 @@ import (
 // finalized, no quota counted, no pod scheduled.
 func Start(tb testing.TB, name string) *rest.Config {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skip("starts a real API server; skipped with -short")
-	}
-	c, err := localcluster.Start(tb.Context(), localcluster.Options{
-		Name: name, Dir: tb.TempDir(), APIServerOnly: true, StartTimeout: time.Minute,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			tb.Errorf("stopping the API server: %v", err)
-		}
-	})
-	return rest.CopyConfig(c.RESTConfig)
+	return rest.CopyConfig(StartCluster(tb, name).RESTConfig)
 }
 
 // Eventually polls cond until it returns nil, and fails tb with its last
