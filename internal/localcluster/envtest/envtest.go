@@ -39,7 +39,7 @@ func Eventually(tb testing.TB, timeout time.Duration, cond func(ctx context.Cont
 	tb.Helper()
 	var last error
 	if err := wait.PollUntilContextTimeout(tb.Context(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		last = cond(ctx)
+		last = latest(ctx, last, cond(ctx))
 		return last == nil, nil
 	}); err != nil {
 		tb.Fatalf("not within %s: %v", timeout, last)
@@ -114,4 +114,13 @@ func StartShared(name string) (cfg *rest.Config, stop func() error, err error) {
 		return nil, nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	return rest.CopyConfig(c.RESTConfig), func() error { return errors.Join(c.Stop(), os.RemoveAll(dir)) }, nil
+}
+
+// latest is the error to report: err, unless the deadline cut it short and
+// an earlier error says more.
+func latest(ctx context.Context, earlier, err error) error {
+	if err != nil && ctx.Err() != nil && earlier != nil {
+		return earlier
+	}
+	return err
 }

@@ -18,6 +18,8 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -161,4 +163,45 @@ func sign(ca *x509.Certificate, key crypto.Signer, csr *certificatesv1.Certifica
 		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// CountQuotas does, until tb ends, the first thing kube-controller-manager's
+// quota controller does for a new ResourceQuota, which an API server alone
+// lacks: it records the quota's hard limits in its status, with nothing
+// used. Reconcilers that wait for a quota to be counted go on.
+func CountQuotas(tb testing.TB, c *localcluster.Cluster) {
+	tb.Helper()
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(c.RESTConfig))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			list, err := cs.CoreV1().ResourceQuotas(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil //nolint:nilerr // the API server may be stopping: look again
+			}
+			for i := range list.Items {
+				q := &list.Items[i]
+				if equality.Semantic.DeepEqual(q.Status.Hard, q.Spec.Hard) {
+					continue
+				}
+				q.Status.Hard = q.Spec.Hard.DeepCopy()
+				if q.Status.Used == nil {
+					q.Status.Used = corev1.ResourceList{}
+				}
+				for name := range q.Spec.Hard {
+					if _, ok := q.Status.Used[name]; !ok {
+						q.Status.Used[name] = resource.Quantity{}
+					}
+				}
+				_, _ = cs.CoreV1().ResourceQuotas(q.Namespace).UpdateStatus(ctx, q, metav1.UpdateOptions{}) // changed meanwhile: the next look
+			}
+			return false, nil
+		})
+	}()
+	tb.Cleanup(func() { cancel(); <-done })
 }
