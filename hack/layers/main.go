@@ -33,9 +33,9 @@ var Layers = [][]string{
 	{"api", "config"},
 	// Building blocks that know no controller: cluster identity,
 	// certificates and users, the auth exchange, remote watches,
-	// installing the CRDs, the test clusters.
+	// installing the CRDs, the test clusters, reconciler phases.
 	{"internal/clusterid", "internal/identity", "internal/auth", "internal/remotewatch",
-		"internal/install", "internal/localcluster"},
+		"internal/install", "internal/localcluster", "internal/phase"},
 	// The ClusterConfig in force (its tests install the CRDs on a test
 	// cluster).
 	{"internal/clusterconfig"},

@@ -5,6 +5,7 @@ package offloading
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/phase"
 	"github.com/liqo-go/liqo/internal/remotewatch"
 )
 
@@ -97,49 +99,105 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 	if err := r.labelNamespace(ctx, no.Namespace, true); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	providers, err := r.selectProviders(ctx, &no)
-	if err != nil {
-		return ctrl.Result{}, r.setStatus(ctx, &no, no.Status.RemoteNamespaces, metav1.ConditionFalse, "InvalidClusterSelector", err.Error())
+	s := &offloadingScope{no: &no, entries: no.Status.RemoteNamespaces}
+	orig := no.DeepCopy()
+	result, err := phase.Run(ctx, s, r.chooseProviders, r.requestNamespaces, r.summarize)
+	if s.status != "" { // every pass that ends without an error says where it stands
+		meta.SetStatusCondition(&no.Status.Conditions, metav1.Condition{
+			Type: offloadingv1alpha1.ConditionReady, Status: s.status, Reason: s.reason, Message: s.message, ObservedGeneration: no.Generation,
+		})
 	}
-	remoteName := RemoteNamespaceName(no.Namespace, r.LocalClusterID, &no.Spec)
-	if ReservedNamespace(remoteName) {
+	no.Status.RemoteNamespaces = s.entries
+	if !equality.Semantic.DeepEqual(orig.Status, no.Status) {
+		if perr := r.Client.Status().Patch(ctx, &no, client.MergeFrom(orig)); client.IgnoreNotFound(perr) != nil {
+			return ctrl.Result{}, errors.Join(err, perr)
+		}
+	}
+	if err != nil {
+		return result, err
+	}
+	// A watch of each waiting provider's NamespaceMap wakes this up when
+	// it answers (the answers are also polled, see summarize).
+	for _, st := range s.entries {
+		if st.Phase == offloadingv1alpha1.RemoteNamespacePending {
+			r.watchNamespaceMap(ctx, st.ClusterID)
+		}
+	}
+	return result, nil
+}
+
+// offloadingScope is what the phases of a NamespaceOffloading pass share:
+// the status they build, written once after the pass.
+type offloadingScope struct {
+	no         *offloadingv1alpha1.NamespaceOffloading
+	remoteName string
+	providers  []string
+	// entries are the provider namespaces for the status.
+	entries  []offloadingv1alpha1.RemoteNamespaceStatus
+	pending  bool
+	problems []string
+	// The Ready condition.
+	status          metav1.ConditionStatus
+	reason, message string
+}
+
+func (s *offloadingScope) ready(status metav1.ConditionStatus, reason, message string) {
+	s.status, s.reason, s.message = status, reason, message
+}
+
+// chooseProviders selects the providers by their virtual nodes and names
+// the provider namespace; a selector that does not parse or a reserved
+// name ends the pass, said in the condition.
+func (r *NamespaceOffloadingReconciler) chooseProviders(ctx context.Context, s *offloadingScope) (ctrl.Result, bool, error) {
+	providers, err := r.selectProviders(ctx, s.no)
+	if err != nil {
+		s.ready(metav1.ConditionFalse, "InvalidClusterSelector", err.Error())
+		return ctrl.Result{}, false, nil
+	}
+	s.providers = providers
+	s.remoteName = RemoteNamespaceName(s.no.Namespace, r.LocalClusterID, &s.no.Spec)
+	if ReservedNamespace(s.remoteName) {
 		// Providers refuse it (their NamespaceMap schema); say why here
 		// instead of asking them again and again.
-		return ctrl.Result{}, r.setStatus(ctx, &no, no.Status.RemoteNamespaces, metav1.ConditionFalse, "ReservedRemoteName", fmt.Sprintf(
-			"the remote name %s is reserved in providers (default, liqo, liqo-*, kube-*): set namespaceMappingStrategy SelectedName with another remoteNamespaceName", remoteName))
+		s.ready(metav1.ConditionFalse, "ReservedRemoteName", fmt.Sprintf(
+			"the remote name %s is reserved in providers (default, liqo, liqo-*, kube-*): set namespaceMappingStrategy SelectedName with another remoteNamespaceName", s.remoteName))
+		return ctrl.Result{}, false, nil
 	}
+	return ctrl.Result{}, true, nil
+}
+
+// requestNamespaces asks each selected provider for the namespace, and
+// releases it in the providers no longer selected.
+func (r *NamespaceOffloadingReconciler) requestNamespaces(ctx context.Context, s *offloadingScope) (ctrl.Result, bool, error) {
 	previous := map[string]offloadingv1alpha1.RemoteNamespaceStatus{}
-	for _, st := range no.Status.RemoteNamespaces {
+	for _, st := range s.no.Status.RemoteNamespaces {
 		previous[st.ClusterID] = st
 	}
 	var entries []offloadingv1alpha1.RemoteNamespaceStatus
-	pending := false
-	var problems []string
-	for _, p := range providers {
-		st, err := r.requestNamespace(ctx, p, no.Namespace, remoteName)
+	for _, p := range s.providers {
+		st, err := r.requestNamespace(ctx, p, s.no.Namespace, s.remoteName)
 		if err != nil {
 			// The provider cannot be asked now: what it said last stands.
-			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
-			if prev, ok := previous[p]; ok && prev.Namespace == remoteName {
+			s.problems = append(s.problems, fmt.Sprintf("%s: %v", p, err))
+			if prev, ok := previous[p]; ok && prev.Namespace == s.remoteName {
 				st = prev
 			} else {
-				st = offloadingv1alpha1.RemoteNamespaceStatus{ClusterID: p, Namespace: remoteName, Phase: offloadingv1alpha1.RemoteNamespacePending, Message: err.Error()}
+				st = offloadingv1alpha1.RemoteNamespaceStatus{ClusterID: p, Namespace: s.remoteName, Phase: offloadingv1alpha1.RemoteNamespacePending, Message: err.Error()}
 			}
 		}
-		pending = pending || st.Phase != offloadingv1alpha1.RemoteNamespaceReady
+		s.pending = s.pending || st.Phase != offloadingv1alpha1.RemoteNamespaceReady
 		if st.Phase == offloadingv1alpha1.RemoteNamespaceFailed {
-			problems = append(problems, fmt.Sprintf("%s: %s", p, st.Message))
+			s.problems = append(s.problems, fmt.Sprintf("%s: %s", p, st.Message))
 		}
 		entries = append(entries, st)
 		delete(previous, p)
 	}
 	// Providers no longer selected: release their namespace.
 	for p, st := range previous {
-		if err := r.releaseNamespace(ctx, p, no.Namespace); err != nil {
+		if err := r.releaseNamespace(ctx, p, s.no.Namespace); err != nil {
 			st.Phase, st.Message = offloadingv1alpha1.RemoteNamespaceTerminating, err.Error()
 			entries = append(entries, st)
-			pending = true
+			s.pending = true
 		}
 	}
 	if r.Released != nil {
@@ -147,41 +205,36 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 		for _, st := range entries {
 			keep[st.ClusterID] = true
 		}
-		r.Released(no.Namespace, keep)
+		r.Released(s.no.Namespace, keep)
 	}
 	slices.SortFunc(entries, func(a, b offloadingv1alpha1.RemoteNamespaceStatus) int {
 		return strings.Compare(a.ClusterID, b.ClusterID)
 	})
+	s.entries = entries
+	return ctrl.Result{}, true, nil
+}
 
-	status, reason, msg := metav1.ConditionTrue, "NamespacesReady", fmt.Sprintf("Namespace %s is ready in %d provider(s)", remoteName, len(entries))
+// summarize sets the Ready condition, and says when to look again: the
+// answers are polled in case a watch fails, every 2 s while a namespace
+// is being made, every 5 s while one failed (it may be for good, such as
+// a name taken in the provider), every minute otherwise.
+func (r *NamespaceOffloadingReconciler) summarize(_ context.Context, s *offloadingScope) (ctrl.Result, bool, error) {
+	s.ready(metav1.ConditionTrue, "NamespacesReady", fmt.Sprintf("Namespace %s is ready in %d provider(s)", s.remoteName, len(s.entries)))
 	switch {
-	case len(problems) > 0:
-		status, reason, msg = metav1.ConditionFalse, "NamespacesNotReady", strings.Join(problems, "; ")
-	case pending:
-		status, reason, msg = metav1.ConditionFalse, "NamespacesPending", "Waiting for the providers to create namespace "+remoteName
-	case len(entries) == 0:
-		status, reason, msg = metav1.ConditionFalse, "NoProviderSelected", "No virtual node matches the cluster selector"
-	}
-	if err := r.setStatus(ctx, &no, entries, status, reason, msg); err != nil {
-		return ctrl.Result{}, err
-	}
-	// A watch of each waiting provider's NamespaceMap wakes this up when
-	// it answers; the answers are also polled (see docs/offloading.md),
-	// in case a watch fails: every 2 s while a namespace is being made,
-	// every 5 s while one failed (it may be for good, such as a name
-	// taken in the provider).
-	for _, st := range entries {
-		if st.Phase == offloadingv1alpha1.RemoteNamespacePending {
-			r.watchNamespaceMap(ctx, st.ClusterID)
-		}
+	case len(s.problems) > 0:
+		s.ready(metav1.ConditionFalse, "NamespacesNotReady", strings.Join(s.problems, "; "))
+	case s.pending:
+		s.ready(metav1.ConditionFalse, "NamespacesPending", "Waiting for the providers to create namespace "+s.remoteName)
+	case len(s.entries) == 0:
+		s.ready(metav1.ConditionFalse, "NoProviderSelected", "No virtual node matches the cluster selector")
 	}
 	switch {
-	case pending:
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
-	case len(problems) > 0:
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	case s.pending:
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, true, nil
+	case len(s.problems) > 0:
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, true, nil
 	}
-	return ctrl.Result{RequeueAfter: time.Minute}, nil
+	return ctrl.Result{RequeueAfter: time.Minute}, true, nil
 }
 
 // namespaceMapWatchLimit bounds one watch of a provider's NamespaceMap.

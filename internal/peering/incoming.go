@@ -39,6 +39,7 @@ import (
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/phase"
 )
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
@@ -98,41 +99,63 @@ func (r *Incoming) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 
+	s := &incomingScope{pr: &pr, id: id, period: reconcilePeriod(r.Config), step: newSteps(ctx, "accept", "consumer", id)}
 	orig := pr.DeepCopy()
-	period := reconcilePeriod(r.Config)
-	step := newSteps(ctx, "accept", "consumer", id)
-	secretRef, verr := r.verifyConsumer(ctx, &pr)
-	step("consumer verified")
+	result, err := phase.Run(ctx, s, r.verify, r.accept)
+	if perr := r.patchStatus(ctx, orig, &pr); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	return result, err
+}
+
+// incomingScope is what the phases of an acceptance share.
+type incomingScope struct {
+	pr     *discoveryv1alpha1.PeeringRequest
+	id     string
+	period time.Duration
+	step   func(string)
+}
+
+// verify checks that the request comes from the consumer it names; until
+// it does, nothing is granted.
+func (r *Incoming) verify(ctx context.Context, s *incomingScope) (ctrl.Result, bool, error) {
+	secretRef, verr := r.verifyConsumer(ctx, s.pr)
+	s.step("consumer verified")
 	if verr != nil {
-		setPRCondition(&pr, discoveryv1alpha1.PeeringRequestConsumerVerified, metav1.ConditionFalse, "VerificationFailed", verr.Error())
-		setPRCondition(&pr, discoveryv1alpha1.PeeringRequestAccepted, metav1.ConditionFalse, "ConsumerNotVerified",
+		setPRCondition(s.pr, discoveryv1alpha1.PeeringRequestConsumerVerified, metav1.ConditionFalse, "VerificationFailed", verr.Error())
+		setPRCondition(s.pr, discoveryv1alpha1.PeeringRequestAccepted, metav1.ConditionFalse, "ConsumerNotVerified",
 			"The consumer is not verified yet; it repairs this by authenticating again")
 		waits.WithLabelValues(waitConsumerNotVerified).Inc()
-		return ctrl.Result{RequeueAfter: min(period, 5*time.Second)}, r.patchStatus(ctx, orig, &pr)
+		return ctrl.Result{RequeueAfter: min(s.period, 5*time.Second)}, false, nil
 	}
-	setPRCondition(&pr, discoveryv1alpha1.PeeringRequestConsumerVerified, metav1.ConditionTrue, "Verified",
+	setPRCondition(s.pr, discoveryv1alpha1.PeeringRequestConsumerVerified, metav1.ConditionTrue, "Verified",
 		"The consumer's certificate works on its API server, with the identity this cluster asked for")
-	pr.Status.KubeconfigSecretRef = secretRef
+	s.pr.Status.KubeconfigSecretRef = secretRef
+	return ctrl.Result{}, true, nil
+}
 
-	// The three steps of an acceptance do not depend on each other: they
-	// run at once (each is a few API calls, the certificate a wait for the
-	// signer), and the consumer waits for the slowest, not for the sum.
+// accept grants the peering: the tenant namespace with the virtual
+// kubelet's Role, its certificate, and the consumer's ForeignCluster
+// marked as peering in. The three do not depend on each other: they run
+// at once (each is a few API calls, the certificate a wait for the
+// signer), and the consumer waits for the slowest, not for the sum.
+func (r *Incoming) accept(ctx context.Context, s *incomingScope) (ctrl.Result, bool, error) {
 	var tenant string
 	var g errgroup.Group
 	g.Go(func() (err error) {
-		tenant, err = ensureTenant(ctx, r.Client, id, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+id, virtualKubeletRules)
+		tenant, err = ensureTenant(ctx, r.Client, s.id, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+s.id, virtualKubeletRules)
 		return err
 	})
-	g.Go(func() error { return r.answerVirtualKubeletCSR(ctx, &pr) })
-	g.Go(func() error { return r.markIncoming(ctx, &pr, true) })
+	g.Go(func() error { return r.answerVirtualKubeletCSR(ctx, s.pr) })
+	g.Go(func() error { return r.markIncoming(ctx, s.pr, true) })
 	if err := g.Wait(); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, false, err
 	}
-	pr.Status.TenantNamespace = tenant
-	step("tenant, virtual kubelet certificate, ForeignCluster")
-	setPRCondition(&pr, discoveryv1alpha1.PeeringRequestAccepted, metav1.ConditionTrue, "Accepted",
+	s.pr.Status.TenantNamespace = tenant
+	s.step("tenant, virtual kubelet certificate, ForeignCluster")
+	setPRCondition(s.pr, discoveryv1alpha1.PeeringRequestAccepted, metav1.ConditionTrue, "Accepted",
 		fmt.Sprintf("Tenant namespace %s and the virtual kubelet's identity are ready", tenant))
-	return ctrl.Result{RequeueAfter: period}, r.patchStatus(ctx, orig, &pr)
+	return ctrl.Result{RequeueAfter: s.period}, true, nil
 }
 
 // verifyConsumer proves that the PeeringRequest comes from the cluster

@@ -38,6 +38,7 @@ import (
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/phase"
 	"github.com/liqo-go/liqo/internal/remotewatch"
 )
 
@@ -121,7 +122,7 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	period := reconcilePeriod(r.Config)
 	step := newSteps(ctx, "peering", "provider", provider)
-	result, err := r.peer(ctx, &fc)
+	result, err := phase.Run(ctx, &fc, r.awaitPeer, r.request)
 	step("peer")
 	if perr := r.patchStatus(ctx, orig, &fc); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
@@ -165,20 +166,32 @@ func (r *Outgoing) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	return result, nil
 }
 
-// peer brings the peering to PeeringRequested, recording progress in the
-// conditions.
-func (r *Outgoing) peer(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster) (ctrl.Result, error) {
-	provider := fc.Spec.ClusterIdentity.ClusterID
+// awaitPeer ends the pass until the cluster can be asked: its auth
+// service answered, and its CA is trusted.
+func (r *Outgoing) awaitPeer(_ context.Context, fc *discoveryv1alpha1.ForeignCluster) (ctrl.Result, bool, error) {
 	switch {
 	case fc.Spec.ForeignAuthURL == "" || fc.Status.APIServerURL == "":
 		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, discoveryv1alpha1.ReasonWaitingForPeer,
 			"Waiting for the cluster's auth service to answer with its identity (see the Reachable condition)")
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, false, nil
 	case !meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionCATrusted):
 		setCondition(fc, discoveryv1alpha1.ConditionAuthenticated, metav1.ConditionFalse, discoveryv1alpha1.ReasonCANotTrusted,
 			"The cluster's CA is not trusted (see the CATrusted condition); nothing is sent to it until it is")
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, false, nil
 	}
+	return ctrl.Result{}, true, nil
+}
+
+// request brings the peering to PeeringRequested: an identity in the
+// provider (authenticating when there is none, or it was refused), then
+// the PeeringRequest, recording progress in the conditions.
+func (r *Outgoing) request(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster) (ctrl.Result, bool, error) {
+	result, err := r.requestPeering(ctx, fc)
+	return result, err == nil, err
+}
+
+func (r *Outgoing) requestPeering(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster) (ctrl.Result, error) {
+	provider := fc.Spec.ClusterIdentity.ClusterID
 	// The tenant namespace, where the provider writes its Advertisement,
 	// must exist before the PeeringRequest does; it is made while this
 	// cluster authenticates, and never outlives this reconcile.
@@ -570,12 +583,6 @@ type teardownScope struct {
 	finished bool
 }
 
-// teardownPhase is one step of a teardown. It returns next=false to end
-// the pass there: the status is written, and result says when to come
-// back. A phase that changed something in the provider ends the pass,
-// so that the status records it before the identity that could tell goes.
-type teardownPhase func(ctx context.Context, s *teardownScope) (result ctrl.Result, next bool, err error)
-
 // teardown deletes the PeeringRequest in the provider, then everything
 // local; when the provider cannot be reached for ForceUnpeerAfter, the
 // local side completes alone and the condition says so. The state of a
@@ -608,13 +615,9 @@ func (r *Outgoing) teardown(ctx context.Context, fc *discoveryv1alpha1.ForeignCl
 		}
 		ctrl.LoggerFrom(ctx).Info("Unpeered", "provider", s.provider, "forced", s.forced)
 	}()
-	for _, phase := range []teardownPhase{r.startTeardown, r.removeInProvider, r.removeLocal, r.recordOutcome} {
-		result, next, err := phase(ctx, s)
-		if err != nil || !next {
-			return result, err
-		}
-	}
-	return ctrl.Result{}, nil
+	// A phase that changed something in the provider ends the pass, so
+	// that the status records it before the identity that could tell goes.
+	return phase.Run(ctx, s, r.startTeardown, r.removeInProvider, r.removeLocal, r.recordOutcome)
 }
 
 // startTeardown reads where an earlier pass left the teardown, or starts
