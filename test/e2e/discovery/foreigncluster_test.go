@@ -208,7 +208,7 @@ func TestAddressChange(t *testing.T) {
 	if moving.AuthURL == oldURL {
 		t.Fatalf("the auth URL did not change (%s)", oldURL)
 	}
-	framework.Eventually(t, 10*time.Second, func() error {
+	framework.Eventually(t, 20*time.Second, func() error {
 		after, err := foreignClusterOf(t, m, moving)
 		if err != nil {
 			return err
