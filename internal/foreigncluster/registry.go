@@ -503,6 +503,13 @@ func (r *Registry) updateSpec(ctx context.Context, fc *discoveryv1alpha1.Foreign
 	// sighting cannot move a cluster found through DNS, and a cluster
 	// inserted by hand keeps the URL the operator gave it.
 	recorded := discoveryv1alpha1.DiscoveryType(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel])
+	if recorded == discoveryv1alpha1.WanDiscovery && d.Type == discoveryv1alpha1.LanDiscovery && unlistedByDNS(fc) {
+		// Found through DNS once, but no domain lists it any more: only
+		// the LAN knows of it now, and the label says so (a LAN sighting
+		// may move it again, once the new address proves to be it).
+		recorded = discoveryv1alpha1.LanDiscovery
+		fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] = string(recorded)
+	}
 	if recorded != discoveryv1alpha1.ManualDiscovery && typeRank[d.Type] >= typeRank[recorded] && fc.Spec.ForeignAuthURL != a.AuthURL {
 		if err := r.verifyMove(ctx, fc, a); err != nil {
 			return err
@@ -525,6 +532,19 @@ func (r *Registry) updateSpec(ctx context.Context, fc *discoveryv1alpha1.Foreign
 		return nil
 	}
 	return r.Client.Patch(ctx, fc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// unlistedByDNS reports whether fc has sources and none of them is a DNS
+// domain (each SearchDomain withdraws itself when it stops listing the
+// cluster). Without sources it was just created, before its first source
+// was recorded.
+func unlistedByDNS(fc *discoveryv1alpha1.ForeignCluster) bool {
+	for _, s := range fc.Status.Sources {
+		if s.Type == discoveryv1alpha1.WanDiscovery {
+			return false
+		}
+	}
+	return len(fc.Status.Sources) > 0
 }
 
 func equalForeignCluster(a, b *discoveryv1alpha1.ForeignCluster) bool {
