@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -302,12 +303,43 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 			return false, nil //nolint:nilerr // not created yet
 		}
 		m.ClusterID = cfg.Status.ClusterID
-		return m.ClusterID != "", nil
+		// After a restart the ClusterID is there already: the new process
+		// is ready once its own endpoints answer.
+		return m.ClusterID != "" && listening(ctx, m.MetricsPort, m.AuthPort, m.WebhookPort) && probeReady(ctx, m.ProbePort), nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %s to publish the ClusterID: %w", ControllerManager, err)
 	}
 	return nil
+}
+
+// listening reports whether something accepts connections on each of the
+// loopback ports.
+func listening(ctx context.Context, ports ...int) bool {
+	var d net.Dialer
+	for _, p := range ports {
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			return false
+		}
+		_ = conn.Close()
+	}
+	return true
+}
+
+// probeReady reports whether the controller manager's /readyz on the
+// loopback port answers 200.
+func probeReady(ctx context.Context, port int) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // createClusterConfig creates the ClusterConfig the cluster starts with:
