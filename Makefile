@@ -85,8 +85,8 @@ comma := ,
 .PHONY: generate
 generate: $(BIN)/controller-gen ## Generate deepcopy code, CRDs and RBAC from markers.
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(BIN)/controller-gen rbac:roleName=liqo-controller-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
+	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=deployments/liqo/files/crds
+	$(BIN)/controller-gen rbac:roleName=liqo-controller-manager paths=./internal/... output:rbac:artifacts:config=deployments/liqo/files/rbac
 
 .PHONY: verify
 verify: $(BIN)/controller-gen ## Fail when generated files are stale, code is unformatted or a package imports one above its layer.

@@ -11,7 +11,7 @@ tar -C "$root" --exclude=./bin --exclude=./.git --exclude=./.playground -cf - . 
 make -C "$scratch" --no-print-directory generate BIN="$root/bin" >/dev/null
 
 status=0
-for path in api config; do
+for path in api deployments; do
   if ! diff -r -q "$root/$path" "$scratch/$path" >/dev/null; then
     echo "Generated files under $path/ are stale:" >&2
     diff -r "$root/$path" "$scratch/$path" | head -40 >&2 || true

@@ -30,7 +30,7 @@ const Module = "github.com/liqo-go/liqo"
 var Layers = [][]string{
 	// The API: types and the protocol's names (labels, annotations,
 	// finalizers, condition types and reasons).
-	{"api", "config"},
+	{"api", "deployments"},
 	// Building blocks that know no controller: cluster identity,
 	// certificates and users, the auth exchange, remote watches,
 	// installing the CRDs, the test clusters, reconciler phases.

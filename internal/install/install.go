@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/liqo-go/liqo/api"
-	"github.com/liqo-go/liqo/config"
+	"github.com/liqo-go/liqo/deployments"
 )
 
 const (
@@ -57,13 +57,13 @@ func (o *Options) namespace() string {
 
 // CRDs returns the generated CustomResourceDefinitions.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := fs.Glob(config.Manifests, "crd/bases/*.yaml")
+	files, err := fs.Glob(deployments.Chart, "liqo/files/crds/*.yaml")
 	if err != nil {
 		return nil, err
 	}
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(files))
 	for _, f := range files {
-		data, err := config.Manifests.ReadFile(f)
+		data, err := deployments.Chart.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +78,7 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // ClusterRole returns the controller manager's generated ClusterRole.
 func ClusterRole() (*rbacv1.ClusterRole, error) {
-	data, err := config.Manifests.ReadFile("rbac/role.yaml")
+	data, err := deployments.Chart.ReadFile("liqo/files/rbac/role.yaml")
 	if err != nil {
 		return nil, err
 	}
@@ -92,14 +92,14 @@ func ClusterRole() (*rbacv1.ClusterRole, error) {
 // AdmissionPolicies returns the ValidatingAdmissionPolicies and their
 // bindings that hold peers to what their peering granted.
 func AdmissionPolicies() ([]client.Object, error) {
-	files, err := fs.Glob(config.Manifests, "admission/*.yaml")
+	files, err := fs.Glob(deployments.Chart, "liqo/files/admission/*.yaml")
 	if err != nil {
 		return nil, err
 	}
 	decoder := serializer.NewCodecFactory(api.NewScheme(), serializer.EnableStrict).UniversalDeserializer()
 	var objects []client.Object
 	for _, f := range files {
-		data, err := config.Manifests.ReadFile(f)
+		data, err := deployments.Chart.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
