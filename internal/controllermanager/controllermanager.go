@@ -59,6 +59,10 @@ type Options struct {
 	// AuthURL is the auth service's URL as peers reach it; derived from
 	// AuthBindAddress when empty.
 	AuthURL string
+	// AuthService, when AuthURL is empty, is the Service in the Liqo
+	// namespace peers reach the auth service through: the URL is its
+	// load balancer's address, or a node's address and its node port.
+	AuthService string
 	// APIServerURL is this cluster's API server as peers reach it; the
 	// kubeconfig's server when empty.
 	APIServerURL string
@@ -73,6 +77,10 @@ type Options struct {
 	DNSServer string
 	// WebhookBindAddress is where the admission webhook listens.
 	WebhookBindAddress string
+	// WebhookService, when set, is the Service in the Liqo namespace the
+	// API server reaches the webhook through (port 443); WebhookURL is
+	// then unused.
+	WebhookService string
 	// WebhookURL is the webhook's base URL as the API server reaches it;
 	// derived from WebhookBindAddress when empty.
 	WebhookURL string
@@ -121,11 +129,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader among replicas before running controllers")
 	fs.StringVar(&o.AuthBindAddress, "auth-bind-address", o.AuthBindAddress, "Address the auth service listens on")
 	fs.StringVar(&o.AuthURL, "auth-url", o.AuthURL, "URL peers reach the auth service at (default: https:// and the bind address, or the host name when it binds all addresses)")
+	fs.StringVar(&o.AuthService, "auth-service", o.AuthService, "Service, in the Liqo namespace, peers reach the auth service through, when --auth-url is empty: its load balancer's address, or a node's address and the node port")
 	fs.StringVar(&o.MDNSNetworkNamespace, "mdns-network-namespace", o.MDNSNetworkNamespace, "Network namespace (path, or name under /var/run/netns) to open the mDNS socket in; the process's own when empty")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server")
 	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
 	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", o.WebhookBindAddress, "Address the admission webhook listens on")
+	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service, in the Liqo namespace, the API server reaches the webhook through on port 443 (in a pod); --webhook-url is then unused")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Base URL the API server reaches the webhook at (default: https:// and the bind address, or the host name when it binds all addresses)")
 	fs.StringVar(&o.KubeletBindAddress, "kubelet-bind-address", o.KubeletBindAddress, "Address the virtual nodes' kubelet API (kubectl logs, exec) listens on; each virtual node takes its own port, from this one up (port 0: any free port); 0 disables it")
 	fs.StringVar(&o.KubeletAddress, "kubelet-address", o.KubeletAddress, "IP address the API server reaches the virtual nodes' kubelet API at (default: the bind address's host, or $POD_IP)")

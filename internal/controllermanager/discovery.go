@@ -44,7 +44,14 @@ func setupDiscovery(ctx context.Context, mgr ctrl.Manager, o *Options, cfg *rest
 	if err != nil {
 		return "", nil, fmt.Errorf("listening for the auth service on %s: %w", o.AuthBindAddress, err)
 	}
-	authURL, host, port, err := advertisedAuthURL(o.AuthURL, listener.Addr().(*net.TCPAddr))
+	announced := o.AuthURL
+	if announced == "" && o.AuthService != "" {
+		if announced, err = authURLOfService(ctx, direct, o.Namespace, o.AuthService); err != nil {
+			_ = listener.Close()
+			return "", nil, err
+		}
+	}
+	authURL, host, port, err := advertisedAuthURL(announced, listener.Addr().(*net.TCPAddr))
 	if err != nil {
 		_ = listener.Close()
 		return "", nil, err

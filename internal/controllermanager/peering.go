@@ -49,12 +49,12 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 		Handler: &peering.Validator{Policy: policy, Decoder: admission.NewDecoder(mgr.GetScheme())},
 	})
 	if err := mgr.Add(&webhookRegistrar{
-		client: direct, caBundle: wh.caBundle, url: wh.url, every: 30 * time.Second,
+		client: direct, caBundle: wh.caBundle, base: wh.base, every: 30 * time.Second,
 		whoAmI: func(ctx context.Context) (string, error) { return identity.WhoAmI(ctx, mgr.GetConfig()) },
 	}); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("setup").Info("Webhooks", "url", wh.url)
+	ctrl.Log.WithName("setup").Info("Webhooks", "at", wh.describe())
 
 	if err := mgr.Add(&peering.Sweeper{Client: direct, Namespace: o.Namespace, TTL: o.ExchangeTTL}); err != nil {
 		return err

@@ -3,7 +3,6 @@
 package controllermanager
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,8 +53,31 @@ type webhookSetup struct {
 	server   webhook.Server
 	caBundle []byte
 	caKey    []byte
-	// url is the base URL the API server calls; each webhook has a path.
-	url string
+	// base is how the API server reaches the webhook server: a URL, or a
+	// Service in the Liqo namespace; each webhook has a path under it.
+	base admissionregistrationv1.WebhookClientConfig
+}
+
+// clientConfig is how the API server calls the webhook at path, trusting
+// caBundle.
+func clientConfig(base admissionregistrationv1.WebhookClientConfig, path string, caBundle []byte) admissionregistrationv1.WebhookClientConfig {
+	cc := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
+	if base.Service != nil {
+		svc := *base.Service
+		svc.Path = ptr.To(path)
+		cc.Service = &svc
+		return cc
+	}
+	cc.URL = ptr.To(ptr.Deref(base.URL, "") + path)
+	return cc
+}
+
+// describe names where the API server calls the webhooks, for the logs.
+func (w *webhookSetup) describe() string {
+	if w.base.Service != nil {
+		return fmt.Sprintf("service %s/%s:%d", w.base.Service.Namespace, w.base.Service.Name, ptr.Deref(w.base.Service.Port, 443))
+	}
+	return ptr.Deref(w.base.URL, "")
 }
 
 // newWebhookServer loads (or creates) the webhook CA, signs a serving
@@ -66,6 +90,28 @@ func newWebhookServer(ctx context.Context, c client.Client, o *Options) (*webhoo
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
 		return nil, fmt.Errorf("--webhook-bind-address %q has an invalid port", o.WebhookBindAddress)
+	}
+	if o.WebhookService != "" {
+		// In a pod: the API server calls the Service, which it resolves
+		// itself, and checks its DNS name.
+		if errs := validation.IsDNS1035Label(o.WebhookService); len(errs) > 0 {
+			return nil, fmt.Errorf("--webhook-service %q: %s", o.WebhookService, strings.Join(errs, "; "))
+		}
+		caCert, caKey, err := ensureWebhookCA(ctx, c, o.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		svc := o.WebhookService + "." + o.Namespace + ".svc"
+		cert, err := auth.ServingCertificate(caCert, caKey, []string{svc, svc + ".cluster.local", "localhost", "127.0.0.1"})
+		if err != nil {
+			return nil, err
+		}
+		return &webhookSetup{
+			server: newServer(host, port, cert), caBundle: caCert, caKey: caKey,
+			base: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+				Namespace: o.Namespace, Name: o.WebhookService, Port: ptr.To(int32(443)),
+			}},
+		}, nil
 	}
 	base := o.WebhookURL
 	if base == "" {
@@ -89,14 +135,21 @@ func newWebhookServer(ctx context.Context, c client.Client, o *Options) (*webhoo
 	if err != nil {
 		return nil, err
 	}
-	srv := webhook.NewServer(webhook.Options{
+	return &webhookSetup{
+		server: newServer(host, port, cert), caBundle: caCert, caKey: caKey,
+		base: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(u.String())},
+	}, nil
+}
+
+// newServer is the webhook server, serving cert.
+func newServer(host string, port int, cert tls.Certificate) webhook.Server {
+	return webhook.NewServer(webhook.Options{
 		Host: host,
 		Port: port,
 		TLSOpts: []func(*tls.Config){func(cfg *tls.Config) {
 			cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }
 		}},
 	})
-	return &webhookSetup{server: srv, caBundle: caCert, caKey: caKey, url: u.String()}, nil
 }
 
 func ensureWebhookCA(ctx context.Context, c client.Client, namespace string) (certPEM, keyPEM []byte, err error) {
@@ -131,8 +184,8 @@ func ensureWebhookCA(ctx context.Context, c client.Client, namespace string) (ce
 type webhookRegistrar struct {
 	client   client.Client
 	caBundle []byte
-	// url is the base URL; each webhook appends its path.
-	url   string
+	// base is how the API server reaches the webhooks; each adds its path.
+	base  admissionregistrationv1.WebhookClientConfig
 	every time.Duration
 	// whoAmI learns this controller manager's user name, which alone may
 	// delete virtual nodes; self caches it.
@@ -158,16 +211,16 @@ func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: PodWebhookConfigurationName}}
 	_, err := controllerutil.CreateOrUpdate(ctx, w.client, mwc, func() error {
 		mwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
-		url := w.url + offloading.MutatePodPath
+		cc := clientConfig(w.base, offloading.MutatePodPath, w.caBundle)
 		selector := &metav1.LabelSelector{MatchLabels: map[string]string{offloadingv1alpha1.OffloadingEnabledLabel: "true"}}
-		if len(mwc.Webhooks) == 1 && bytes.Equal(mwc.Webhooks[0].ClientConfig.CABundle, w.caBundle) &&
-			ptr.Deref(mwc.Webhooks[0].ClientConfig.URL, "") == url && equality.Semantic.DeepEqual(mwc.Webhooks[0].NamespaceSelector, selector) &&
+		if len(mwc.Webhooks) == 1 && equality.Semantic.DeepEqual(mwc.Webhooks[0].ClientConfig, cc) &&
+			equality.Semantic.DeepEqual(mwc.Webhooks[0].NamespaceSelector, selector) &&
 			ptr.Deref(mwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail && len(mwc.Webhooks[0].Rules) == 1 {
 			return nil
 		}
 		mwc.Webhooks = []admissionregistrationv1.MutatingWebhook{{
 			Name:         "pods.offloading.liqo.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url), CABundle: w.caBundle},
+			ClientConfig: cc,
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule: admissionregistrationv1.Rule{
@@ -188,13 +241,13 @@ func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
 }
 
 func (w *webhookRegistrar) ensurePeeringRequests(ctx context.Context) error {
-	url := w.url + peering.ValidatePath
+	cc := clientConfig(w.base, peering.ValidatePath, w.caBundle)
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigurationName}}
 	_, err := controllerutil.CreateOrUpdate(ctx, w.client, vwc, func() error {
 		vwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
 		want := admissionregistrationv1.ValidatingWebhook{
 			Name:         "peeringrequests.discovery.liqo.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url), CABundle: w.caBundle},
+			ClientConfig: cc,
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule: admissionregistrationv1.Rule{
@@ -217,8 +270,7 @@ func (w *webhookRegistrar) ensurePeeringRequests(ctx context.Context) error {
 				Expression: "request.operation == 'CREATE' || request.userInfo.username.startsWith('" + identity.ConsumerUserPrefix + "') || object.spec != oldObject.spec",
 			}},
 		}
-		if len(vwc.Webhooks) == 1 && bytes.Equal(vwc.Webhooks[0].ClientConfig.CABundle, w.caBundle) &&
-			ptr.Deref(vwc.Webhooks[0].ClientConfig.URL, "") == url && len(vwc.Webhooks[0].Rules) == 1 &&
+		if len(vwc.Webhooks) == 1 && equality.Semantic.DeepEqual(vwc.Webhooks[0].ClientConfig, cc) && len(vwc.Webhooks[0].Rules) == 1 &&
 			ptr.Deref(vwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail && len(vwc.Webhooks[0].MatchConditions) == 1 &&
 			vwc.Webhooks[0].MatchConditions[0] == want.MatchConditions[0] {
 			// keep server-side defaults (namespaceSelector, ...) untouched
