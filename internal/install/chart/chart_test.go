@@ -1,0 +1,216 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package chart
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+
+	"github.com/liqo-go/liqo/internal/install"
+)
+
+func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(c, Release{Name: "liqo", Namespace: "liqo-system", Values: values})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// find decodes the one object of kind and name into out.
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string, out any) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, out); err != nil {
+				t.Fatalf("%s %s: %v", kind, name, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("the chart renders no %s %s", kind, name)
+}
+
+func kinds(objs []*unstructured.Unstructured, kind string) []string {
+	var names []string
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			names = append(names, o.GetName())
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestDefaults: the chart holds the CRDs, rights and admission policies
+// the code generates, in the release's namespace, and runs two replicas
+// of which one leads.
+func TestDefaults(t *testing.T) {
+	objs := render(t, nil)
+
+	crds, err := install.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, crd := range crds {
+		want = append(want, crd.Name)
+	}
+	slices.Sort(want)
+	if got := kinds(objs, "CustomResourceDefinition"); !slices.Equal(got, want) {
+		t.Errorf("CRDs %v, want %v", got, want)
+	}
+	generated, err := install.ClusterRole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", install.ControllerManagerName, &role)
+	if !equality.Semantic.DeepEqual(role.Rules, generated.Rules) {
+		t.Errorf("the chart's ClusterRole differs from the one generated from the markers")
+	}
+	var binding rbacv1.ClusterRoleBinding
+	find(t, objs, "ClusterRoleBinding", install.ControllerManagerName, &binding)
+	if len(binding.Subjects) != 1 || binding.Subjects[0].Namespace != "liqo-system" || binding.Subjects[0].Name != install.ControllerManagerName {
+		t.Errorf("the binding's subjects: %+v", binding.Subjects)
+	}
+	find(t, objs, "ClusterRole", install.MetricsReaderName, &rbacv1.ClusterRole{})
+	policies, err := install.AdmissionPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(kinds(objs, "ValidatingAdmissionPolicy")) + len(kinds(objs, "ValidatingAdmissionPolicyBinding")); got != len(policies) {
+		t.Errorf("%d admission policies and bindings, want %d", got, len(policies))
+	}
+
+	var d appsv1.Deployment
+	find(t, objs, "Deployment", install.ControllerManagerName, &d)
+	if d.Namespace != "liqo-system" || d.Spec.Replicas == nil || *d.Spec.Replicas != 2 || d.Spec.Template.Spec.ServiceAccountName != install.ControllerManagerName {
+		t.Errorf("Deployment %s/%s, replicas %v, ServiceAccount %s", d.Namespace, d.Name, d.Spec.Replicas, d.Spec.Template.Spec.ServiceAccountName)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	for _, arg := range []string{"--namespace=liqo-system", "--leader-elect=true", "--auth-service=liqo-auth", "--webhook-service=liqo-webhook", "--metrics-secure=true"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("args %v lack %s", c.Args, arg)
+		}
+	}
+	if c.Image != "ghcr.io/liqo-go/liqo-controller-manager:dev" {
+		t.Errorf("image %s, want the chart's appVersion", c.Image)
+	}
+	if c.ReadinessProbe == nil || c.LivenessProbe == nil || c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("probes %v %v, requests %v", c.ReadinessProbe, c.LivenessProbe, c.Resources.Requests)
+	}
+	if !selects(t, objs, "liqo-auth", d.Spec.Template.Labels) || !selects(t, objs, "liqo-webhook", d.Spec.Template.Labels) {
+		t.Error("the auth and webhook Services do not select the controller manager's pods")
+	}
+}
+
+func selects(t *testing.T, objs []*unstructured.Unstructured, service string, podLabels map[string]string) bool {
+	t.Helper()
+	var svc corev1.Service
+	find(t, objs, "Service", service, &svc)
+	for k, v := range svc.Spec.Selector {
+		if podLabels[k] != v {
+			return false
+		}
+	}
+	return len(svc.Spec.Selector) > 0
+}
+
+// TestPodSecurityRestricted checks the pod template with Pod Security
+// Admission's own checks at the restricted level.
+func TestPodSecurityRestricted(t *testing.T) {
+	var d appsv1.Deployment
+	find(t, render(t, nil), "Deployment", install.ControllerManagerName, &d)
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range eval.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec) {
+		if !r.Allowed {
+			t.Errorf("Pod Security restricted: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
+		}
+	}
+}
+
+// TestAuthServiceExposure: the values choose how peers reach the auth
+// service; an explicit URL replaces the Service lookup.
+func TestAuthServiceExposure(t *testing.T) {
+	objs := render(t, map[string]any{"auth": map[string]any{"service": map[string]any{"type": "NodePort", "nodePort": 30443}}})
+	var svc corev1.Service
+	find(t, objs, "Service", "liqo-auth", &svc)
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != 30443 {
+		t.Errorf("type %s, ports %+v", svc.Spec.Type, svc.Spec.Ports)
+	}
+	objs = render(t, map[string]any{
+		"auth":              map[string]any{"url": "https://peer.example.com:443", "service": map[string]any{"type": "LoadBalancer"}},
+		"apiServer":         map[string]any{"url": "https://api.example.com:6443"},
+		"image":             map[string]any{"tag": "v1.2.3", "pullPolicy": "Never"},
+		"controllerManager": map[string]any{"replicas": 1},
+	})
+	svc = corev1.Service{}
+	find(t, objs, "Service", "liqo-auth", &svc)
+	var d appsv1.Deployment
+	find(t, objs, "Deployment", install.ControllerManagerName, &d)
+	c := d.Spec.Template.Spec.Containers[0]
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !slices.Contains(c.Args, "--auth-url=https://peer.example.com:443") ||
+		slices.Contains(c.Args, "--auth-service=liqo-auth") || !slices.Contains(c.Args, "--api-server-url=https://api.example.com:6443") ||
+		!slices.Contains(c.Args, "--leader-elect=false") || c.Image != "ghcr.io/liqo-go/liqo-controller-manager:v1.2.3" || c.ImagePullPolicy != corev1.PullNever {
+		t.Errorf("type %s, args %v, image %s (%s)", svc.Spec.Type, c.Args, c.Image, c.ImagePullPolicy)
+	}
+}
+
+// TestBadValuesAreRejected: values.schema.json refuses a wrong value and
+// names it.
+func TestBadValuesAreRejected(t *testing.T) {
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		values map[string]any
+		names  string
+	}{
+		{map[string]any{"auth": map[string]any{"service": map[string]any{"type": "Ingress", "port": 443}}}, "/auth/service/type"},
+		{map[string]any{"controllerManager": map[string]any{"replicas": 0}}, "/controllerManager/replicas"},
+		{map[string]any{"controllerManager": map[string]any{"replica": 2}}, "replica"},
+		{map[string]any{"apiServer": map[string]any{"url": "http://api:6443"}}, "/apiServer/url"},
+		{map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "/image/pullPolicy"},
+		{map[string]any{"metrics": map[string]any{"enabled": "yes"}}, "/metrics/enabled"},
+	} {
+		_, err := Render(c, Release{Name: "liqo", Namespace: "liqo", Values: tc.values})
+		if err == nil || !strings.Contains(err.Error(), tc.names) {
+			t.Errorf("%v: %v, want an error naming %s", tc.values, err, tc.names)
+		}
+	}
+}
+
+// TestLint runs `helm lint`'s rules on the chart's directory.
+func TestLint(t *testing.T) {
+	for _, values := range []map[string]any{nil, {"auth": map[string]any{"service": map[string]any{"type": "NodePort"}}}} {
+		l := lint.RunAll("../../../deployments/liqo", values, "liqo")
+		for _, m := range l.Messages {
+			t.Logf("%s", m)
+		}
+		if l.HighestSeverity >= support.WarningSev {
+			t.Errorf("helm lint with %v: highest severity %d", values, l.HighestSeverity)
+		}
+	}
+}
