@@ -35,6 +35,9 @@ type Reconciler struct {
 	AuthURL string
 	// Store receives the configuration in force.
 	Store *Store
+	// Seed fills the address ranges of a ClusterConfig recreated with
+	// defaults (see EnsureDefault).
+	Seed configv1alpha1.NetworkConfig
 }
 
 // EffectiveClusterName is the name this cluster announces: the override,
@@ -53,11 +56,35 @@ func EffectiveClusterName(override string, cfg *configv1alpha1.ClusterConfig, cl
 }
 
 // EnsureDefault creates the ClusterConfig singleton, with the schema's
-// defaults, when it does not exist.
-func EnsureDefault(ctx context.Context, c client.Client) error {
+// defaults and the address ranges of seed, when it does not exist; when
+// it exists, seed fills only the ranges it leaves empty, so that what an
+// operator wrote wins.
+func EnsureDefault(ctx context.Context, c client.Client, seed configv1alpha1.NetworkConfig) error {
 	cfg := &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName}}
-	if err := c.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
+	cfg.Spec.NetworkConfig = seed
+	err := c.Create(ctx, cfg)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the default ClusterConfig: %w", err)
+	}
+	if seed.PodCIDR == "" && seed.ServiceCIDR == "" {
+		return nil
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
+		return fmt.Errorf("reading the ClusterConfig: %w", err)
+	}
+	patch := client.MergeFromWithOptions(cfg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	net := &cfg.Spec.NetworkConfig
+	if net.PodCIDR == "" {
+		net.PodCIDR = seed.PodCIDR
+	}
+	if net.ServiceCIDR == "" {
+		net.ServiceCIDR = seed.ServiceCIDR
+	}
+	if err := c.Patch(ctx, cfg, patch); err != nil {
+		return fmt.Errorf("filling the ClusterConfig's address ranges: %w", err)
 	}
 	return nil
 }
@@ -71,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		log.Info("ClusterConfig missing, recreating it with defaults")
-		return ctrl.Result{}, EnsureDefault(ctx, r.Client)
+		return ctrl.Result{}, EnsureDefault(ctx, r.Client, r.Seed)
 	}
 	if !cfg.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil

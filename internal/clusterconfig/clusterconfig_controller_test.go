@@ -35,7 +35,7 @@ func TestClusterConfigInForce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := EnsureDefault(ctx, c); err != nil {
+	if err := EnsureDefault(ctx, c, configv1alpha1.NetworkConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	store := &Store{}
@@ -114,5 +114,54 @@ func drain(ch <-chan struct{}) {
 		default:
 			return
 		}
+	}
+}
+
+// TestEnsureDefaultSeedsAddressRanges: the ranges liqoctl detected fill a
+// new ClusterConfig, and only the empty ranges of an existing one; what
+// the schema refuses is refused with the field named.
+func TestEnsureDefaultSeedsAddressRanges(t *testing.T) {
+	cfg := envtest.Start(t, "cluster")
+	ctx := t.Context()
+	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Name: configv1alpha1.ClusterConfigName}
+	if err := EnsureDefault(ctx, c, configv1alpha1.NetworkConfig{PodCIDR: "10.42.0.0/16"}); err != nil {
+		t.Fatal(err)
+	}
+	var cc configv1alpha1.ClusterConfig
+	if err := c.Get(ctx, key, &cc); err != nil {
+		t.Fatal(err)
+	}
+	if got := cc.Spec.NetworkConfig; got.PodCIDR != "10.42.0.0/16" || got.ServiceCIDR != "" {
+		t.Fatalf("new ClusterConfig's ranges %+v, want the pod CIDR seeded", got)
+	}
+	// An operator changes the pod CIDR; a restart with other flags
+	// keeps it and fills only the service CIDR.
+	patch := client.MergeFrom(cc.DeepCopy())
+	cc.Spec.NetworkConfig.PodCIDR = "10.200.0.0/16"
+	if err := c.Patch(ctx, &cc, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureDefault(ctx, c, configv1alpha1.NetworkConfig{PodCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, &cc); err != nil {
+		t.Fatal(err)
+	}
+	if got := cc.Spec.NetworkConfig; got.PodCIDR != "10.200.0.0/16" || got.ServiceCIDR != "10.43.0.0/16" {
+		t.Errorf("ranges %+v, want the operator's pod CIDR kept and the service CIDR filled", got)
+	}
+	if err := c.Delete(ctx, &cc); err != nil {
+		t.Fatal(err)
+	}
+	err = EnsureDefault(ctx, c, configv1alpha1.NetworkConfig{ServiceCIDR: "10.43.0.1"})
+	if err == nil || !strings.Contains(err.Error(), "serviceCIDR") {
+		t.Errorf("seeding a service CIDR that is not one: %v, want an error naming serviceCIDR", err)
 	}
 }

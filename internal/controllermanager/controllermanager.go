@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -23,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-go/liqo/api"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/clusterid"
@@ -38,6 +40,10 @@ type Options struct {
 	Namespace string
 	// ClusterName overrides ClusterConfig's clusterName.
 	ClusterName string
+	// PodCIDR and ServiceCIDR fill ClusterConfig's networkConfig where
+	// it has none (the values liqoctl install detected); a range set in
+	// the ClusterConfig wins.
+	PodCIDR, ServiceCIDR string
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
 	// MetricsSecure serves metrics over HTTPS to callers the API server
@@ -121,6 +127,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig; in-cluster configuration when empty")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "The Liqo namespace")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Name this cluster announces to its peers; overrides ClusterConfig spec.clusterName")
+	fs.StringVar(&o.PodCIDR, "pod-cidr", o.PodCIDR, "The cluster's pod CIDR, written to ClusterConfig spec.networkConfig.podCIDR when that is empty")
+	fs.StringVar(&o.ServiceCIDR, "service-cidr", o.ServiceCIDR, "The cluster's service CIDR, written to ClusterConfig spec.networkConfig.serviceCIDR when that is empty")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, only to callers allowed get on /metrics (e.g. by the ClusterRole liqo-metrics-reader); false serves plain HTTP to anyone")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate)")
@@ -161,7 +169,20 @@ func (o *Options) Validate() error {
 	if o.Namespace == "" {
 		return errors.New("--namespace must not be empty")
 	}
+	for flag, v := range map[string]string{"--pod-cidr": o.PodCIDR, "--service-cidr": o.ServiceCIDR} {
+		if v == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(v); err != nil || p.Masked() != p {
+			return fmt.Errorf("%s=%s: want a network such as 10.244.0.0/16", flag, v)
+		}
+	}
 	return nil
+}
+
+// networkSeed is what the flags say of the cluster's address ranges.
+func (o *Options) networkSeed() configv1alpha1.NetworkConfig {
+	return configv1alpha1.NetworkConfig{PodCIDR: o.PodCIDR, ServiceCIDR: o.ServiceCIDR}
 }
 
 func (o *Options) restConfig() (*rest.Config, error) {
@@ -200,7 +221,7 @@ func Run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("settling the ClusterID: %w", err)
 	}
 	log.Info("Cluster identity settled", "clusterID", id, "source", source)
-	if err := clusterconfig.EnsureDefault(ctx, direct); err != nil {
+	if err := clusterconfig.EnsureDefault(ctx, direct, o.networkSeed()); err != nil {
 		return err
 	}
 
@@ -261,6 +282,7 @@ func Run(ctx context.Context, o *Options) error {
 		Client:              mgr.GetClient(),
 		ClusterID:           id,
 		ClusterNameOverride: o.ClusterName,
+		Seed:                o.networkSeed(),
 		AuthURL:             authURL,
 		Store:               store,
 	}).SetupWithManager(mgr); err != nil {

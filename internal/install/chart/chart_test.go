@@ -164,6 +164,7 @@ func TestAuthServiceExposure(t *testing.T) {
 		"apiServer":         map[string]any{"url": "https://api.example.com:6443"},
 		"image":             map[string]any{"tag": "v1.2.3", "pullPolicy": "Never"},
 		"controllerManager": map[string]any{"replicas": 1},
+		"networking":        map[string]any{"podCIDR": "10.42.0.0/16"},
 	})
 	svc = corev1.Service{}
 	find(t, objs, "Service", "liqo-auth", &svc)
@@ -172,7 +173,8 @@ func TestAuthServiceExposure(t *testing.T) {
 	c := d.Spec.Template.Spec.Containers[0]
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !slices.Contains(c.Args, "--auth-url=https://peer.example.com:443") ||
 		slices.Contains(c.Args, "--auth-service=liqo-auth") || !slices.Contains(c.Args, "--api-server-url=https://api.example.com:6443") ||
-		!slices.Contains(c.Args, "--leader-elect=false") || c.Image != "ghcr.io/liqo-go/liqo-controller-manager:v1.2.3" || c.ImagePullPolicy != corev1.PullNever {
+		!slices.Contains(c.Args, "--leader-elect=false") || !slices.Contains(c.Args, "--pod-cidr=10.42.0.0/16") ||
+		slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--service-cidr") }) || c.Image != "ghcr.io/liqo-go/liqo-controller-manager:v1.2.3" || c.ImagePullPolicy != corev1.PullNever {
 		t.Errorf("type %s, args %v, image %s (%s)", svc.Spec.Type, c.Args, c.Image, c.ImagePullPolicy)
 	}
 }
@@ -194,6 +196,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{map[string]any{"apiServer": map[string]any{"url": "http://api:6443"}}, "/apiServer/url"},
 		{map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "/image/pullPolicy"},
 		{map[string]any{"metrics": map[string]any{"enabled": "yes"}}, "/metrics/enabled"},
+		{map[string]any{"networking": map[string]any{"podCIDR": "10.244.0.0"}}, "/networking/podCIDR"},
 	} {
 		_, err := Render(c, Release{Name: "liqo", Namespace: "liqo", Values: tc.values})
 		if err == nil || !strings.Contains(err.Error(), tc.names) {
