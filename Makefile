@@ -9,6 +9,9 @@ export LIQO_BIN_DIR := $(BIN)
 # Tests that start real clusters take minutes; keep them under the CI budget.
 E2E_TIMEOUT ?= 20m
 GO_TEST_FLAGS ?=
+# The version liqoctl reports, and the tag of the images of this commit.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION_LDFLAGS := -X github.com/liqo-go/liqo/internal/ctl/version.version=$(VERSION)
 
 CONTROL_PLANE := kube-apiserver kube-controller-manager kube-scheduler
 # What a playground runs: the control plane, etcd and kwok.
@@ -18,6 +21,12 @@ TOOLS_DEPS := $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 # Tool binaries carry no symbol table or DWARF: they link faster, and
 # nobody debugs them.
 TOOLS_LDFLAGS := -ldflags='-s -w'
+# Kubernetes binaries report the version of the module they are built
+# from, as released ones do (Helm checks a chart's kubeVersion against it;
+# without these flags they say v0.0.0-master+$$Format:%H$$).
+K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' $(TOOLS_DIR)/go.mod)
+K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
+K8S_LDFLAGS := -ldflags='-s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=$(K8S_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(K8S_MINOR) -X $(p).gitTreeState=clean)'
 
 # The end-to-end suites start several clusters each; every other package's
 # tests run a reconciler against a real API server at most.
@@ -35,7 +44,28 @@ help: ## Show this help.
 tools: $(TOOL_BINS) ## Build the pinned tools (control plane, etcd, kwok, controller-gen, golangci-lint) into bin/, only those missing.
 
 $(addprefix $(BIN)/,$(CONTROL_PLANE) kubectl): $(TOOLS_DEPS)
-	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ k8s.io/kubernetes/cmd/$(notdir $@)
+	cd $(TOOLS_DIR) && go build $(K8S_LDFLAGS) -o $(BIN)/ k8s.io/kubernetes/cmd/$(notdir $@)
+
+# A real node of the harness (localcluster's RealNodes): the kubelet and
+# kube-proxy from the same Kubernetes module as the control plane, and
+# the sandbox ("pause") image, built here since no image can be pulled.
+NODE_BINS := $(addprefix $(BIN)/,kubelet kube-proxy pause-image.tar harness-net)
+HOST_ARCH := $(shell go env GOARCH)
+
+.PHONY: node-tools
+node-tools: $(NODE_BINS) ## Build what the harness's real nodes run: kubelet, kube-proxy, the pause image and the relay to the host.
+
+$(addprefix $(BIN)/,kubelet kube-proxy): $(TOOLS_DEPS)
+	cd $(TOOLS_DIR) && go build $(K8S_LDFLAGS) -o $(BIN)/ k8s.io/kubernetes/cmd/$(notdir $@)
+
+$(BIN)/harness-net: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/harness-net/main.go
+	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ ./cmd/harness-net
+
+$(BIN)/pause-image.tar: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/pause/main.go $(TOOLS_DIR)/cmd/images/main.go
+	cd $(TOOLS_DIR) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o $(BIN)/.pause/linux_$(HOST_ARCH)/ ./cmd/pause
+	cd $(TOOLS_DIR) && go run ./cmd/images --bin-dir $(BIN)/.pause --out $(BIN)/.pause/images \
+	  --platforms linux/$(HOST_ARCH) --repository registry.k8s.io --tag 3.10 pause
+	mv $(BIN)/.pause/images/pause-linux-$(HOST_ARCH).tar $@ && rm -rf $(BIN)/.pause
 
 $(BIN)/etcd: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/etcd/main.go
 	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ ./cmd/etcd
@@ -54,16 +84,16 @@ $(BIN)/golangci-lint: $(TOOLS_DEPS)
 
 .PHONY: build
 build: ## Build liqo-controller-manager and liqoctl into bin/.
-	go build -o $(BIN)/ ./cmd/...
+	go build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # The binaries that run in a cluster, as images (`make images`).
 IMAGES ?= liqo-controller-manager
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 IMAGE_REPOSITORY ?= ghcr.io/liqo-go
-IMAGE_TAG ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_TAG ?= $(VERSION)
 OUTPUT := $(CURDIR)/_output
 # Static, reproducible binaries: no cgo, no build paths, no build ID.
-IMAGE_GOFLAGS := -trimpath -ldflags='-s -w -buildid='
+IMAGE_GOFLAGS := -trimpath -ldflags='-s -w -buildid= $(VERSION_LDFLAGS)'
 
 .PHONY: images
 images: ## Build OCI images of $(IMAGES) for $(IMAGE_PLATFORMS) into _output/images (layout + tarballs), without Docker.

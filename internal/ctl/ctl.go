@@ -11,10 +11,13 @@ import (
 
 	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
+	"github.com/liqo-go/liqo/internal/ctl/install"
 	"github.com/liqo-go/liqo/internal/ctl/offload"
 	"github.com/liqo-go/liqo/internal/ctl/playground"
 	"github.com/liqo-go/liqo/internal/ctl/remove"
 	"github.com/liqo-go/liqo/internal/ctl/status"
+	"github.com/liqo-go/liqo/internal/ctl/uninstall"
+	"github.com/liqo-go/liqo/internal/ctl/version"
 )
 
 // NewCommand returns the liqoctl root command.
@@ -25,7 +28,8 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.AddCommand(playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx), add.NewCommand(ctx),
+	cmd.AddCommand(install.NewCommand(ctx), uninstall.NewCommand(ctx), version.NewCommand(ctx),
+		playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx), add.NewCommand(ctx),
 		remove.NewCommand(ctx), status.NewCommand(ctx), offload.NewCommand(ctx))
 	return cmd
 }

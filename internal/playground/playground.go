@@ -33,6 +33,7 @@ import (
 	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/install/chart"
 	"github.com/liqo-go/liqo/internal/localcluster"
 )
 
@@ -233,7 +234,11 @@ func startMember(ctx context.Context, opts Options, name string) (*Member, error
 		err = os.WriteFile(m.Kubeconfig, kubeconfig, 0o600)
 	}
 	if err == nil {
-		err = install.Install(ctx, c.RESTConfig, install.Options{})
+		// The chart users install, rendered by the same code; the
+		// controller manager runs on the host instead of in a pod,
+		// with the chart's ServiceAccount and rights.
+		err = chart.Apply(ctx, c.RESTConfig, chart.Release{Name: chart.DefaultReleaseName, Namespace: install.DefaultNamespace,
+			Values: map[string]any{"clusterName": name}}, "Deployment")
 	}
 	if err == nil {
 		err = createClusterConfig(ctx, c, opts)
