@@ -49,7 +49,7 @@ $(addprefix $(BIN)/,$(CONTROL_PLANE) kubectl): $(TOOLS_DEPS)
 # A real node of the harness (localcluster's RealNodes): the kubelet and
 # kube-proxy from the same Kubernetes module as the control plane, and
 # the sandbox ("pause") image, built here since no image can be pulled.
-NODE_BINS := $(addprefix $(BIN)/,kubelet kube-proxy pause-image.tar harness-net)
+NODE_BINS := $(addprefix $(BIN)/,kubelet kube-proxy pause-image.tar probe-image.tar harness-net)
 HOST_ARCH := $(shell go env GOARCH)
 
 .PHONY: node-tools
@@ -61,11 +61,16 @@ $(addprefix $(BIN)/,kubelet kube-proxy): $(TOOLS_DEPS)
 $(BIN)/harness-net: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/harness-net/main.go
 	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ ./cmd/harness-net
 
-$(BIN)/pause-image.tar: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/pause/main.go $(TOOLS_DIR)/cmd/images/main.go
-	cd $(TOOLS_DIR) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o $(BIN)/.pause/linux_$(HOST_ARCH)/ ./cmd/pause
-	cd $(TOOLS_DIR) && go run ./cmd/images --bin-dir $(BIN)/.pause --out $(BIN)/.pause/images \
-	  --platforms linux/$(HOST_ARCH) --repository registry.k8s.io --tag 3.10 pause
-	mv $(BIN)/.pause/images/pause-linux-$(HOST_ARCH).tar $@ && rm -rf $(BIN)/.pause
+# Small images built here: the sandbox (pause) and the tests' workload.
+$(BIN)/%-image.tar: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/%/main.go $(TOOLS_DIR)/cmd/images/main.go
+	cd $(TOOLS_DIR) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o $(BIN)/.$*/linux_$(HOST_ARCH)/ ./cmd/$*
+	cd $(TOOLS_DIR) && go run ./cmd/images --bin-dir $(BIN)/.$* --out $(BIN)/.$*/images \
+	  --platforms linux/$(HOST_ARCH) --repository $(IMAGE_REPOSITORY_$*) --tag $(IMAGE_TAG_$*) $*
+	mv $(BIN)/.$*/images/$*-linux-$(HOST_ARCH).tar $@ && rm -rf $(BIN)/.$*
+IMAGE_REPOSITORY_pause := registry.k8s.io
+IMAGE_TAG_pause := 3.10
+IMAGE_REPOSITORY_probe := liqo.test
+IMAGE_TAG_probe := v1
 
 $(BIN)/etcd: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/etcd/main.go
 	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ ./cmd/etcd
@@ -136,16 +141,16 @@ test-short: ## Run the unit tests only (no API server, no cluster started).
 	cd $(TOOLS_DIR) && go test -short $(GO_TEST_FLAGS) ./cmd/...
 
 .PHONY: test-controllers
-test-controllers: $(RUNTIME_BINS) ## Run every test outside the end-to-end suites: unit tests and reconcilers against real API servers.
+test-controllers: $(RUNTIME_BINS) $(NODE_BINS) ## Run every test outside the end-to-end suites: unit tests and reconcilers against real API servers.
 	go test -race -count=1 $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/')
 	cd $(TOOLS_DIR) && go test -count=1 $(GO_TEST_FLAGS) ./cmd/...
 
 .PHONY: test-e2e
-test-e2e: $(RUNTIME_BINS) $(BIN)/kubectl build ## Run the end-to-end suites (several clusters each, in random order).
+test-e2e: $(RUNTIME_BINS) $(NODE_BINS) $(BIN)/kubectl build ## Run the end-to-end suites (several clusters each, in random order).
 	go test -race -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
 .PHONY: system-deps
-system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9) when missing; needs root.
+system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables) when missing; needs root.
 	hack/system-deps.sh
 
 .PHONY: test

@@ -4,7 +4,7 @@
 # the tests must stop everything they start, also when they fail.
 set -euo pipefail
 bin=$(cd "$(dirname "$0")/.." && pwd)/bin
-pattern="^($bin/|[^ ]*/liqo-(e2e|bench)-[^ ]*/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|liqo-controller-manager)( |$)"
+pattern="^($bin/|[^ ]*/liqo-(e2e|bench)-[^ ]*/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|liqo-controller-manager|kubelet|kube-proxy|harness-net)( |$)"
 left=$(pgrep -a -f "$pattern" || true)
 if [ -n "$left" ]; then
   echo "Processes left behind by the tests:" >&2
@@ -17,9 +17,22 @@ if [ -n "$left" ]; then
   echo "$left" >&2
   exit 1
 fi
-if command -v ip >/dev/null 2>&1 && ip netns list 2>/dev/null | grep -q '^liqo-lab-'; then
+if command -v ip >/dev/null 2>&1 && ip netns list 2>/dev/null | grep -qE '^liqo-(lab|h)-'; then
   echo "Network namespaces left behind by the tests:" >&2
-  ip netns list | grep '^liqo-lab-' >&2
+  ip netns list | grep -E '^liqo-(lab|h)-' >&2
   exit 1
 fi
-echo "No processes or network namespaces left behind."
+# The harness's real nodes: their containerd (and its shims) and cgroups.
+left=$(pgrep -a -f "containerd(-shim-runc-v2)? .*(/run/containerd/containerd.sock|liqo-h-)" || true)
+if [ -n "$left" ]; then
+  echo "Container runtimes left behind by the tests:" >&2
+  echo "$left" >&2
+  exit 1
+fi
+left=$(ls -d /sys/fs/cgroup/*/liqo-h-* 2>/dev/null || true)
+if [ -n "$left" ]; then
+  echo "Cgroups left behind by the tests:" >&2
+  echo "$left" >&2
+  exit 1
+fi
+echo "No processes, network namespaces or cgroups left behind."

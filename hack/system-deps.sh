@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run, when missing: iproute2 (the
 # LAN tests build networks of namespaces), dnsmasq-base and bind9 (the WAN
-# discovery tests resolve against DNS servers this project did not write).
+# discovery tests resolve against DNS servers this project did not write),
+# containerd, runc, containernetworking-plugins and nftables (the
+# harness's real nodes run containers; kube-proxy programs nftables).
 # Needs root and apt-get; says what is missing otherwise. No service is
-# started: the tests run named and dnsmasq themselves, on loopback ports.
+# started: the tests run named and dnsmasq themselves, on loopback ports,
+# and each real node its own containerd.
 set -euo pipefail
 missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v dnsmasq >/dev/null 2>&1 || [ -x /usr/sbin/dnsmasq ] || missing+=(dnsmasq-base)
 command -v named >/dev/null 2>&1 || [ -x /usr/sbin/named ] || missing+=(bind9)
+command -v containerd >/dev/null 2>&1 || missing+=(containerd)
+command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing+=(runc)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

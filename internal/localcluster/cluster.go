@@ -82,6 +82,17 @@ type Options struct {
 	APIServerOnly bool
 	// StartTimeout bounds the whole start; defaults to 3 minutes.
 	StartTimeout time.Duration
+	// RealNodes is the number of real nodes: a kubelet, containerd and
+	// kube-proxy each, running real containers, in a network and mount
+	// namespace of its own (root only; see RealNodesSupported).
+	RealNodes int
+	// Network is the underlay the real nodes attach to; clusters that
+	// must reach each other share one. Nil: the cluster makes its own.
+	Network *Network
+	// NodeImages are OCI archives imported into every real node's
+	// containerd (pods use them with imagePullPolicy Never or
+	// IfNotPresent: nothing can be pulled).
+	NodeImages []string
 	// Log receives progress messages.
 	Log logr.Logger
 }
@@ -108,6 +119,14 @@ type Cluster struct {
 	mu        sync.Mutex
 	processes []*Process
 	stopOnce  sync.Once
+
+	// Real nodes (realnode.go).
+	network      *Network
+	ownNetwork   bool
+	networkIndex int
+	realNodes    []*realNode
+	netns        []string // guarded by stateMu
+	cgroups      []string // guarded by stateMu
 }
 
 // state is what a cluster directory records so that another process can
@@ -117,6 +136,10 @@ type state struct {
 	KubeconfigPath string         `json:"kubeconfig"`
 	APIServerURL   string         `json:"apiServerURL"`
 	Processes      []stateProcess `json:"processes"`
+	// What the real nodes made, removed after the processes stop.
+	NetNS        []string `json:"netns,omitempty"`
+	Cgroups      []string `json:"cgroups,omitempty"`
+	EgressSocket string   `json:"egressSocket,omitempty"`
 }
 
 type stateProcess struct {
@@ -140,8 +163,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 	c := &Cluster{Name: opts.Name, Dir: opts.Dir, opts: opts}
 	if err := c.start(ctx); err != nil {
-		c.stopProcesses()
-		return nil, fmt.Errorf("starting cluster %q (logs in %s): %w", opts.Name, c.LogDir(), err)
+		return nil, errors.Join(fmt.Errorf("starting cluster %q (logs in %s): %w", opts.Name, c.LogDir(), err), c.Stop())
 	}
 	c.StartDuration = time.Since(begin)
 	opts.Log.Info("Cluster ready", "cluster", c.Name, "apiServer", c.APIServerURL, "kubeconfig", c.KubeconfigPath, "took", c.StartDuration.Round(time.Millisecond))
@@ -155,8 +177,14 @@ func (o *Options) complete() error {
 	if strings.ContainsAny(o.Name, "/ ") {
 		return fmt.Errorf("options: Name %q must not contain '/' or spaces", o.Name)
 	}
-	if o.Nodes < 0 {
-		return fmt.Errorf("options: Nodes must not be negative, got %d", o.Nodes)
+	if o.Nodes < 0 || o.RealNodes < 0 {
+		return fmt.Errorf("options: Nodes and RealNodes must not be negative, got %d and %d", o.Nodes, o.RealNodes)
+	}
+	if o.RealNodes >= 200 {
+		return fmt.Errorf("options: at most 199 real nodes, got %d", o.RealNodes)
+	}
+	if o.RealNodes > 0 && o.APIServerOnly {
+		return errors.New("options: RealNodes needs the whole control plane, not APIServerOnly")
 	}
 	if o.Dir == "" {
 		dir, err := os.MkdirTemp("", "liqo-"+o.Name+"-")
@@ -248,6 +276,13 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 
+	if c.opts.RealNodes > 0 {
+		log.Info("Preparing real nodes", "nodes", c.opts.RealNodes)
+		if err := c.prepareRealNodes(); err != nil {
+			return err
+		}
+	}
+
 	log.Info("Generating certificates")
 	pki, err := c.writePKI(pkiDir)
 	if err != nil {
@@ -268,6 +303,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.opts.APIServerOnly {
 		return nil
 	}
+	if err := c.startHarnessNet(ctx); err != nil {
+		return err
+	}
 
 	log.Info("Starting kube-controller-manager, kube-scheduler and kwok")
 	errs := make(chan error, 3)
@@ -283,7 +321,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 
 	log.Info("Registering nodes", "workers", c.opts.Nodes, "controlPlane", c.opts.ControlPlaneNode)
-	return c.registerNodes(ctx)
+	if err := c.registerNodes(ctx); err != nil {
+		return err
+	}
+	if len(c.realNodes) > 0 {
+		log.Info("Starting real nodes", "nodes", len(c.realNodes))
+	}
+	return c.startRealNodes(ctx)
 }
 
 type pkiPaths struct {
@@ -304,8 +348,11 @@ func (c *Cluster) writePKI(dir string) (*pkiPaths, error) {
 	if p.caCert, p.caKey, err = ca.write(dir, "ca"); err != nil {
 		return nil, err
 	}
-	serving, err := ca.issue("kube-apiserver", nil,
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
+	if len(c.realNodes) > 0 {
+		ips = append(ips, net.IP(apiServerVIP(c.networkIndex).AsSlice()))
+	}
+	serving, err := ca.issue("kube-apiserver", nil, ips,
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		x509.ExtKeyUsageServerAuth)
 	if err != nil {
@@ -412,7 +459,11 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, pki *pkiPa
 		return err
 	}
 	c.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	p, err := c.launch(KubeAPIServer, []string{
+	extra, err := c.apiServerRealNodeArgs()
+	if err != nil {
+		return err
+	}
+	p, err := c.launch(KubeAPIServer, append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -430,13 +481,13 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, pki *pkiPa
 		"--service-account-key-file=" + pki.saPub,
 		"--service-account-signing-key-file=" + pki.saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
-		"--authorization-mode=RBAC",
+		"--authorization-mode=" + c.authorizationModes(),
 		"--allow-privileged=true",
 		"--max-requests-inflight=1000",
 		"--max-mutating-requests-inflight=500",
 		"--profiling=" + strconv.FormatBool(c.opts.Profiling),
 		"--v=1",
-	})
+	}, extra...))
 	if err != nil {
 		return err
 	}
@@ -580,11 +631,21 @@ func waitHealthz(ctx context.Context, p *Process, port int) error {
 	})
 }
 
+// stateLocked is the state without its processes; stateMu is held.
+func (c *Cluster) stateLocked() state {
+	s := state{Name: c.Name, KubeconfigPath: c.KubeconfigPath, APIServerURL: c.APIServerURL,
+		NetNS: append([]string(nil), c.netns...), Cgroups: append([]string(nil), c.cgroups...)}
+	if len(c.realNodes) > 0 {
+		s.EgressSocket = c.egressSocket()
+	}
+	return s
+}
+
 func (c *Cluster) writeState() error {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
 	c.mu.Lock()
-	s := state{Name: c.Name, KubeconfigPath: c.KubeconfigPath, APIServerURL: c.APIServerURL}
+	s := c.stateLocked()
 	for _, p := range c.processes {
 		s.Processes = append(s.Processes, stateProcess{Name: p.Name, PID: p.PID, LogPath: p.LogPath})
 	}
@@ -612,6 +673,10 @@ func (c *Cluster) Stop() error {
 		} else if n > 0 {
 			err = fmt.Errorf("reaped %d stray processes of cluster %q", n, c.Name)
 		}
+		c.stateMu.Lock()
+		s := c.stateLocked()
+		c.stateMu.Unlock()
+		err = errors.Join(err, removeRealNodes(&s))
 	})
 	return err
 }
@@ -660,6 +725,8 @@ func StopDir(dir string) error {
 				killGroup(p.PID, 3*time.Second, nil)
 			}
 		}
+		_, err = Reap(dir)
+		return errors.Join(err, removeRealNodes(&s))
 	}
 	_, err = Reap(dir)
 	return err
