@@ -39,6 +39,9 @@ const (
 // Binaries lists every binary a cluster needs.
 var Binaries = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kwok}
 
+// ServiceCIDR is the range of every cluster's Service IPs.
+const ServiceCIDR = "10.96.0.0/16"
+
 // Labels and annotations of the nodes the harness registers.
 const (
 	// KwokNodeAnnotation marks nodes that kwok simulates.
@@ -480,7 +483,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, pki *pkiPa
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + pki.saPub,
 		"--service-account-signing-key-file=" + pki.saKey,
-		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--authorization-mode=" + c.authorizationModes(),
 		"--allow-privileged=true",
 		"--max-requests-inflight=1000",

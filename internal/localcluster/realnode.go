@@ -152,6 +152,10 @@ func (c *Cluster) prepareRealNodes() error {
 			[]string{"ip", "-n", c.network.Name, "link", "set", peer, "master", "br0", "up"},
 			[]string{"ip", "-n", n.netns, "addr", "add", n.ip.String() + "/16", "dev", "eth0"},
 			[]string{"ip", "-n", n.netns, "link", "set", "eth0", "up"},
+			// A connection the node opens to a Service (the API
+			// server's egress lands here) needs a route before
+			// kube-proxy's DNAT sends it elsewhere.
+			[]string{"ip", "-n", n.netns, "route", "add", ServiceCIDR, "dev", "eth0"},
 		); err != nil {
 			return err
 		}
@@ -682,3 +686,13 @@ func (c *Cluster) recordCgroup(name string) {
 }
 
 func b64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }
+
+// UnderlayAPIServerURL is the API server's URL as real nodes, their pods
+// and the real nodes of clusters on the same Network reach it; empty
+// without real nodes.
+func (c *Cluster) UnderlayAPIServerURL() string {
+	if len(c.realNodes) == 0 {
+		return ""
+	}
+	return "https://" + net.JoinHostPort(apiServerVIP(c.networkIndex).String(), "6443")
+}

@@ -75,9 +75,19 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	if o.AuthURL == "" || o.ClusterID == "" || o.Token == "" {
 		return errors.New("--auth-url, --id and --token are all required: copy them from the remote cluster's `liqoctl generate-add-command`")
 	}
-	resp, err := auth.GetIdentity(ctx, o.AuthURL, auth.ClientOptions{InsecureSkipVerify: true, Timeout: o.Timeout})
+	// A service just exposed may refuse for a moment (a node port not
+	// programmed yet): ask again until the timeout.
+	var resp *auth.Response
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		resp, last = auth.GetIdentity(ctx, o.AuthURL, auth.ClientOptions{InsecureSkipVerify: true, Timeout: o.Timeout})
+		return last == nil, nil
+	})
 	if err != nil {
-		return fmt.Errorf("the remote cluster cannot be reached: %w", err)
+		if last == nil {
+			last = err
+		}
+		return fmt.Errorf("the remote cluster cannot be reached: %w", last)
 	}
 	if resp.Identity.ClusterID != o.ClusterID {
 		return fmt.Errorf("the auth service at %s belongs to cluster %s, not %s: check --auth-url and --id", o.AuthURL, resp.Identity.ClusterID, o.ClusterID)

@@ -97,14 +97,16 @@ func (r *Releases) Apply(ctx context.Context, name string, values map[string]any
 	return asV1(rel)
 }
 
-// Uninstall removes release name and waits, up to timeout, until what it
-// created is gone. A missing release is not an error.
+// Uninstall removes release name. It does not wait for what the release
+// created to be gone: a CRD stays until its custom resources' finalizers
+// are processed, which the caller does (liqoctl uninstall drops them once
+// the controller manager is gone). A missing release is not an error.
 func (r *Releases) Uninstall(name string, timeout time.Duration) error {
 	un := action.NewUninstall(r.cfg)
 	un.IgnoreNotFound = true
 	un.Timeout = timeout
-	un.WaitStrategy = kube.StatusWatcherStrategy
-	un.DeletionPropagation = "foreground"
+	un.WaitStrategy = kube.HookOnlyStrategy
+	un.DeletionPropagation = "background"
 	if _, err := un.Run(name); err != nil {
 		return fmt.Errorf("helm uninstall %s/%s: %w", r.namespace, name, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -284,4 +286,10 @@ func leftovers(t *testing.T, cfg *rest.Config) []string {
 		return nil
 	})
 	return left
+}
+
+func init() {
+	// liqoctl's verbs run in this process; controller-runtime wants a
+	// logger set before its clients log.
+	ctrllog.SetLogger(logr.Discard())
 }
