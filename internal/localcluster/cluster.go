@@ -96,6 +96,11 @@ type Options struct {
 	// containerd (pods use them with imagePullPolicy Never or
 	// IfNotPresent: nothing can be pulled).
 	NodeImages []string
+	// Supervisor, when set, is the command every process of the cluster
+	// runs under (as `liqoctl playground supervise`), followed by
+	// --restarts FILE -- BIN ARGS: it restarts the process with backoff
+	// when it exits, as a kubelet would (see Supervise).
+	Supervisor []string
 	// Log receives progress messages.
 	Log logr.Logger
 }
@@ -394,13 +399,26 @@ func (c *Cluster) launch(name string, args []string) (*Process, error) {
 // the state file, stopped by Stop and StopDir. Its arguments must mention
 // the cluster directory (a kubeconfig inside it, say) for Reap to find it.
 func (c *Cluster) Launch(name, bin string, args []string) (*Process, error) {
+	return c.launchProcess(name, bin, args, true)
+}
+
+// launchProcess is Launch; supervised false runs the process without the
+// supervisor even when the cluster has one (a real node's processes
+// cannot be restarted one by one: they share a mount namespace).
+func (c *Cluster) launchProcess(name, bin string, args []string, supervised bool) (*Process, error) {
 	if c.process(name) != nil {
 		return nil, fmt.Errorf("a process named %s is already running in cluster %q", name, c.Name)
 	}
-	p, err := startProcess(name, bin, args, c.LogDir(), c.opts.Detach, c.opts.CPUs)
+	runBin, runArgs := bin, args
+	if len(c.opts.Supervisor) > 0 && supervised {
+		runBin = c.opts.Supervisor[0]
+		runArgs = append(append(append([]string{}, c.opts.Supervisor[1:]...), "--restarts", c.RestartsFile(name), "--", bin), args...)
+	}
+	p, err := startProcess(name, runBin, runArgs, c.LogDir(), c.opts.Detach, c.opts.CPUs)
 	if err != nil {
 		return nil, err
 	}
+	p.bin, p.args = bin, append([]string(nil), args...)
 	c.mu.Lock()
 	c.processes = append(c.processes, p)
 	c.mu.Unlock()

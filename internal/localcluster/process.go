@@ -29,6 +29,10 @@ type Process struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
+	// bin and args are the component's own command, without the
+	// supervisor's.
+	bin  string
+	args []string
 }
 
 // startProcess runs bin with args in its own process group, logging to
@@ -232,5 +236,8 @@ func tailFile(path string, n int) string {
 // Command returns the binary and arguments the process was started with,
 // so that a stopped component can be launched again as it was.
 func (p *Process) Command() (bin string, args []string) {
+	if p.bin != "" {
+		return p.bin, append([]string(nil), p.args...)
+	}
 	return p.cmd.Path, append([]string(nil), p.cmd.Args[1:]...)
 }

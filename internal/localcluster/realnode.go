@@ -285,10 +285,10 @@ func (c *Cluster) startRealNodes(ctx context.Context) error {
 		}
 		// A private mount namespace, in the node's network namespace:
 		// not `ip netns exec`, which remounts /sys and hides the cgroups.
-		if _, err := c.Launch(n.name, "/usr/bin/unshare", []string{
+		if _, err := c.launchProcess(n.name, "/usr/bin/unshare", []string{
 			"--mount", "--propagation", "private", "--",
 			"nsenter", "--net=/run/netns/" + n.netns, "--", "/bin/sh", script,
-		}); err != nil {
+		}, false); err != nil {
 			return err
 		}
 	}

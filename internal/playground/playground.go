@@ -76,6 +76,9 @@ type Options struct {
 	// Detach lets the playground outlive the caller (liqoctl); tests leave
 	// it false so that nothing survives them.
 	Detach bool
+	// Supervisor, when set, runs every component under a supervisor that
+	// restarts it when it exits (see localcluster.Options.Supervisor).
+	Supervisor []string
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
 	// Log receives the harness's detailed messages.
@@ -212,8 +215,8 @@ func startMember(ctx context.Context, opts Options, name string) (*Member, error
 		Dir:    filepath.Join(opts.Dir, "clusters", name),
 		BinDir: opts.BinDir,
 		Nodes:  opts.NodesPerCluster,
-		Detach: opts.Detach,
-		Log:    opts.Log,
+		Detach: opts.Detach, Supervisor: opts.Supervisor,
+		Log: opts.Log,
 	}
 	if opts.Customize != nil {
 		opts.Customize(name, &copts)

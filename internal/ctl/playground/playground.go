@@ -44,9 +44,31 @@ Everything listens on 127.0.0.1. The binaries come from 'make tools'.`,
 	}
 	dir := DefaultDir
 	cmd.PersistentFlags().StringVar(&dir, "dir", dir, "Directory holding the playground's state, kubeconfigs and logs")
-	cmd.AddCommand(newUpCommand(ctx, &dir), newDownCommand(&dir), newStatusCommand(ctx, &dir))
+	cmd.AddCommand(newUpCommand(ctx, &dir), newDownCommand(&dir), newStatusCommand(ctx, &dir), newSuperviseCommand(ctx))
 	return cmd
 }
+
+// newSuperviseCommand is the supervisor each component of a playground
+// runs under (hidden: `up` starts it).
+func newSuperviseCommand(ctx context.Context) *cobra.Command {
+	var restarts string
+	cmd := &cobra.Command{
+		Use:    "supervise --restarts FILE -- BINARY [ARGS...]",
+		Short:  "Run a component and restart it with backoff when it exits",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return localcluster.Supervise(ctx, restarts, args[0], args[1:], cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&restarts, "restarts", "", "File the restarts are counted in")
+	_ = cmd.MarkFlagRequired("restarts")
+	return cmd
+}
+
+// Supervisor is the command that runs each component of a playground
+// under liqoctl's supervisor.
+func Supervisor(liqoctl string) []string { return []string{liqoctl, "playground", "supervise"} }
 
 // UpOptions are the settings of `playground up`.
 type UpOptions struct {
@@ -84,7 +106,12 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	start := time.Now()
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	p, err := playground.Up(ctx, playground.Options{
+		Supervisor:      Supervisor(exe),
 		Dir:             o.Dir,
 		Clusters:        o.Clusters,
 		NodesPerCluster: o.NodesPerCluster,
@@ -227,16 +254,31 @@ func printStatus(ctx context.Context, out io.Writer, dir string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tCLUSTER ID\tAPI SERVER\tNODES\tPEERS (discovery, outgoing, incoming)")
+	fmt.Fprintln(tw, "CLUSTER\tCLUSTER ID\tAPI SERVER\tNODES\tPEERS (discovery, outgoing, incoming)\tRESTARTS")
 	for _, m := range clusters {
+		restarts := restartsCell(localcluster.Restarts(m.Dir))
 		st, err := clusterStatus(ctx, m.Kubeconfig)
 		if err != nil {
-			fmt.Fprintf(tw, "%s\t<error>\t\t%v\t\n", m.Name, err)
+			fmt.Fprintf(tw, "%s\t<error>\t\t%v\t\t%s\n", m.Name, err, restarts)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, st.id, st.server, strings.Join(st.nodes, ", "), strings.Join(st.peers, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, st.id, st.server, strings.Join(st.nodes, ", "), strings.Join(st.peers, ", "), restarts)
 	}
 	return tw.Flush()
+}
+
+// restartsCell shows the components a supervisor restarted, as
+// "name=count", or 0.
+func restartsCell(restarts map[string]int) string {
+	if len(restarts) == 0 {
+		return "0"
+	}
+	var cells []string
+	for name, n := range restarts {
+		cells = append(cells, fmt.Sprintf("%s=%d", name, n))
+	}
+	sort.Strings(cells)
+	return strings.Join(cells, ", ")
 }
 
 type status struct {

@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 	os.Exit(framework.Main(m, framework.Options{
 		Clusters:        2,
 		NodesPerCluster: 1,
+		Supervise:       true,
 		Customize: func(name string, o *localcluster.Options) {
 			o.ControlPlaneNode = name == withControlPlane
 		},

@@ -28,6 +28,7 @@ import (
 
 	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	ctlplayground "github.com/liqo-go/liqo/internal/ctl/playground"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 )
@@ -57,6 +58,10 @@ type Options struct {
 	ControllerManagerArgs []string
 	// ControllerManagerArgsFor adds flags for one cluster's.
 	ControllerManagerArgsFor func(name string) []string
+	// Supervise runs every component under liqoctl's supervisor (bin/liqoctl
+	// playground supervise), as `liqoctl playground up` does: a component
+	// that exits is restarted.
+	Supervise bool
 	// OnReady, when set, runs once the suite is up and before any test:
 	// the place to measure what must be measured from the start.
 	OnReady func(s *Suite) error
@@ -125,7 +130,20 @@ func start(dir string, opts Options) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
+	var supervisor []string
+	if opts.Supervise {
+		bin, err := localcluster.FindBinDir()
+		if err != nil {
+			return nil, err
+		}
+		liqoctl := filepath.Join(bin, "liqoctl")
+		if _, err := os.Stat(liqoctl); err != nil {
+			return nil, fmt.Errorf("the supervisor %s is missing (make build): %w", liqoctl, err)
+		}
+		supervisor = ctlplayground.Supervisor(liqoctl)
+	}
 	p, err := playground.Up(ctx, playground.Options{
+		Supervisor:               supervisor,
 		Dir:                      filepath.Join(dir, "playground"),
 		Clusters:                 opts.Clusters,
 		NodesPerCluster:          opts.NodesPerCluster,
