@@ -326,7 +326,7 @@ var kernelDefaults = map[string]string{
 // writeRealNode writes the node's configuration and start script, and
 // returns the script's path.
 func (c *Cluster) writeRealNode(n *realNode) (string, error) {
-	for _, d := range []string{"sysctl", "cni", "containerd", "kubelet", "pod-logs"} {
+	for _, d := range []string{"sysctl", "cni", "containerd", "kubelet-pki", "pod-logs"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o700); err != nil {
 			return "", err
 		}
@@ -534,11 +534,13 @@ until [ -S /run/containerd/containerd.sock ]; do
 done
 %[7]s
 %[8]q --config %[9]q >> %[10]q 2>&1 &
+# The kubelet's root is in this namespace's /var/lib: its sockets' paths
+# stay short, and its volumes go with the namespace.
 exec %[11]q --config %[12]q --kubeconfig %[13]q --root-dir %[14]q --cert-dir %[15]q \
   --hostname-override %[1]s --node-ip %[16]s --v 1
 `, n.name, n.cgroup, mounts.String(), nftRules, containerdConfig, filepath.Join(logs, n.name+"-containerd.log"),
 		imports.String(), c.bin(KubeProxy), proxyConfig, filepath.Join(logs, n.name+"-kube-proxy.log"),
-		c.bin(Kubelet), kubeletConfig, kubeletKC, filepath.Join(n.dir, "kubelet"), filepath.Join(n.dir, "kubelet", "pki"), n.ip)))
+		c.bin(Kubelet), kubeletConfig, kubeletKC, "/var/lib/kubelet", filepath.Join(n.dir, "kubelet-pki"), n.ip)))
 }
 
 // cgroupHierarchies are the mounted cgroup hierarchies: the v1 ones, and

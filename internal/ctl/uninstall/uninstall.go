@@ -191,6 +191,9 @@ func Cleanup(ctx context.Context, cfg *rest.Config, c client.Client, namespace s
 	for _, crd := range crds {
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: storageVersion(&crd), Resource: crd.Spec.Names.Plural}
 		list, err := mc.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // the CRD is gone already, with its resources
+		}
 		if err != nil {
 			return 0, fmt.Errorf("listing %s: %w", gvr.Resource, err)
 		}

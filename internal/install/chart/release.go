@@ -19,6 +19,10 @@ import (
 // DefaultReleaseName is the Helm release liqoctl installs.
 const DefaultReleaseName = "liqo"
 
+// FieldManager is the server-side apply manager of what liqoctl installs,
+// whatever its binary is called (Helm names it after the binary).
+const FieldManager = "liqoctl"
+
 // Releases installs, upgrades and removes the chart as a Helm release in
 // one namespace, as the helm CLI does (release records in Secrets), so
 // that `helm list`, `helm upgrade` and `helm uninstall` see what liqoctl
@@ -36,6 +40,7 @@ func NewReleases(kubeconfig, kubecontext, namespace string, log *slog.Logger) (*
 	flags.KubeConfig = &kubeconfig
 	flags.Context = &kubecontext
 	flags.Namespace = &namespace
+	kube.ManagedFieldsManager = FieldManager
 	cfg := action.NewConfiguration()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -89,6 +94,10 @@ func (r *Releases) Apply(ctx context.Context, name string, values map[string]any
 		// The values of this run replace the previous ones: liqoctl
 		// always passes the whole set.
 		up.ResetValues = true
+		// The chart owns what it renders: a field another manager set
+		// (an earlier helm, kubectl edit) is taken back, as
+		// helm upgrade --force-conflicts does.
+		up.ForceConflicts = true
 		rel, err = up.RunWithContext(ctx, name, c, values)
 	}
 	if err != nil {

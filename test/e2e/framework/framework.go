@@ -294,37 +294,55 @@ func hasLabels(have []*dto.LabelPair, want map[string]string) bool {
 	return found == len(want)
 }
 
+// RepoRoot is the root of the source tree the tests run in.
+func RepoRoot() (string, error) {
+	root, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "hack", "tools", "go.mod")); err == nil {
+			return root, nil
+		}
+		if filepath.Dir(root) == root {
+			return "", errors.New("not in the source tree")
+		}
+		root = filepath.Dir(root)
+	}
+}
+
 // BuildControllerManagerImage builds the controller manager's image for
 // this machine's architecture as `make images` does (a static binary,
 // hack/tools/cmd/images), into dir, and returns its OCI archive (for a real
 // node's NodeImages) and its reference, tagged e2e.
 func BuildControllerManagerImage(ctx context.Context, dir string) (archive, ref string, err error) {
-	wd, err := os.Getwd()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", "", err
 	}
-	root := wd
-	for {
-		if _, err := os.Stat(filepath.Join(root, "hack", "tools", "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(root) == root {
-			return "", "", errors.New("not in the source tree")
-		}
-		root = filepath.Dir(root)
+	return BuildControllerManagerImageFrom(ctx, root, dir, "e2e")
+}
+
+// BuildControllerManagerImageFrom is BuildControllerManagerImage from the
+// sources at src (another commit's checkout), tagged tag.
+func BuildControllerManagerImageFrom(ctx context.Context, src, dir, tag string) (archive, ref string, err error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", "", err
 	}
 	arch := runtime.GOARCH
-	bins := filepath.Join(dir, "image-bin")
+	bins := filepath.Join(dir, "image-bin-"+tag)
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", filepath.Join(bins, "linux_"+arch)+"/", "./cmd/"+playground.ControllerManager)
-	build.Dir = root
+	build.Dir = src
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	images := exec.CommandContext(ctx, "go", "run", "./cmd/images", "--bin-dir", bins, "--out", filepath.Join(dir, "images"),
-		"--platforms", "linux/"+arch, "--repository", "ghcr.io/liqo-go", "--tag", "e2e", playground.ControllerManager)
+	out := filepath.Join(dir, "images-"+tag)
+	images := exec.CommandContext(ctx, "go", "run", "./cmd/images", "--bin-dir", bins, "--out", out,
+		"--platforms", "linux/"+arch, "--repository", "ghcr.io/liqo-go", "--tag", tag, playground.ControllerManager)
 	images.Dir = filepath.Join(root, "hack", "tools")
 	for _, cmd := range []*exec.Cmd{build, images} {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", "", fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out)
 		}
 	}
-	return filepath.Join(dir, "images", playground.ControllerManager+"-linux-"+arch+".tar"), "ghcr.io/liqo-go/" + playground.ControllerManager + ":e2e", nil
+	return filepath.Join(out, playground.ControllerManager+"-linux-"+arch+".tar"), "ghcr.io/liqo-go/" + playground.ControllerManager + ":" + tag, nil
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -42,6 +43,126 @@ import (
 // generate-add-command and add; a pod offloaded from one runs in a real
 // container on the other's node; and liqoctl uninstall leaves nothing.
 func TestInstallOnRealNodes(t *testing.T) {
+	skipWithoutRealNodes(t)
+	dir := t.TempDir()
+	archive, ref, err := framework.BuildControllerManagerImage(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startRealEnv(t, dir, archive)
+	for i, c := range e.clusters {
+		out, err := e.install(c, e.names[i], ref, "")
+		if err != nil {
+			t.Fatalf("install on %s: %v\n%s", e.names[i], err, out)
+		}
+		t.Logf("liqoctl install on %s:\n%s", e.names[i], out)
+		e.checkControllerManager(c, ref)
+		checkRights(t, clientset(t, c))
+	}
+	e.peer()
+	pod := e.offload()
+	e.logsThroughVirtualNode(pod)
+	e.uninstallAll()
+}
+
+// TestUpgradeKeepsPeeringsAndPods installs the chart and image of the
+// previous commit (LIQO_UPGRADE_FROM, default HEAD~1) with that commit's
+// liqoctl, peers and offloads, then upgrades both clusters with this
+// liqoctl: the peering stays, and the offloaded pod keeps running, the
+// same pod, while the controller managers roll to the new image.
+func TestUpgradeKeepsPeeringsAndPods(t *testing.T) {
+	skipWithoutRealNodes(t)
+	ctx := t.Context()
+	dir := t.TempDir()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := os.Getenv("LIQO_UPGRADE_FROM")
+	if from == "" {
+		from = "HEAD~1"
+	}
+	base := filepath.Join(dir, "base")
+	if out, err := exec.CommandContext(ctx, "git", "-C", root, "worktree", "add", "--detach", base, from).CombinedOutput(); err != nil {
+		t.Fatalf("checking out %s: %v\n%s", from, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("git", "-C", root, "worktree", "remove", "--force", base).Run() }) //nolint:noctx // cleanup after the test's context ended
+	if _, err := os.Stat(filepath.Join(base, "deployments", "liqo", "Chart.yaml")); err != nil {
+		t.Skipf("%s has no chart to upgrade from", from)
+	}
+	baseLiqoctl := filepath.Join(dir, "liqoctl-base")
+	build := exec.CommandContext(ctx, "go", "build", "-o", baseLiqoctl, "./cmd/liqoctl")
+	build.Dir = base
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building liqoctl of %s: %v\n%s", from, err, out)
+	}
+	baseArchive, baseRef, err := framework.BuildControllerManagerImageFrom(ctx, base, dir, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, ref, err := framework.BuildControllerManagerImage(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e := startRealEnv(t, dir, baseArchive, archive)
+	for i, c := range e.clusters {
+		if out, err := e.install(c, e.names[i], baseRef, baseLiqoctl); err != nil {
+			t.Fatalf("install of %s on %s: %v\n%s", from, e.names[i], err, out)
+		}
+	}
+	providerID := e.peer()
+	pod := e.offload()
+	remote, err := e.remoteProbe()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for i, c := range e.clusters {
+		out, err := e.install(c, e.names[i], ref, "")
+		if err != nil {
+			t.Fatalf("upgrade on %s: %v\n%s", e.names[i], err, out)
+		}
+		if !strings.Contains(out, "Upgrading release liqo (revision 1") || !strings.Contains(out, "Release liqo revision 2 deployed") {
+			t.Errorf("upgrade on %s:\n%s", e.names[i], out)
+		}
+		e.checkControllerManager(c, ref)
+	}
+	cc := ctrlClient(t, e.consumer)
+	framework.Eventually(t, 2*time.Minute, func() error {
+		var fc discoveryv1alpha1.ForeignCluster
+		if err := cc.Get(ctx, client.ObjectKey{Name: providerID}, &fc); err != nil {
+			return err
+		}
+		for _, cond := range []string{discoveryv1alpha1.ConditionPeeringRequested, discoveryv1alpha1.ConditionVirtualNodeReady} {
+			if !meta.IsStatusConditionTrue(fc.Status.Conditions, cond) {
+				return fmt.Errorf("after the upgrade, ForeignCluster %s %s is not True: %+v", fc.Name, cond, fc.Status.Conditions)
+			}
+		}
+		if err := cc.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("after the upgrade, the offloaded pod is %s", pod.Status.Phase)
+		}
+		return nil
+	})
+	framework.Consistently(t, 5*time.Second, func() error {
+		now, err := e.remoteProbe()
+		if err != nil {
+			return err
+		}
+		if now.UID != remote.UID || now.Status.ContainerStatuses[0].RestartCount != 0 {
+			return fmt.Errorf("the provider's pod changed: %s (restarts %d), was %s", now.UID, now.Status.ContainerStatuses[0].RestartCount, remote.UID)
+		}
+		return nil
+	})
+	e.logsThroughVirtualNode(pod)
+	e.uninstallAll()
+}
+
+func skipWithoutRealNodes(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts clusters with real nodes")
 	}
@@ -52,12 +173,20 @@ func TestInstallOnRealNodes(t *testing.T) {
 	if err := localcluster.RealNodesSupported(bin); err != nil {
 		t.Skipf("no real nodes on this machine: %v", err)
 	}
-	ctx := t.Context()
-	dir := t.TempDir()
-	archive, ref, err := framework.BuildControllerManagerImage(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+// realEnv is two clusters, a consumer and a provider, with a real node
+// each on one underlay.
+type realEnv struct {
+	t                  *testing.T
+	network            *localcluster.Network
+	clusters           []*localcluster.Cluster
+	names              []string
+	consumer, provider *localcluster.Cluster
+}
+
+func startRealEnv(t *testing.T, dir string, images ...string) *realEnv {
+	t.Helper()
 	network, err := localcluster.NewNetwork()
 	if err != nil {
 		t.Fatal(err)
@@ -67,21 +196,19 @@ func TestInstallOnRealNodes(t *testing.T) {
 			t.Error(err)
 		}
 	})
-
-	names := []string{"consumer", "provider"}
-	clusters := make([]*localcluster.Cluster, 2)
+	e := &realEnv{t: t, network: network, names: []string{"consumer", "provider"}, clusters: make([]*localcluster.Cluster, 2)}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
-	for i, name := range names {
+	for i, name := range e.names {
 		wg.Go(func() {
-			clusters[i], errs[i] = localcluster.Start(ctx, localcluster.Options{
+			e.clusters[i], errs[i] = localcluster.Start(t.Context(), localcluster.Options{
 				Name: name, Dir: filepath.Join(dir, name), RealNodes: 1, Network: network,
-				NodeImages: []string{archive}, Log: testr.New(t),
+				NodeImages: images, Log: testr.New(t),
 			})
 		})
 	}
 	wg.Wait()
-	for i, c := range clusters {
+	for i, c := range e.clusters {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
 		}
@@ -91,40 +218,60 @@ func TestInstallOnRealNodes(t *testing.T) {
 			}
 		})
 	}
-	consumer, provider := clusters[0], clusters[1]
+	e.consumer, e.provider = e.clusters[0], e.clusters[1]
+	return e
+}
 
-	// Install: the controller manager's pods run on the real node.
+// install runs liqoctl install on c with the image ref: this liqoctl, or
+// the binary liqoctl names.
+func (e *realEnv) install(c *localcluster.Cluster, name, ref, liqoctl string) (string, error) {
 	repo, tag, _ := strings.Cut(ref, ":")
-	for i, c := range clusters {
-		var out bytes.Buffer
-		o := &install.Options{
-			Kubeconfig: c.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace, Distribution: "generic", ClusterName: names[i],
-			APIServerURL: c.UnderlayAPIServerURL(), PodCIDR: "10.100.0.0/14", AuthServiceType: "NodePort",
-			ImageRepository: repo, ImageTag: tag, PullPolicy: "Never", Timeout: 3 * time.Minute,
-		}
-		if err := o.Run(ctx, &out); err != nil {
-			t.Fatalf("install on %s: %v\n%s", names[i], err, out.String())
-		}
-		t.Logf("liqoctl install on %s:\n%s", names[i], out.String())
-		cs := clientset(t, c)
-		pods, err := cs.CoreV1().Pods(liqoinstall.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller-manager"})
+	if liqoctl != "" {
+		out, err := exec.CommandContext(e.t.Context(), liqoctl, "install", "generic", "--kubeconfig", c.KubeconfigPath, "--cluster-name", name,
+			"--api-server-url", c.UnderlayAPIServerURL(), "--pod-cidr", "10.100.0.0/14", "--auth-service-type", "NodePort",
+			"--image-repository", repo, "--image-tag", tag, "--image-pull-policy", "Never", "--timeout", "3m").CombinedOutput()
+		return string(out), err
+	}
+	var out bytes.Buffer
+	o := &install.Options{
+		Kubeconfig: c.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace, Distribution: "generic", ClusterName: name,
+		APIServerURL: c.UnderlayAPIServerURL(), PodCIDR: "10.100.0.0/14", AuthServiceType: "NodePort",
+		ImageRepository: repo, ImageTag: tag, PullPolicy: "Never", Timeout: 3 * time.Minute,
+	}
+	err := o.Run(e.t.Context(), &out)
+	return out.String(), err
+}
+
+// checkControllerManager: the chart's two controller-manager pods run the
+// image on c's real node, as the chart's ServiceAccount.
+func (e *realEnv) checkControllerManager(c *localcluster.Cluster, image string) {
+	t := e.t
+	t.Helper()
+	framework.Eventually(t, 2*time.Minute, func() error {
+		pods, err := clientset(t, c).CoreV1().Pods(liqoinstall.DefaultNamespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller-manager"})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if len(pods.Items) != 2 {
-			t.Errorf("%s: %d controller-manager pods, want the chart's 2", names[i], len(pods.Items))
+			return fmt.Errorf("%s: %d controller-manager pods, want the chart's 2", c.Name, len(pods.Items))
 		}
 		for _, p := range pods.Items {
-			if p.Spec.NodeName != c.RealNodeName(0) || p.Status.Phase != corev1.PodRunning || p.Spec.ServiceAccountName != liqoinstall.ControllerManagerName {
-				t.Errorf("%s: pod %s on %q, %s, ServiceAccount %s", names[i], p.Name, p.Spec.NodeName, p.Status.Phase, p.Spec.ServiceAccountName)
+			if p.Spec.NodeName != c.RealNodeName(0) || p.Status.Phase != corev1.PodRunning || p.Spec.ServiceAccountName != liqoinstall.ControllerManagerName ||
+				p.Spec.Containers[0].Image != image || p.DeletionTimestamp != nil {
+				return fmt.Errorf("%s: pod %s on %q, %s, ServiceAccount %s, image %s", c.Name, p.Name, p.Spec.NodeName, p.Status.Phase, p.Spec.ServiceAccountName, p.Spec.Containers[0].Image)
 			}
 		}
-		checkRights(t, cs)
-	}
+		return nil
+	})
+}
 
-	// Peer, as an operator does.
+// peer runs, on the consumer, the add command the provider generates, and
+// waits for the virtual node; it returns the provider's ClusterID.
+func (e *realEnv) peer() string {
+	t := e.t
+	t.Helper()
 	var line bytes.Buffer
-	if err := (&generateaddcommand.Options{Kubeconfig: provider.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace}).Run(ctx, &line); err != nil {
+	if err := (&generateaddcommand.Options{Kubeconfig: e.provider.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace}).Run(t.Context(), &line); err != nil {
 		t.Fatal(err)
 	}
 	f := regexp.MustCompile(`--auth-url (\S+) --id (\S+) --token (\S+)`).FindStringSubmatch(line.String())
@@ -137,13 +284,13 @@ func TestInstallOnRealNodes(t *testing.T) {
 	// liqoctl add asks the provider's auth service first: it runs where
 	// an operator would, on the clusters' network (the underlay), never
 	// from the host's namespace, which has no route there.
-	if out, err := liqoctlOnUnderlay(t, network, consumer, "add", "--auth-url", f[1], "--id", f[2], "--token", f[3], "--timeout", "10s", "--wait", "2m"); err != nil {
+	if out, err := liqoctlOnUnderlay(t, e.network, e.consumer, "add", "--auth-url", f[1], "--id", f[2], "--token", f[3], "--timeout", "10s", "--wait", "2m"); err != nil {
 		t.Fatalf("liqoctl add: %v\n%s", err, out)
 	}
-	cc := ctrlClient(t, consumer)
+	cc := ctrlClient(t, e.consumer)
 	framework.Eventually(t, 2*time.Minute, func() error {
 		var fc discoveryv1alpha1.ForeignCluster
-		if err := cc.Get(ctx, client.ObjectKey{Name: f[2]}, &fc); err != nil {
+		if err := cc.Get(t.Context(), client.ObjectKey{Name: f[2]}, &fc); err != nil {
 			return err
 		}
 		if !meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady) {
@@ -151,9 +298,16 @@ func TestInstallOnRealNodes(t *testing.T) {
 		}
 		return nil
 	})
+	return f[2]
+}
 
-	// Offload a pod: it runs in a real container on the provider's node,
-	// and its logs come back through the virtual node.
+// offload offloads namespace work of the consumer and runs a probe pod
+// there: it runs in a real container on the provider's node.
+func (e *realEnv) offload() *corev1.Pod {
+	t := e.t
+	t.Helper()
+	ctx := t.Context()
+	cc := ctrlClient(t, e.consumer)
 	ns := "work"
 	if err := cc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -188,7 +342,6 @@ func TestInstallOnRealNodes(t *testing.T) {
 	if err := cc.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	pcs := clientset(t, provider)
 	framework.Eventually(t, 2*time.Minute, func() error {
 		if err := cc.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err
@@ -196,23 +349,37 @@ func TestInstallOnRealNodes(t *testing.T) {
 		if pod.Status.Phase != corev1.PodRunning {
 			return fmt.Errorf("offloaded pod %s on %q: %s", pod.Name, pod.Spec.NodeName, pod.Status.Phase)
 		}
-		remote, err := pcs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + provider.RealNodeName(0)})
-		if err != nil {
-			return err
-		}
-		for _, p := range remote.Items {
-			if p.Spec.Containers[0].Image == localcluster.ProbeImage && p.Status.Phase == corev1.PodRunning {
-				ip, err := netip.ParseAddr(p.Status.PodIP)
-				if err != nil || !netip.MustParsePrefix("10.100.0.0/14").Contains(ip) {
-					return fmt.Errorf("the provider's pod %s has IP %q", p.Name, p.Status.PodIP)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no Running probe pod on the provider's real node")
+		_, err := e.remoteProbe()
+		return err
 	})
+	return pod
+}
+
+// remoteProbe is the provider's Running probe pod on its real node.
+func (e *realEnv) remoteProbe() (*corev1.Pod, error) {
+	remote, err := clientset(e.t, e.provider).CoreV1().Pods("").List(e.t.Context(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + e.provider.RealNodeName(0)})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range remote.Items {
+		if p.Spec.Containers[0].Image == localcluster.ProbeImage && p.Status.Phase == corev1.PodRunning {
+			ip, err := netip.ParseAddr(p.Status.PodIP)
+			if err != nil || !netip.MustParsePrefix("10.100.0.0/14").Contains(ip) {
+				return nil, fmt.Errorf("the provider's pod %s has IP %q", p.Name, p.Status.PodIP)
+			}
+			return &p, nil
+		}
+	}
+	return nil, fmt.Errorf("no Running probe pod on the provider's real node")
+}
+
+// logsThroughVirtualNode reads the offloaded pod's logs in the consumer:
+// the API server asks the virtual kubelet, which asks the provider.
+func (e *realEnv) logsThroughVirtualNode(pod *corev1.Pod) {
+	t := e.t
+	t.Helper()
 	framework.Eventually(t, time.Minute, func() error {
-		logs, err := clientset(t, consumer).CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		logs, err := clientset(t, e.consumer).CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(t.Context())
 		if err != nil {
 			return err
 		}
@@ -221,25 +388,31 @@ func TestInstallOnRealNodes(t *testing.T) {
 		}
 		return nil
 	})
-	if err := cc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+}
+
+// uninstallAll deletes the offloaded namespace, then uninstalls: the
+// consumer with --purge (it unpeers first), then the provider; nothing of
+// Liqo, and no pod, is left in either.
+func (e *realEnv) uninstallAll() {
+	t := e.t
+	t.Helper()
+	ctx := t.Context()
+	if err := ctrlClient(t, e.consumer).Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "work"}}); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-
-	// Uninstall: the consumer unpeers first (--purge); then nothing of
-	// Liqo is left in either cluster.
-	for i, c := range clusters {
+	for i, c := range e.clusters {
 		var out bytes.Buffer
 		un := &uninstall.Options{Kubeconfig: c.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace, Purge: i == 0, Timeout: 3 * time.Minute}
 		if err := un.Run(ctx, &out); err != nil {
-			t.Fatalf("uninstall on %s: %v\n%s", names[i], err, out.String())
+			t.Fatalf("uninstall on %s: %v\n%s", e.names[i], err, out.String())
 		}
-		t.Logf("liqoctl uninstall on %s:\n%s", names[i], out.String())
+		t.Logf("liqoctl uninstall on %s:\n%s", e.names[i], out.String())
 		for _, left := range leftovers(t, c.RESTConfig) {
-			t.Errorf("%s: left behind: %s", names[i], left)
+			t.Errorf("%s: left behind: %s", e.names[i], left)
 		}
 	}
 	framework.Eventually(t, 2*time.Minute, func() error {
-		for _, c := range clusters {
+		for _, c := range e.clusters {
 			pods, err := clientset(t, c).CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return err
