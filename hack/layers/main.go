@@ -47,6 +47,8 @@ var Layers = [][]string{
 	{"internal/peering"},
 	// Advertising resources.
 	{"internal/sharing"},
+	// The network fabric: address spaces, tunnels, translation.
+	{"internal/network"},
 	// Namespaces offloaded to providers, pods admitted to virtual nodes.
 	{"internal/offloading"},
 	// Virtual nodes and the reflection of pods and objects.
