@@ -33,9 +33,10 @@ var Layers = [][]string{
 	{"api", "deployments"},
 	// Building blocks that know no controller: cluster identity,
 	// certificates and users, the auth exchange, remote watches,
-	// installing the CRDs, the test clusters, reconciler phases.
+	// installing the CRDs, the test clusters and networks, reconciler
+	// phases.
 	{"internal/clusterid", "internal/identity", "internal/auth", "internal/remotewatch",
-		"internal/install", "internal/localcluster", "internal/phase"},
+		"internal/install", "internal/localcluster", "internal/netlab", "internal/phase"},
 	// The ClusterConfig in force (its tests install the CRDs on a test
 	// cluster).
 	{"internal/clusterconfig"},

@@ -15,9 +15,9 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/netlab"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
-	"github.com/liqo-go/liqo/test/e2e/netlab"
 )
 
 var (
