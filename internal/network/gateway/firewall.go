@@ -1,0 +1,305 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+
+	"github.com/liqo-go/liqo/internal/network/ipam"
+)
+
+// The nftables tables a gateway owns, all of family ip: one for the
+// gateway as a whole, one per peer. Nothing else is touched, so kube-proxy
+// and the CNI keep their own tables.
+const (
+	// GatewayTable holds what does not depend on a peer: TCP MSS clamping
+	// and the filter that lets a peer reach this cluster's pods and the
+	// gateway's tunnel address, nothing else.
+	GatewayTable = "liqo-gateway"
+	// PeerTablePrefix begins the name of each peer's table, followed by
+	// the peer's ID: its address translation and its counters.
+	PeerTablePrefix = "liqo-peer-"
+)
+
+// srcNATPriority runs the peers' source translation just before the
+// usual source NAT (100) where kube-proxy masquerades: a connection to a
+// peer is translated once, by the gateway, into the range the peer agreed
+// to, and a masquerade after it has nothing left to do.
+var srcNATPriority = nftables.ChainPriorityRef(90)
+
+// firewall programs the gateway's nftables tables in the process's network
+// namespace.
+type firewall struct {
+	iface string
+}
+
+// PeerTable is the name of the table of the peer with ClusterID id.
+func PeerTable(id string) string { return PeerTablePrefix + id }
+
+// apply replaces the gateway's table and every peer's table with what cfg
+// says, in one transaction, and removes the tables of peers cfg does not
+// list. Rebuilding from scratch keeps no stale rule; the counters of a
+// peer restart from zero only when its table changes.
+func (f *firewall) apply(cfg Config, changed map[string]bool) error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("opening nftables: %w", err)
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return fmt.Errorf("listing nftables tables: %w", err)
+	}
+	existing := map[string]*nftables.Table{}
+	for _, t := range tables {
+		existing[t.Name] = t
+	}
+	want := map[string]bool{GatewayTable: true}
+	for _, p := range cfg.Peers {
+		want[PeerTable(p.ID)] = true
+	}
+	for name, t := range existing {
+		if name == GatewayTable || strings.HasPrefix(name, PeerTablePrefix) {
+			if !want[name] || changed[name] {
+				c.DelTable(t)
+			}
+		}
+	}
+	if _, ok := existing[GatewayTable]; !ok || changed[GatewayTable] {
+		f.gatewayTable(c, cfg)
+	}
+	for _, p := range cfg.Peers {
+		if _, ok := existing[PeerTable(p.ID)]; !ok || changed[PeerTable(p.ID)] {
+			f.peerTable(c, cfg, p)
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("programming nftables: %w", err)
+	}
+	return nil
+}
+
+// remove deletes every table of the gateway.
+func (f *firewall) remove() error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("opening nftables: %w", err)
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return fmt.Errorf("listing nftables tables: %w", err)
+	}
+	for _, t := range tables {
+		if t.Name == GatewayTable || strings.HasPrefix(t.Name, PeerTablePrefix) {
+			c.DelTable(t)
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("removing the gateway's nftables tables: %w", err)
+	}
+	return nil
+}
+
+// gatewayTable: TCP MSS clamped to the route's MTU on SYNs both ways
+// through the tunnel (a pod's 1500-byte segments would not fit it); what
+// comes out of the tunnel, after the peers' translation, may go to this
+// cluster's pods only; the gateway itself answers only at its tunnel
+// address. Refusals are counted.
+func (f *firewall) gatewayTable(c *nftables.Conn, cfg Config) {
+	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: GatewayTable})
+	forward := c.AddChain(&nftables.Chain{Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter})
+	for _, dir := range []expr.MetaKey{expr.MetaKeyIIFNAME, expr.MetaKeyOIFNAME} {
+		c.AddRule(&nftables.Rule{Table: t, Chain: forward, Exprs: concat(
+			ifname(dir, f.iface), tcpSYN(),
+			[]expr.Any{
+				&expr.Rt{Register: 1, Key: expr.RtTCPMSS},
+				&expr.Exthdr{SourceRegister: 1, Type: 2, Offset: 2, Len: 2, Op: expr.ExthdrOpTcpopt},
+			})})
+	}
+	c.AddRule(&nftables.Rule{Table: t, Chain: forward, Exprs: concat(
+		ifname(expr.MetaKeyIIFNAME, f.iface), notIn(daddr, cfg.PodCIDR),
+		[]expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}})})
+	input := c.AddChain(&nftables.Chain{Name: "input", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter})
+	c.AddRule(&nftables.Rule{Table: t, Chain: input, Exprs: concat(
+		ifname(expr.MetaKeyIIFNAME, f.iface), notIn(daddr, netip.PrefixFrom(TunnelAddress(cfg.ExternalCIDR), 32)),
+		[]expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}})})
+}
+
+// peerTable: the translation between this cluster's ranges and how the
+// peer sees them (prefix NAT: host bits kept), and the peer's counters.
+// Traffic from the peer to its view of us is translated back to our
+// ranges; traffic to the peer leaves translated into its view of us: pod
+// sources into the pod range, external ones into the external range, and
+// any other source (a node, a masqueraded Service connection) as the
+// gateway's tunnel address in the peer's view. Identity mappings are
+// written too, so that nothing else (kube-proxy's masquerade) translates
+// the connection afterwards.
+func (f *firewall) peerTable(c *nftables.Conn, cfg Config, p Peer) {
+	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: PeerTable(p.ID)})
+	peerRanges := []netip.Prefix{p.PodCIDR, p.ExternalCIDR}
+
+	pre := c.AddChain(&nftables.Chain{Name: "prerouting", Table: t, Type: nftables.ChainTypeNAT,
+		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityNATDest})
+	for _, src := range peerRanges {
+		for _, m := range []struct{ seen, ours netip.Prefix }{{p.LocalPodCIDR, cfg.PodCIDR}, {p.LocalExternalCIDR, cfg.ExternalCIDR}} {
+			c.AddRule(&nftables.Rule{Table: t, Chain: pre, Exprs: concat(
+				ifname(expr.MetaKeyIIFNAME, f.iface), in(saddr, src), in(daddr, m.seen),
+				prefixNAT(expr.NATTypeDestNAT, m.ours))})
+		}
+	}
+
+	post := c.AddChain(&nftables.Chain{Name: "postrouting", Table: t, Type: nftables.ChainTypeNAT,
+		Hooknum: nftables.ChainHookPostrouting, Priority: srcNATPriority})
+	for _, dst := range peerRanges {
+		for _, m := range []struct{ ours, seen netip.Prefix }{{cfg.PodCIDR, p.LocalPodCIDR}, {cfg.ExternalCIDR, p.LocalExternalCIDR}} {
+			c.AddRule(&nftables.Rule{Table: t, Chain: post, Exprs: concat(
+				ifname(expr.MetaKeyOIFNAME, f.iface), in(daddr, dst), in(saddr, m.ours),
+				prefixNAT(expr.NATTypeSourceNAT, m.seen))})
+		}
+		c.AddRule(&nftables.Rule{Table: t, Chain: post, Exprs: concat(
+			ifname(expr.MetaKeyOIFNAME, f.iface), in(daddr, dst),
+			prefixNAT(expr.NATTypeSourceNAT, netip.PrefixFrom(TunnelAddress(p.LocalExternalCIDR), 32)))})
+	}
+
+	// Counters: every packet from the peer as it arrives, every packet to
+	// it as it leaves (before translation, addresses in our view).
+	in1 := c.AddChain(&nftables.Chain{Name: "count-in", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityMangle})
+	out1 := c.AddChain(&nftables.Chain{Name: "count-out", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityMangle})
+	for _, r := range peerRanges {
+		c.AddRule(&nftables.Rule{Table: t, Chain: in1, Exprs: concat(
+			ifname(expr.MetaKeyIIFNAME, f.iface), in(saddr, r), []expr.Any{&expr.Counter{}})})
+		c.AddRule(&nftables.Rule{Table: t, Chain: out1, Exprs: concat(
+			ifname(expr.MetaKeyOIFNAME, f.iface), in(daddr, r), []expr.Any{&expr.Counter{}})})
+	}
+}
+
+// counters are packets and bytes seen by the rules of a chain.
+type counters struct{ packets, bytes uint64 }
+
+// peerCounters reads what went in from the peer and out to it.
+func (f *firewall) peerCounters(id string) (in, out counters, err error) {
+	c, err := nftables.New()
+	if err != nil {
+		return in, out, fmt.Errorf("opening nftables: %w", err)
+	}
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: PeerTable(id)}
+	if in, err = chainCounters(c, t, "count-in"); err != nil {
+		return in, out, err
+	}
+	out, err = chainCounters(c, t, "count-out")
+	return in, out, err
+}
+
+// refused reads how many packets from the tunnel the gateway table
+// dropped: to somewhere other than this cluster's pods, or to the gateway
+// other than at its tunnel address.
+func (f *firewall) refused() (uint64, error) {
+	c, err := nftables.New()
+	if err != nil {
+		return 0, fmt.Errorf("opening nftables: %w", err)
+	}
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: GatewayTable}
+	var total uint64
+	for _, chain := range []string{"forward", "input"} {
+		n, err := chainCounters(c, t, chain)
+		if err != nil {
+			return 0, err
+		}
+		total += n.packets
+	}
+	return total, nil
+}
+
+func chainCounters(c *nftables.Conn, t *nftables.Table, chain string) (counters, error) {
+	rules, err := c.GetRules(t, &nftables.Chain{Name: chain, Table: t})
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return counters{}, nil
+		}
+		return counters{}, fmt.Errorf("reading the counters of %s %s: %w", t.Name, chain, err)
+	}
+	var n counters
+	for _, r := range rules {
+		for _, e := range r.Exprs {
+			if ctr, ok := e.(*expr.Counter); ok {
+				n.packets += ctr.Packets
+				n.bytes += ctr.Bytes
+			}
+		}
+	}
+	return n, nil
+}
+
+// Offsets of the IPv4 source and destination addresses.
+const (
+	saddr = 12
+	daddr = 16
+)
+
+func concat(parts ...[]expr.Any) []expr.Any {
+	var out []expr.Any
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// ifname matches the input or output interface by name.
+func ifname(key expr.MetaKey, name string) []expr.Any {
+	b := make([]byte, unix.IFNAMSIZ)
+	copy(b, name)
+	return []expr.Any{
+		&expr.Meta{Key: key, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: b},
+	}
+}
+
+// in matches the address at offset inside p; notIn, outside it.
+func in(offset uint32, p netip.Prefix) []expr.Any { return prefixMatch(offset, p, expr.CmpOpEq) }
+
+func notIn(offset uint32, p netip.Prefix) []expr.Any { return prefixMatch(offset, p, expr.CmpOpNeq) }
+
+func prefixMatch(offset uint32, p netip.Prefix, op expr.CmpOp) []expr.Any {
+	m := make([]byte, 4)
+	for i := range p.Bits() {
+		m[i/8] |= 0x80 >> (i % 8)
+	}
+	a := p.Masked().Addr().As4()
+	return []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: m, Xor: make([]byte, 4)},
+		&expr.Cmp{Op: op, Register: 1, Data: a[:]},
+	}
+}
+
+// prefixNAT translates the source or destination address into to,
+// keeping the host bits (to's size must be the matched range's).
+func prefixNAT(kind expr.NATType, to netip.Prefix) []expr.Any {
+	first, last := to.Masked().Addr().As4(), ipam.Last(to).As4()
+	return []expr.Any{
+		&expr.Immediate{Register: 1, Data: first[:]},
+		&expr.Immediate{Register: 2, Data: last[:]},
+		&expr.NAT{Type: kind, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegAddrMax: 2, Prefix: to.Bits() < 32},
+	}
+}
+
+// tcpSYN matches TCP segments with SYN set and RST not.
+func tcpSYN() []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{0x02 | 0x04}, Xor: []byte{0}},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0x02}},
+	}
+}

@@ -1,0 +1,235 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/vishvananda/netlink"
+)
+
+// Gateway is the data plane of one cluster's side of its tunnels, in the
+// network namespace of the process: the WireGuard device, the routes to
+// the peers' ranges, the nftables tables that translate and filter, and a
+// prober per peer. Apply converges it to a Config; it is safe for
+// concurrent use.
+type Gateway struct {
+	log logr.Logger
+
+	mu      sync.Mutex
+	applied *Config
+	tunnel  *tunnel
+	prober  *prober
+	fw      firewall
+}
+
+// New returns a gateway that has made nothing yet.
+func New(log logr.Logger) *Gateway {
+	return &Gateway{log: log}
+}
+
+// Apply makes the data plane what cfg says. With no peer, nothing is left:
+// no interface, route or table. The first Apply of a process rebuilds
+// every table, since a gateway that died may have left some behind.
+// An invalid cfg changes nothing.
+func (g *Gateway) Apply(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid gateway configuration: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(cfg.Peers) == 0 {
+		err := g.teardown()
+		g.applied = &cfg
+		return err
+	}
+	g.fw.iface = cfg.iface()
+	mtu := cfg.MTU
+	if mtu == 0 {
+		mtu = underlayMTU() - Overhead
+	}
+	if g.tunnel != nil && g.tunnel.name != cfg.iface() {
+		g.closeTunnel()
+	}
+	if g.tunnel == nil {
+		t, err := openTunnel(g.log, cfg.iface(), mtu, cfg.UAPI)
+		if err != nil {
+			return err
+		}
+		g.tunnel = t
+	}
+	if err := g.tunnel.configure(ctx, cfg.PrivateKey, cfg.ListenPort, cfg.Peers); err != nil {
+		return err
+	}
+	if err := setUpLink(cfg.iface(), TunnelAddress(cfg.ExternalCIDR)); err != nil {
+		return err
+	}
+	if link, err := netlink.LinkByName(cfg.iface()); err == nil && link.Attrs().MTU != mtu {
+		if err := netlink.LinkSetMTU(link, mtu); err != nil {
+			return fmt.Errorf("setting the MTU of %s to %d: %w", cfg.iface(), mtu, err)
+		}
+	}
+	var routes []netip.Prefix
+	for _, p := range cfg.Peers {
+		routes = append(routes, p.PodCIDR, p.ExternalCIDR)
+	}
+	if err := syncRoutes(cfg.iface(), TunnelAddress(cfg.ExternalCIDR), routes); err != nil {
+		return err
+	}
+	if err := g.fw.apply(cfg, g.changedTables(cfg)); err != nil {
+		return err
+	}
+	if g.prober == nil {
+		p, err := newProber(g.down)
+		if err != nil {
+			return err
+		}
+		g.prober = p
+	}
+	g.prober.setTargets(cfg.Peers)
+	g.applied = &cfg
+	return nil
+}
+
+// changedTables names the tables whose rules cfg changes: all of them
+// after a start, else the gateway's when this cluster's ranges change and
+// a peer's when its entry does.
+func (g *Gateway) changedTables(cfg Config) map[string]bool {
+	changed := map[string]bool{}
+	prev := g.applied
+	if prev == nil || prev.iface() != cfg.iface() || prev.PodCIDR != cfg.PodCIDR || prev.ExternalCIDR != cfg.ExternalCIDR {
+		changed[GatewayTable] = true
+		for _, p := range cfg.Peers {
+			changed[PeerTable(p.ID)] = true
+		}
+		return changed
+	}
+	before := map[string]Peer{}
+	for _, p := range prev.Peers {
+		before[p.ID] = p
+	}
+	for _, p := range cfg.Peers {
+		if old, ok := before[p.ID]; !ok || !reflect.DeepEqual(old, p) {
+			changed[PeerTable(p.ID)] = true
+		}
+	}
+	return changed
+}
+
+// down is the prober telling that a peer does not answer: a client
+// starts the session over (at most every other probe interval), so that a
+// peer that came up after it, or restarted and forgot the session, is
+// reached as soon as it can answer. A server waits for its client.
+func (g *Gateway) down(peerID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.tunnel == nil || g.applied == nil {
+		return
+	}
+	for _, p := range g.applied.Peers {
+		if p.ID == peerID && p.Client() {
+			if err := g.tunnel.restart(p.PublicKey); err != nil {
+				g.log.Error(err, "Restarting the session with a silent peer", "peer", peerID)
+			}
+		}
+	}
+}
+
+// PeerStatus is what the gateway knows of one peer's tunnel.
+type PeerStatus struct {
+	// ID is the peer's ClusterID.
+	ID string `json:"id"`
+	// Established is true while the peer's gateway answered a probe
+	// through the tunnel in the last ProbeLosses intervals.
+	Established bool `json:"established"`
+	// Latency is the round-trip time of the last probe answered.
+	Latency time.Duration `json:"latency,omitempty"`
+	// LastHandshake is when the last WireGuard handshake completed.
+	LastHandshake time.Time `json:"lastHandshake,omitzero"`
+	// Endpoint is where the peer's packets come from (or go to).
+	Endpoint string `json:"endpoint,omitempty"`
+	// RxBytes and TxBytes count what WireGuard received from and sent to
+	// the peer, encrypted.
+	RxBytes uint64 `json:"rxBytes"`
+	TxBytes uint64 `json:"txBytes"`
+	// RxPackets and TxPackets count the packets that came out of the
+	// tunnel from the peer and went into it to the peer.
+	RxPackets uint64 `json:"rxPackets"`
+	TxPackets uint64 `json:"txPackets"`
+}
+
+// Status is the state of every peer's tunnel, in the order of the Config,
+// and the packets the gateway refused.
+type Status struct {
+	Peers []PeerStatus `json:"peers,omitempty"`
+	// Refused counts packets out of the tunnel dropped for going anywhere
+	// but this cluster's pods or the gateway's tunnel address.
+	Refused uint64 `json:"refused"`
+}
+
+// Status reads the tunnels' state.
+func (g *Gateway) Status() (Status, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var st Status
+	if g.tunnel == nil || g.applied == nil {
+		return st, nil
+	}
+	wg, err := g.tunnel.stats()
+	if err != nil {
+		return st, err
+	}
+	var errs []error
+	for _, p := range g.applied.Peers {
+		ps := PeerStatus{ID: p.ID}
+		if s, ok := wg[p.PublicKey]; ok {
+			ps.LastHandshake, ps.RxBytes, ps.TxBytes, ps.Endpoint = s.lastHandshake, s.rxBytes, s.txBytes, s.endpoint
+		}
+		if g.prober != nil {
+			pr := g.prober.status(p.ID)
+			ps.Established, ps.Latency = pr.established, pr.latency
+		}
+		in, out, err := g.fw.peerCounters(p.ID)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		ps.RxPackets, ps.TxPackets = in.packets, out.packets
+		st.Peers = append(st.Peers, ps)
+	}
+	refused, err := g.fw.refused()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	st.Refused = refused
+	return st, errors.Join(errs...)
+}
+
+// Close removes everything the gateway made.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.teardown()
+}
+
+func (g *Gateway) teardown() error {
+	if g.prober != nil {
+		g.prober.close()
+		g.prober = nil
+	}
+	g.closeTunnel()
+	return g.fw.remove()
+}
+
+func (g *Gateway) closeTunnel() {
+	if g.tunnel != nil {
+		g.tunnel.close()
+		g.tunnel = nil
+	}
+}
