@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/liqo-go/liqo/internal/network/ipam"
+	"github.com/liqo-go/liqo/internal/network/wgkey"
 )
 
 // DefaultInterface is the name of the tunnel device.
@@ -34,7 +35,7 @@ type Config struct {
 	Interface string `json:"interface,omitempty"`
 	// PrivateKey is this gateway's WireGuard key. Keep it across restarts:
 	// a new key means every peer must learn it again.
-	PrivateKey Key `json:"privateKey"`
+	PrivateKey wgkey.Key `json:"privateKey"`
 	// ListenPort is the UDP port the tunnel listens on, on every address.
 	ListenPort int `json:"listenPort"`
 	// MTU of the tunnel device; 0 takes the MTU of the link of the
@@ -66,7 +67,7 @@ type Peer struct {
 	ID string `json:"id"`
 	// PublicKey is the peer gateway's WireGuard key: the only key whose
 	// packets are taken as the peer's.
-	PublicKey Key `json:"publicKey"`
+	PublicKey wgkey.Key `json:"publicKey"`
 	// Endpoint is host:port of the peer's gateway when this gateway is the
 	// client; empty when the peer is the client and comes to us.
 	Endpoint string `json:"endpoint,omitempty"`
@@ -140,7 +141,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("externalCIDR: %s overlaps podCIDR %s", c.ExternalCIDR, c.PodCIDR))
 	}
 	seen := map[string]bool{}
-	keys := map[Key]string{}
+	keys := map[wgkey.Key]string{}
 	var taken []netip.Prefix
 	for i, p := range c.Peers {
 		field := fmt.Sprintf("peers[%d]", i)

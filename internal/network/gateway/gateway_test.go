@@ -21,6 +21,7 @@ import (
 	"github.com/liqo-go/liqo/internal/netlab"
 	"github.com/liqo-go/liqo/internal/network/gateway"
 	"github.com/liqo-go/liqo/internal/network/gateway/gatewaytest"
+	"github.com/liqo-go/liqo/internal/network/wgkey"
 )
 
 func TestMain(m *testing.M) {
@@ -48,7 +49,7 @@ type cluster struct {
 	name    string
 	pod, gw *netlab.Namespace
 	wan     netip.Addr
-	key     gateway.Key
+	key     wgkey.Key
 	proc    *gatewaytest.Process
 }
 
@@ -111,7 +112,7 @@ func (l *lab) cluster(name string) *cluster {
 	must(t, l.bridge.IP("link", "set", port, "master", "br0"))
 	must(t, c.gw.Sysctl("ipv4/ip_forward", "1"))
 	var err error
-	if c.key, err = gateway.GenerateKey(); err != nil {
+	if c.key, err = wgkey.Generate(); err != nil {
 		t.Fatal(err)
 	}
 	c.proc = gatewaytest.Start(t, c.gw)

@@ -17,6 +17,8 @@ import (
 	"golang.zx2c4.com/wireguard/device"
 	"golang.zx2c4.com/wireguard/ipc"
 	"golang.zx2c4.com/wireguard/tun"
+
+	"github.com/liqo-go/liqo/internal/network/wgkey"
 )
 
 // tunnel is the WireGuard device: a TUN interface and wireguard-go's
@@ -26,7 +28,7 @@ type tunnel struct {
 	dev  *device.Device
 	uapi net.Listener
 	// peers is each peer's last configuration, as sent to the device.
-	peers map[Key]string
+	peers map[wgkey.Key]string
 }
 
 // openTunnel creates the TUN interface and the device; the device is up
@@ -71,10 +73,10 @@ func openTunnel(log logr.Logger, name string, mtu int, serveUAPI bool) (*tunnel,
 // configure sets the key, the port and the peers, replacing any peer not
 // listed. Endpoints are resolved here; a name that does not resolve fails
 // the whole configuration, so that nothing half-applied stays.
-func (t *tunnel) configure(ctx context.Context, key Key, port int, peers []Peer) error {
+func (t *tunnel) configure(ctx context.Context, key wgkey.Key, port int, peers []Peer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "private_key=%s\nlisten_port=%d\nreplace_peers=true\n", key.hex(), port)
-	resolved := map[Key]string{}
+	fmt.Fprintf(&b, "private_key=%s\nlisten_port=%d\nreplace_peers=true\n", key.Hex(), port)
+	resolved := map[wgkey.Key]string{}
 	for _, p := range peers {
 		text, err := peerConfig(ctx, p)
 		if err != nil {
@@ -96,7 +98,7 @@ func (t *tunnel) configure(ctx context.Context, key Key, port int, peers []Peer)
 // peerConfig is a peer's part of the configuration protocol.
 func peerConfig(ctx context.Context, p Peer) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "public_key=%s\nreplace_allowed_ips=true\n", p.PublicKey.hex())
+	fmt.Fprintf(&b, "public_key=%s\nreplace_allowed_ips=true\n", p.PublicKey.Hex())
 	if p.Client() {
 		ep, err := resolveEndpoint(ctx, p.Endpoint)
 		if err != nil {
@@ -151,15 +153,15 @@ type peerStats struct {
 
 // stats reads every peer's counters through the configuration protocol,
 // keyed by public key.
-func (t *tunnel) stats() (map[Key]peerStats, error) {
+func (t *tunnel) stats() (map[wgkey.Key]peerStats, error) {
 	text, err := t.dev.IpcGet()
 	if err != nil {
 		return nil, fmt.Errorf("reading the WireGuard state of %s: %w", t.name, err)
 	}
-	out := map[Key]peerStats{}
+	out := map[wgkey.Key]peerStats{}
 	var cur *peerStats
 	var sec, nsec int64
-	flush := func(k Key) {
+	flush := func(k wgkey.Key) {
 		if cur != nil && sec != 0 {
 			cur.lastHandshake = time.Unix(sec, nsec)
 		}
@@ -167,7 +169,7 @@ func (t *tunnel) stats() (map[Key]peerStats, error) {
 			out[k] = *cur
 		}
 	}
-	var curKey Key
+	var curKey wgkey.Key
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), "=")
@@ -178,7 +180,7 @@ func (t *tunnel) stats() (map[Key]peerStats, error) {
 		case "public_key":
 			flush(curKey)
 			cur, sec, nsec = &peerStats{}, 0, 0
-			if curKey, err = parseHexKey(v); err != nil {
+			if curKey, err = wgkey.ParseHex(v); err != nil {
 				return nil, err
 			}
 		case "last_handshake_time_sec":
@@ -209,12 +211,12 @@ func (t *tunnel) stats() (map[Key]peerStats, error) {
 // wireguard-go alone would wait five seconds between two handshake
 // attempts, and up to fifteen before it notices that a peer which
 // restarted has forgotten the session.
-func (t *tunnel) restart(k Key) error {
+func (t *tunnel) restart(k wgkey.Key) error {
 	text, ok := t.peers[k]
 	if !ok {
 		return nil
 	}
-	if err := t.dev.IpcSet("public_key=" + k.hex() + "\nremove=true\n" + text); err != nil {
+	if err := t.dev.IpcSet("public_key=" + k.Hex() + "\nremove=true\n" + text); err != nil {
 		return fmt.Errorf("restarting the session with %s: %w", k, err)
 	}
 	return nil

@@ -198,6 +198,9 @@ func (p *Process) Stop() error {
 	return nil
 }
 
+// Pid is the gateway process's.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Kill kills the gateway with SIGKILL, as a crash would: its TUN interface
 // goes with it, its nftables tables stay.
 func (p *Process) Kill() {

@@ -1,6 +1,9 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package gateway
+// Package wgkey is WireGuard's keys: generation, the public key of a
+// private one, and their text forms (base64, as wg(8) and the API objects
+// write them; hex, as wireguard-go's configuration protocol does).
+package wgkey
 
 import (
 	"crypto/rand"
@@ -18,8 +21,8 @@ const KeyLen = 32
 // prints it and as the API objects carry it.
 type Key [KeyLen]byte
 
-// GenerateKey returns a new private key, clamped as Curve25519 asks.
-func GenerateKey() (Key, error) {
+// Generate returns a new private key, clamped as Curve25519 asks.
+func Generate() (Key, error) {
 	var k Key
 	if _, err := rand.Read(k[:]); err != nil {
 		return Key{}, fmt.Errorf("generating a WireGuard key: %w", err)
@@ -29,8 +32,8 @@ func GenerateKey() (Key, error) {
 	return k, nil
 }
 
-// ParseKey reads a key in base64, naming what is wrong with it.
-func ParseKey(s string) (Key, error) {
+// Parse reads a key in base64, naming what is wrong with it.
+func Parse(s string) (Key, error) {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return Key{}, fmt.Errorf("a WireGuard key is base64: %w", err)
@@ -58,11 +61,11 @@ func (k Key) IsZero() bool { return k == Key{} }
 // String is the base64 form of k.
 func (k Key) String() string { return base64.StdEncoding.EncodeToString(k[:]) }
 
-// hex is the form of the WireGuard configuration protocol.
-func (k Key) hex() string { return hex.EncodeToString(k[:]) }
+// Hex is the form of the WireGuard configuration protocol.
+func (k Key) Hex() string { return hex.EncodeToString(k[:]) }
 
-// parseHexKey reads a key in the form of the configuration protocol.
-func parseHexKey(s string) (Key, error) {
+// ParseHex reads a key in the form of the configuration protocol.
+func ParseHex(s string) (Key, error) {
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) != KeyLen {
 		return Key{}, fmt.Errorf("%q is not a key of the WireGuard configuration protocol (64 hex digits)", s)
@@ -75,7 +78,7 @@ func (k Key) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // UnmarshalText reads k from base64.
 func (k *Key) UnmarshalText(b []byte) error {
-	parsed, err := ParseKey(string(b))
+	parsed, err := Parse(string(b))
 	if err != nil {
 		return err
 	}
