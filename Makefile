@@ -16,7 +16,7 @@ VERSION_LDFLAGS := -X github.com/liqo-go/liqo/internal/ctl/version.version=$(VER
 CONTROL_PLANE := kube-apiserver kube-controller-manager kube-scheduler
 # What a playground runs: the control plane, etcd and kwok.
 RUNTIME_BINS := $(addprefix $(BIN)/,$(CONTROL_PLANE) etcd kwok) $(BIN)/kwok-stages.yaml
-TOOL_BINS := $(RUNTIME_BINS) $(addprefix $(BIN)/,kubectl controller-gen golangci-lint)
+TOOL_BINS := $(RUNTIME_BINS) $(addprefix $(BIN)/,kubectl controller-gen golangci-lint wireguard-go)
 TOOLS_DEPS := $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 # Tool binaries carry no symbol table or DWARF: they link faster, and
 # nobody debugs them.
@@ -41,7 +41,7 @@ help: ## Show this help.
 ##@ Build
 
 .PHONY: tools
-tools: $(TOOL_BINS) ## Build the pinned tools (control plane, etcd, kwok, controller-gen, golangci-lint) into bin/, only those missing.
+tools: $(TOOL_BINS) ## Build the pinned tools (control plane, etcd, kwok, controller-gen, golangci-lint, wireguard-go) into bin/, only those missing.
 
 $(addprefix $(BIN)/,$(CONTROL_PLANE) kubectl): $(TOOLS_DEPS)
 	cd $(TOOLS_DIR) && go build $(K8S_LDFLAGS) -o $(BIN)/ k8s.io/kubernetes/cmd/$(notdir $@)
@@ -80,6 +80,11 @@ $(BIN)/kwok: $(TOOLS_DEPS)
 
 $(BIN)/kwok-stages.yaml: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/kwok-stages/main.go
 	cd $(TOOLS_DIR) && go run ./cmd/kwok-stages > $@.tmp && mv $@.tmp $@
+
+# The reference the network benchmark measures the gateway against:
+# wireguard-go's own program, from the version the gateway links.
+$(BIN)/wireguard-go: $(TOOLS_DEPS)
+	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $@ golang.zx2c4.com/wireguard
 
 $(BIN)/controller-gen: $(TOOLS_DEPS)
 	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -150,7 +155,7 @@ test-e2e: $(RUNTIME_BINS) $(NODE_BINS) $(BIN)/kubectl build ## Run the end-to-en
 	go test -race -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
 .PHONY: system-deps
-system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables) when missing; needs root.
+system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables, wireguard-tools, iperf3) when missing; needs root.
 	hack/system-deps.sh
 
 .PHONY: test
@@ -168,7 +173,7 @@ fuzz: ## Run every fuzz test of the module (found in the sources) for FUZZTIME e
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: bench
-bench: $(RUNTIME_BINS) build ## Run the benchmarks (cluster start time and memory).
+bench: $(RUNTIME_BINS) $(BIN)/wireguard-go build ## Run the benchmarks (clusters, discovery, peering, offloading, the network fabric).
 	go test -run '^$$' -bench . -benchtime 3x -timeout 20m ./bench/...
 
 ##@ Playground

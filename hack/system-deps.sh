@@ -3,7 +3,9 @@
 # LAN tests build networks of namespaces), dnsmasq-base and bind9 (the WAN
 # discovery tests resolve against DNS servers this project did not write),
 # containerd, runc, containernetworking-plugins and nftables (the
-# harness's real nodes run containers; kube-proxy programs nftables).
+# harness's real nodes run containers; kube-proxy programs nftables),
+# wireguard-tools and iperf3 (the network benchmark configures the
+# reference wireguard-go by hand and measures throughput).
 # Needs root and apt-get; says what is missing otherwise. No service is
 # started: the tests run named and dnsmasq themselves, on loopback ports,
 # and each real node its own containerd.
@@ -16,6 +18,8 @@ command -v containerd >/dev/null 2>&1 || missing+=(containerd)
 command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
+command -v wg >/dev/null 2>&1 || missing+=(wireguard-tools)
+command -v iperf3 >/dev/null 2>&1 || missing+=(iperf3)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
