@@ -12,6 +12,7 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 )
@@ -21,6 +22,7 @@ var schemeBuilder = runtime.NewSchemeBuilder(
 	apiextensionsv1.AddToScheme,
 	configv1alpha1.AddToScheme,
 	discoveryv1alpha1.AddToScheme,
+	netv1alpha1.AddToScheme,
 	offloadingv1alpha1.AddToScheme,
 	sharingv1alpha1.AddToScheme,
 )

@@ -25,6 +25,8 @@ func TestCRDsAreComplete(t *testing.T) {
 		"advertisements.sharing.liqo.io":          true,
 		"namespaceoffloadings.offloading.liqo.io": true,
 		"namespacemaps.offloading.liqo.io":        true,
+		"networkconfigs.net.liqo.io":              true,
+		"tunnelendpoints.net.liqo.io":             true,
 	}
 	for _, crd := range crds {
 		if !want[crd.Name] {

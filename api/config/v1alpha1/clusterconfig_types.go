@@ -40,6 +40,7 @@ type ClusterConfigSpec struct {
 
 	// NetworkConfig describes the address ranges of this cluster, used by the
 	// network fabric to detect overlaps with peers and remap them.
+	// +kubebuilder:default={}
 	// +optional
 	NetworkConfig NetworkConfig `json:"networkConfig,omitempty"`
 }
@@ -225,12 +226,30 @@ type NetworkConfig struct {
 	// +optional
 	ServiceCIDR string `json:"serviceCIDR,omitempty"`
 
-	// ReservedSubnets are ranges the fabric must never use for remapping.
+	// ExternalCIDR is the range for addresses that are neither this
+	// cluster's pods nor a peer's: the gateway's own address in the tunnel
+	// is its first host. Peers remap it like the pod range.
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4 && cidr(self) == cidr(self).masked() && cidr(self).prefixLength() <= 30",message="externalCIDR must be a masked IPv4 CIDR of /30 or larger, such as 10.70.0.0/16"
+	// +kubebuilder:validation:MaxLength=18
+	// +kubebuilder:default="10.70.0.0/16"
+	// +optional
+	ExternalCIDR string `json:"externalCIDR,omitempty"`
+
+	// ReservedSubnets are ranges the fabric must never use for remapping:
+	// the nodes' network, anything routed beside the cluster.
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=43
 	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="every reserved subnet must be a CIDR"
 	// +optional
 	ReservedSubnets []string `json:"reservedSubnets,omitempty"`
+
+	// RemappingPool is where a peer's range that overlaps one in use here
+	// is remapped to; the private ranges of RFC 1918 when empty.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=18
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c) && cidr(c).ip().family() == 4)",message="every pool entry must be an IPv4 CIDR"
+	// +optional
+	RemappingPool []string `json:"remappingPool,omitempty"`
 }
 
 // ClusterConfigStatus reports the identity the controller manager settled on

@@ -10,3 +10,7 @@ const ConditionReady = "Ready"
 // (an admission policy), the hash of the spec it last wrote, so that the
 // API server's defaults are not taken for drift.
 const SpecHashAnnotation = "config.liqo.io/spec-hash"
+
+// DefaultExternalCIDR is the external range of a cluster whose
+// ClusterConfig names none (the API server defaults it to this too).
+const DefaultExternalCIDR = "10.70.0.0/16"

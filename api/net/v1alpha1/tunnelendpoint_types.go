@@ -1,0 +1,101 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Ranges are a cluster's pod and external ranges, in one view.
+type Ranges struct {
+	// PodCIDR is the pod range.
+	// +kubebuilder:validation:MaxLength=18
+	PodCIDR string `json:"podCIDR"`
+	// ExternalCIDR is the external range.
+	// +kubebuilder:validation:MaxLength=18
+	ExternalCIDR string `json:"externalCIDR"`
+}
+
+// TunnelEndpointSpec is what this cluster's gateway applies for one peer:
+// the peer's gateway, the peer's ranges as this cluster sees them (its own
+// decision), and this cluster's ranges as the peer sees them (the peer's).
+type TunnelEndpointSpec struct {
+	// ClusterID is the peer's.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	ClusterID string `json:"clusterID"`
+	// ClusterName is the peer's name, for people.
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+	// PublicKey is the peer gateway's WireGuard key.
+	PublicKey string `json:"publicKey"`
+	// Endpoint is the peer's gateway when this side is the client; empty
+	// when the peer opens the tunnel.
+	// +optional
+	Endpoint *GatewayEndpoint `json:"endpoint,omitempty"`
+	// Remote are the peer's ranges as it has them.
+	Remote Ranges `json:"remote"`
+	// RemoteSeenAs are the peer's ranges as this cluster sees them: routes
+	// and the sources accepted from the peer. Reflected addresses of the
+	// peer are translated into them.
+	RemoteSeenAs Ranges `json:"remoteSeenAs"`
+	// LocalSeenAs are this cluster's ranges as the peer sees them: what
+	// this cluster sends the peer is translated into them. Empty until the
+	// peer answered.
+	// +optional
+	LocalSeenAs *Ranges `json:"localSeenAs,omitempty"`
+}
+
+// TunnelEndpointStatus is how the tunnel is doing, written by the gateway.
+type TunnelEndpointStatus struct {
+	// Latency is the round trip of the last probe through the tunnel.
+	// +optional
+	Latency *metav1.Duration `json:"latency,omitempty"`
+	// LastHandshakeTime is when the last WireGuard handshake completed.
+	// +optional
+	LastHandshakeTime *metav1.Time `json:"lastHandshakeTime,omitempty"`
+	// PeerAddress is where the peer's gateway was last heard from.
+	// +optional
+	PeerAddress string `json:"peerAddress,omitempty"`
+	// Conditions: Established is True while the peer's gateway answers
+	// probes through the tunnel.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TunnelEndpoint is this cluster's side of the tunnel to one peer, named
+// after the peer's ClusterID. The controller manager keeps it from the
+// two NetworkConfigs of the pair; the gateway applies it and reports.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=tep
+// +kubebuilder:printcolumn:name="Peer",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Pods seen as",type=string,JSONPath=`.spec.remoteSeenAs.podCIDR`
+// +kubebuilder:printcolumn:name="Seen by peer as",type=string,JSONPath=`.spec.localSeenAs.podCIDR`
+// +kubebuilder:printcolumn:name="Established",type=string,JSONPath=`.status.conditions[?(@.type=="Established")].status`
+// +kubebuilder:printcolumn:name="Latency",type=string,JSONPath=`.status.latency`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type TunnelEndpoint struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec TunnelEndpointSpec `json:"spec"`
+	// +optional
+	Status TunnelEndpointStatus `json:"status,omitempty"`
+}
+
+// TunnelEndpointList is a list of TunnelEndpoint.
+//
+// +kubebuilder:object:root=true
+type TunnelEndpointList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TunnelEndpoint `json:"items"`
+}
+
+func init() {
+	register(&TunnelEndpoint{}, &TunnelEndpointList{})
+}
