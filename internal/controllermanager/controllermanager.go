@@ -103,6 +103,12 @@ type Options struct {
 	// ExchangeTTL is how long a token exchange may wait for its
 	// PeeringRequest before what it created is removed.
 	ExchangeTTL time.Duration
+	// GatewayEndpoint is host:port where peers reach this cluster's
+	// gateway; when empty, the node address of a running gateway pod and
+	// GatewayPort.
+	GatewayEndpoint string
+	// GatewayPort is the UDP port the gateway listens on.
+	GatewayPort int32
 }
 
 // NewOptions returns the defaults.
@@ -119,6 +125,7 @@ func NewOptions() *Options {
 		ExchangeTTL:            peering.DefaultExchangeTTL,
 		KubeAPIQPS:             200,
 		KubeAPIBurst:           400,
+		GatewayPort:            51820,
 	}
 }
 
@@ -150,6 +157,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ExchangeTTL, "peering-exchange-ttl", o.ExchangeTTL, "How long a token exchange may wait for its PeeringRequest before the identity it issued is revoked")
 	fs.DurationVar(&o.ForceUnpeerAfter, "force-unpeer-after", o.ForceUnpeerAfter, "How long an unpeering waits for an unreachable provider before removing the local side alone")
 	fs.StringVar(&o.APIServerURL, "api-server-url", o.APIServerURL, "URL peers reach this cluster's API server at (default: the kubeconfig's server)")
+	fs.StringVar(&o.GatewayEndpoint, "gateway-endpoint", o.GatewayEndpoint, "host:port where peers reach this cluster's gateway (default: the node address of a running gateway pod, and --gateway-port)")
+	fs.Int32Var(&o.GatewayPort, "gateway-port", o.GatewayPort, "UDP port the gateway listens on")
 }
 
 // metricsServer returns the metrics endpoint's options: by default HTTPS,
@@ -273,6 +282,9 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	remotes, sessions, err := setupVirtualKubelet(ctx, mgr, o, id, wh)
 	if err != nil {
+		return err
+	}
+	if err := setupNetwork(mgr, o, direct, id, remotes, store); err != nil {
 		return err
 	}
 	if err := setupOffloading(mgr, direct, id, remotes, sessions, store); err != nil {

@@ -128,22 +128,28 @@ const (
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=sharing.liqo.io,resources=advertisements;advertisements/status,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=net.liqo.io,resources=networkconfigs,verbs=get;list;watch;create;update;patch;delete
 
 var (
 	objectVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
 	// virtualKubeletRules: what a consumer's virtual kubelet does in its
 	// tenant namespace: ask for the namespaces it offloads to, where the
-	// provider binds offloading.VirtualKubeletRules.
+	// provider binds offloading.VirtualKubeletRules, and state the
+	// consumer's network parameters (the status, how the provider sees
+	// them, is the provider's answer).
 	virtualKubeletRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps"}, Verbs: objectVerbs},
 		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps/status"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"net.liqo.io"}, Resources: []string{"networkconfigs"}, Verbs: objectVerbs},
 	}
 	// providerRules: what a provider does in its tenant namespace in the
 	// consumer: manage its Advertisement (the admission policy
-	// liqo-provider-advertisements holds it to its own name); the status,
-	// which says whether the consumer accepted it, is the consumer's.
+	// liqo-provider-advertisements holds it to its own name) and its
+	// network parameters; the statuses, the consumer's decisions, are the
+	// consumer's.
 	providerRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"sharing.liqo.io"}, Resources: []string{"advertisements"}, Verbs: objectVerbs},
+		{APIGroups: []string{"net.liqo.io"}, Resources: []string{"networkconfigs"}, Verbs: objectVerbs},
 	}
 )
