@@ -1,0 +1,33 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Command liqo-gateway runs a cluster's end of the network fabric: the
+// WireGuard tunnels to its peers, their routes and address translation.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/liqo-go/liqo/internal/network/gatewaycmd"
+)
+
+func main() {
+	opts := gatewaycmd.NewOptions()
+	opts.AddFlags(pflag.CommandLine)
+	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
+	goFlags := flag.NewFlagSet("zap", flag.ExitOnError)
+	zapOpts.BindFlags(goFlags)
+	pflag.CommandLine.AddGoFlagSet(goFlags)
+	pflag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := gatewaycmd.Run(ctrl.SetupSignalHandler(), opts); err != nil {
+		ctrl.Log.Error(err, "liqo-gateway failed")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,130 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package gatewaycmd wires the liqo-gateway program: a controller-runtime
+// manager, in the network namespace of a node (a host-network pod), that
+// applies the cluster's TunnelEndpoints to the gateway's data plane and
+// reports the tunnels' state. cmd/liqo-gateway parses flags and calls Run.
+package gatewaycmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/liqo-go/liqo/api"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/network/gateway"
+	"github.com/liqo-go/liqo/internal/network/tunnelendpoint"
+)
+
+// Options are the gateway's command-line settings.
+type Options struct {
+	// Kubeconfig is the path of a kubeconfig; empty means in-cluster.
+	Kubeconfig string
+	// Namespace is the Liqo namespace, where the gateway's key is kept.
+	Namespace string
+	// ListenPort is the tunnel's UDP port.
+	ListenPort int
+	// MTU of the tunnel; 0 derives it from the underlay.
+	MTU int
+	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
+	HealthProbeBindAddress string
+	// UAPI serves wireguard-go's configuration socket, so wg(8) reads the
+	// tunnel on the node.
+	UAPI bool
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{Namespace: install.DefaultNamespace, ListenPort: 51820, MetricsBindAddress: ":8082", HealthProbeBindAddress: ":8083", UAPI: true}
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig; in-cluster configuration when empty")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "The Liqo namespace, where the gateway's key is kept")
+	fs.IntVar(&o.ListenPort, "listen-port", o.ListenPort, "UDP port of the tunnel")
+	fs.IntVar(&o.MTU, "mtu", o.MTU, "MTU of the tunnel (default: the default route's link MTU minus 80)")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; 0 disables them")
+	fs.BoolVar(&o.UAPI, "uapi", o.UAPI, "Serve WireGuard's configuration socket, for wg show on the node")
+}
+
+// Validate reports the first invalid option.
+func (o *Options) Validate() error {
+	switch {
+	case o.Namespace == "":
+		return errors.New("--namespace must not be empty")
+	case o.ListenPort < 1 || o.ListenPort > 65535:
+		return fmt.Errorf("--listen-port=%d is not a port", o.ListenPort)
+	case o.MTU != 0 && (o.MTU < 576 || o.MTU > 65535):
+		return fmt.Errorf("--mtu=%d is out of 576..65535", o.MTU)
+	}
+	return nil
+}
+
+// Run runs the gateway until ctx ends, then removes its data plane.
+func Run(ctx context.Context, o *Options) (err error) {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	log := ctrl.Log.WithName("gateway")
+	cfg, err := ctrl.GetConfig()
+	if o.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	}
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: api.NewScheme(),
+		// Only the key Secret of the Liqo namespace is read.
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject:         map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}}},
+		},
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress: o.HealthProbeBindAddress,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	dp := gateway.New(log)
+	defer func() {
+		if cerr := dp.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("removing the data plane: %w", cerr))
+		}
+	}()
+	r := &tunnelendpoint.Reconciler{
+		Client: mgr.GetClient(), Namespace: o.Namespace, DataPlane: dp, ListenPort: o.ListenPort, MTU: o.MTU, UAPI: o.UAPI,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(&tunnelendpoint.Reporter{
+		Client: mgr.GetClient(), Reconciler: r, Recorder: mgr.GetEventRecorder("liqo-gateway"),
+	}); err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	log.Info("Starting the gateway", "node", host, "port", o.ListenPort)
+	return mgr.Start(ctx)
+}
