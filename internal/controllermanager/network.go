@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,11 +44,10 @@ func setupNetwork(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the remapping controller: %w", err)
 	}
-	var clients identity.Clients
-	peer := func(ctx context.Context, peerID string) (client.Client, netv1alpha1.GatewayRole, error) {
+	peer := func(ctx context.Context, peerID string) (*rest.Config, netv1alpha1.GatewayRole, error) {
 		var asConsumer, asProvider *rest.Config
 		if cfg, err := remotes.Config(ctx, peerID); err == nil {
-			asConsumer = rest.CopyConfig(cfg)
+			asConsumer = cfg
 		}
 		var secret corev1.Secret
 		err := direct.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: peering.PeerSecretName(peerID)}, &secret)
@@ -61,22 +59,20 @@ func setupNetwork(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 				return nil, "", fmt.Errorf("the kubeconfig for %s: %w", peerID, err)
 			}
 		}
-		cfg, role := asConsumer, netv1alpha1.GatewayClient
 		switch {
 		case asConsumer != nil && asProvider != nil:
 			// Each consumes from the other: one tunnel, and both sides
 			// must agree who opens it.
 			if clusterID > peerID {
-				role = netv1alpha1.GatewayServer
+				return asConsumer, netv1alpha1.GatewayServer, nil
 			}
+			return asConsumer, netv1alpha1.GatewayClient, nil
 		case asProvider != nil:
-			cfg, role = asProvider, netv1alpha1.GatewayServer
-		case asConsumer == nil:
-			return nil, "", nil
+			return asProvider, netv1alpha1.GatewayServer, nil
+		case asConsumer != nil:
+			return asConsumer, netv1alpha1.GatewayClient, nil
 		}
-		cfg.Timeout = 10 * time.Second
-		c, err := clients.For(cfg, mgr.GetScheme())
-		return c, role, err
+		return nil, "", nil
 	}
 	endpoint := func(ctx context.Context) (*netv1alpha1.GatewayEndpoint, error) {
 		if o.GatewayEndpoint != "" {

@@ -22,6 +22,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +39,9 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
+	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/network/wgkey"
+	"github.com/liqo-go/liqo/internal/remotewatch"
 )
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
@@ -48,14 +53,14 @@ import (
 // nothing wakes the reconciler: drift in the peer is repaired within it.
 const DefaultRecheck = 30 * time.Second
 
-// answerPoll is how often the peer's answer is read while it is awaited.
-const answerPoll = 500 * time.Millisecond
+// answerWatchLimit bounds one watch of the peer's answer; the recheck
+// covers what comes after.
+const answerWatchLimit = 2 * time.Minute
 
-// Peer returns a client of the peer's API server with the identity this
-// cluster holds in its tenant namespace there, and the role of this
-// cluster's gateway towards it; a nil client when the peering has given
-// none yet.
-type Peer func(ctx context.Context, peerID string) (client.Client, netv1alpha1.GatewayRole, error)
+// Peer returns the REST config of the peer's API server with the identity
+// this cluster holds in its tenant namespace there, and the role of this
+// cluster's gateway towards it; nil when the peering has given none yet.
+type Peer func(ctx context.Context, peerID string) (*rest.Config, netv1alpha1.GatewayRole, error)
 
 // Endpoint returns where this cluster's gateway listens, as peers reach
 // it; nil when it is not known yet (no gateway running).
@@ -80,6 +85,11 @@ type Reconciler struct {
 	Endpoint Endpoint
 	// Recheck is DefaultRecheck when zero.
 	Recheck time.Duration
+
+	clients identity.Clients
+	// answers watches, in each peer, the NetworkConfig this cluster
+	// stated, until the peer answered.
+	answers *remotewatch.Set
 }
 
 // Reconcile implements reconcile.Reconciler, for the ForeignCluster of a
@@ -108,13 +118,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // returns the NetworkEstablished condition to set, or nil when there is no
 // peering (and so no condition).
 func (r *Reconciler) publish(ctx context.Context, peerID string, peered bool) (ctrl.Result, *metav1.Condition, error) {
-	remote, role, err := r.Peer(ctx, peerID)
-	if err != nil || remote == nil {
+	cfg, role, err := r.Peer(ctx, peerID)
+	if err != nil || cfg == nil {
+		r.answers.Stop(peerID)
 		// No identity in the peer: none while there is no peering; while
 		// one is under way, its credentials are about to be stored.
 		if peered {
 			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil, err
 		}
+		return ctrl.Result{}, nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 10 * time.Second
+	remote, err := r.clients.For(cfg, r.Client.Scheme())
+	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
 	waiting := func(reason, msg string) *metav1.Condition {
@@ -150,12 +167,18 @@ func (r *Reconciler) publish(ctx context.Context, peerID string, peered bool) (c
 
 	seenAs, answer := peerAnswer(nc, want)
 	if seenAs == nil {
-		return ctrl.Result{RequeueAfter: answerPoll}, waiting(netv1alpha1.ReasonWaitingForPeer, answer), nil
+		// The answer wakes this reconciler (a watch of the one object in
+		// the peer); the recheck covers a watch that ended.
+		r.watchAnswer(ctx, peerID, cfg, nc.Generation)
+		return ctrl.Result{RequeueAfter: r.recheck()}, waiting(netv1alpha1.ReasonWaitingForPeer, answer), nil
 	}
+	r.answers.Stop(peerID)
 	var tep netv1alpha1.TunnelEndpoint
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: peerID}, &tep); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{RequeueAfter: answerPoll}, waiting(netv1alpha1.ReasonWaitingForPeer, "Waiting for the peer's network parameters"), nil
+			// Made (by remapping) when the peer's parameters arrive: the
+			// TunnelEndpoint's creation wakes this reconciler.
+			return ctrl.Result{RequeueAfter: r.recheck()}, waiting(netv1alpha1.ReasonWaitingForPeer, "Waiting for the peer's network parameters"), nil
 		}
 		return ctrl.Result{}, nil, err
 	}
@@ -167,6 +190,25 @@ func (r *Reconciler) publish(ctx context.Context, peerID string, peered bool) (c
 		}
 	}
 	return ctrl.Result{RequeueAfter: r.recheck()}, established(&tep), nil
+}
+
+// watchAnswer watches, in the peer, the NetworkConfig this cluster stated
+// (its identity there may read it by name, nothing else), and wakes the
+// reconciler of the peer's ForeignCluster when the peer answered for
+// generation. One watch per peer at most.
+func (r *Reconciler) watchAnswer(ctx context.Context, peerID string, cfg *rest.Config, generation int64) {
+	r.answers.Start(ctx, peerID, func(ctx context.Context) (watch.Interface, error) {
+		return remotewatch.ByName(ctx, cfg, r.Client.Scheme(), &netv1alpha1.NetworkConfigList{},
+			discoveryv1alpha1.TenantNamespace(r.LocalClusterID), netv1alpha1.NetworkConfigName(r.LocalClusterID))
+	}, func(_ context.Context, obj runtime.Object) ([]client.Object, bool) {
+		nc, ok := obj.(*netv1alpha1.NetworkConfig)
+		cond := (*metav1.Condition)(nil)
+		if ok {
+			cond = meta.FindStatusCondition(nc.Status.Conditions, netv1alpha1.ConditionProcessed)
+		}
+		answered := cond != nil && cond.ObservedGeneration >= generation
+		return []client.Object{&discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: peerID}}}, answered
+	})
 }
 
 // parameters are this cluster's, for a peer towards which its gateway has
@@ -329,11 +371,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byPeer := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
 	})
+	r.answers = remotewatch.New(answerWatchLimit)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("publishing").
 		For(&discoveryv1alpha1.ForeignCluster{}, builder.WithPredicates(peeringMoved)).
 		Watches(&netv1alpha1.TunnelEndpoint{}, byPeer).
 		WatchesRawSource(source.Channel(changes, handler.EnqueueRequestsFromMapFunc(all))).
+		WatchesRawSource(source.Channel(r.answers.Events, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 

@@ -91,8 +91,8 @@ func (s *side) peered(t *testing.T) {
 }
 
 // run starts both network controllers of s, reaching the peer's API
-// server through peerClient once the channel is open.
-func (s *side) run(t *testing.T, peerClient client.Client) {
+// server with peer once the channel is open.
+func (s *side) run(t *testing.T, peer *rest.Config) {
 	t.Helper()
 	endpoint := func(context.Context) (*netv1alpha1.GatewayEndpoint, error) {
 		return &netv1alpha1.GatewayEndpoint{Host: "10.254.2.10", Port: 51820}, nil
@@ -103,11 +103,11 @@ func (s *side) run(t *testing.T, peerClient client.Client) {
 		}
 		return (&publishing.Reconciler{
 			Client: mgr.GetClient(), LocalClusterID: s.id, Namespace: install.DefaultNamespace, Config: s.config.Load, Endpoint: endpoint,
-			Peer: func(_ context.Context, peerID string) (client.Client, netv1alpha1.GatewayRole, error) {
+			Peer: func(_ context.Context, peerID string) (*rest.Config, netv1alpha1.GatewayRole, error) {
 				if peerID != s.peer || !s.open.Load() {
 					return nil, "", nil
 				}
-				return peerClient, s.role, nil
+				return peer, s.role, nil
 			},
 		}).SetupWithManager(mgr)
 	})
@@ -137,8 +137,8 @@ func (s *side) network(ctx context.Context) (*metav1.Condition, error) {
 func TestExchangeAcrossTwoClusters(t *testing.T) {
 	consumer := newSide(t, "consumer-1", "provider-1", netv1alpha1.GatewayClient)
 	provider := newSide(t, "provider-1", "consumer-1", netv1alpha1.GatewayServer)
-	consumer.run(t, provider.c)
-	provider.run(t, consumer.c)
+	consumer.run(t, provider.cfg)
+	provider.run(t, consumer.cfg)
 
 	// Not peered yet: nothing is stated, no condition.
 	envtest.Consistently(t, time.Second, func(ctx context.Context) error {
