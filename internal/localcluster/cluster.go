@@ -42,6 +42,11 @@ var Binaries = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeSchedule
 // ServiceCIDR is the range of every cluster's Service IPs.
 const ServiceCIDR = "10.96.0.0/16"
 
+// PodCIDR covers every node's pod range (a /20 each, see podCIDR), in
+// every cluster: peers always overlap, so the network fabric always
+// remaps.
+const PodCIDR = "10.100.0.0/14"
+
 // Labels and annotations of the nodes the harness registers.
 const (
 	// KwokNodeAnnotation marks nodes that kwok simulates.

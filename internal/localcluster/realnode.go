@@ -40,8 +40,6 @@ const (
 	ProbeImage     = "liqo.test/probe:v1"
 	// RealNodeType is the NodeTypeLabel value of real nodes.
 	RealNodeType = "real"
-	// realPodsCIDR covers every node's pod range (see podCIDR).
-	realPodsCIDR = "10.100.0.0/14"
 	cniBinDir    = "/usr/lib/cni"
 )
 
@@ -485,7 +483,7 @@ clusterCIDR: %s
 nftables: {masqueradeAll: true}
 # The conntrack table is the machine's: leave its size and timeouts alone.
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-`, proxyKC, n.name, realPodsCIDR)))
+`, proxyKC, n.name, PodCIDR)))
 	if err != nil {
 		return "", err
 	}

@@ -287,6 +287,8 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, append([]string{
 		"--kubeconfig=" + kcPath,
 		"--cluster-name=" + m.Name,
+		"--pod-cidr=" + localcluster.PodCIDR,
+		"--service-cidr=" + localcluster.ServiceCIDR,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.MetricsPort),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(m.ProbePort),
 		"--auth-bind-address=127.0.0.1:" + strconv.Itoa(m.AuthPort),
