@@ -91,7 +91,7 @@ func TestAdmissionPoliciesDecode(t *testing.T) {
 			t.Errorf("unexpected %T", o)
 		}
 	}
-	if len(policies) != 3 || !maps.Equal(policies, bound) {
-		t.Fatalf("policies %v, bindings %v: want 3 policies, each bound", policies, bound)
+	if len(policies) != 4 || !maps.Equal(policies, bound) {
+		t.Fatalf("policies %v, bindings %v: want 4 policies, each bound", policies, bound)
 	}
 }
