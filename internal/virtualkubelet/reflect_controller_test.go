@@ -22,9 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-go/liqo/api"
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+	"github.com/liqo-go/liqo/internal/network/translation"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/objects"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/pods"
@@ -87,6 +89,7 @@ func run(m *testing.M) int {
 		}
 		if err := (&pods.Reflector{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Providers: shared.mem, LocalClusterID: testConsumer, Workers: 4,
+			Translate: translation.FromPeers(mgr.GetClient()),
 		}).SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -237,6 +240,44 @@ func TestPodReflection(t *testing.T) {
 	if n := len(w.podOps("create", pod.Name)); n != 1 {
 		t.Errorf("%d creates of the provider pod, want 1", n)
 	}
+}
+
+// TestPodAddressesTranslated: a provider pod whose range the network
+// fabric remapped shows at the address this cluster reaches it at, also
+// when the agreement comes after the pod runs. (The range is one no other
+// test's pod uses: the TunnelEndpoint stays for them.)
+func TestPodAddressesTranslated(t *testing.T) {
+	w := startReflectors(t)
+	pod := w.offloadedPod(t, "remapped")
+	w.remotePod(t, pod.Name, nil)
+	w.running(t, pod.Name, "10.201.3.9")
+	shows := func(ip string) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			if pod.Status.PodIP != ip || len(pod.Status.PodIPs) != 1 || pod.Status.PodIPs[0].IP != ip {
+				return fmt.Errorf("local pod shows %q %v, want %s", pod.Status.PodIP, pod.Status.PodIPs, ip)
+			}
+			return nil
+		})
+	}
+	shows("10.201.3.9")
+	tep := &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: testProvider}, Spec: netv1alpha1.TunnelEndpointSpec{
+		ClusterID: testProvider, PublicKey: "Ljk0kCqrl1KXUj2gN4wrxCu5ewcoPuVX3k0o6hMkRWg=",
+		Remote:       netv1alpha1.Ranges{PodCIDR: "10.201.0.0/16", ExternalCIDR: "10.202.0.0/16"},
+		RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: "10.51.0.0/16", ExternalCIDR: "10.52.0.0/16"},
+	}}
+	if err := w.c.Create(t.Context(), tep); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.c.Delete(ctx, tep)
+	})
+	shows("10.51.3.9")
 }
 
 // TestPodDriftIsCorrected: a provider pod whose labels or image someone in

@@ -9,6 +9,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/liqo-go/liqo/internal/network/translation"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/api"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/objects"
@@ -34,6 +35,9 @@ type Options struct {
 	Removed func(provider string)
 	// PodWorkers is how many pods are reflected at once; zero means 32.
 	PodWorkers int
+	// NoTranslation shows provider pod addresses as the providers have
+	// them, even where the network fabric remapped their ranges.
+	NoTranslation bool
 }
 
 // Setup adds the virtual kubelet to mgr: the virtual nodes, the pod
@@ -57,9 +61,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := nodes.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the virtual node controller: %w", err)
 	}
-	if err := (&pods.Reflector{
+	podReflector := &pods.Reflector{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Providers: o.Providers, LocalClusterID: o.LocalClusterID, Workers: o.PodWorkers,
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if !o.NoTranslation {
+		// A provider's pods show at the addresses this cluster reaches
+		// them at, as agreed in the provider's TunnelEndpoint.
+		podReflector.Translate = translation.FromPeers(mgr.GetClient())
+	}
+	if err := podReflector.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the pod reflector: %w", err)
 	}
 	for _, r := range objects.NewReflectors(mgr.GetClient(), o.Providers, o.LocalClusterID) {

@@ -39,9 +39,13 @@ type TunnelEndpointSpec struct {
 	// and the sources accepted from the peer. Reflected addresses of the
 	// peer are translated into them.
 	RemoteSeenAs Ranges `json:"remoteSeenAs"`
-	// LocalSeenAs are this cluster's ranges as the peer sees them: what
-	// this cluster sends the peer is translated into them. Empty until the
+	// Local are this cluster's ranges as it stated them to the peer, and
+	// LocalSeenAs how the peer sees them: what this cluster sends the peer
+	// is translated from the first into the second, and so are the
+	// addresses it shows the peer (reflected endpoints). Empty until the
 	// peer answered.
+	// +optional
+	Local *Ranges `json:"local,omitempty"`
 	// +optional
 	LocalSeenAs *Ranges `json:"localSeenAs,omitempty"`
 }

@@ -227,6 +227,11 @@ func (in *TunnelEndpointSpec) DeepCopyInto(out *TunnelEndpointSpec) {
 	}
 	out.Remote = in.Remote
 	out.RemoteSeenAs = in.RemoteSeenAs
+	if in.Local != nil {
+		in, out := &in.Local, &out.Local
+		*out = new(Ranges)
+		**out = **in
+	}
 	if in.LocalSeenAs != nil {
 		in, out := &in.LocalSeenAs, &out.LocalSeenAs
 		*out = new(Ranges)

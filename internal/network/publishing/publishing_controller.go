@@ -182,9 +182,10 @@ func (r *Reconciler) publish(ctx context.Context, peerID string, peered bool) (c
 		}
 		return ctrl.Result{}, nil, err
 	}
-	if tep.Spec.LocalSeenAs == nil || *tep.Spec.LocalSeenAs != *seenAs {
+	local := &netv1alpha1.Ranges{PodCIDR: want.PodCIDR, ExternalCIDR: want.ExternalCIDR}
+	if tep.Spec.LocalSeenAs == nil || *tep.Spec.LocalSeenAs != *seenAs || tep.Spec.Local == nil || *tep.Spec.Local != *local {
 		patch := client.MergeFrom(tep.DeepCopy())
-		tep.Spec.LocalSeenAs = seenAs
+		tep.Spec.Local, tep.Spec.LocalSeenAs = local, seenAs
 		if err := r.Client.Patch(ctx, &tep, patch); err != nil {
 			return ctrl.Result{}, nil, fmt.Errorf("recording how %s sees this cluster: %w", peerID, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
@@ -62,6 +64,10 @@ type Reflector struct {
 	Recorder events.EventRecorder
 	// Workers is how many pods are reflected at once; zero means 32.
 	Workers int
+	// Translate shows the address of a provider pod as this cluster
+	// reaches it, through the network fabric; nil, or false, shows it as
+	// the provider has it (no agreement on the network yet).
+	Translate func(ctx context.Context, providerID string, addr netip.Addr) (netip.Addr, bool)
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -139,6 +145,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		ctrl.LoggerFrom(ctx).Info("Provider pod corrected", "provider", providerID, "pod", remoteNS+"/"+remote.Name)
 	}
 	status := LocalStatus(&pod, remote)
+	r.translate(ctx, providerID, &status)
 	if statusReflected(&pod.Status, &status) {
 		return result, nil
 	}
@@ -152,6 +159,28 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return result, nil
+}
+
+// translate sets the pod addresses of st to how this cluster reaches them:
+// the provider's pod range remapped, when the two overlap.
+func (r *Reflector) translate(ctx context.Context, providerID string, st *corev1.PodStatus) {
+	if r.Translate == nil {
+		return
+	}
+	one := func(ip string) string {
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			return ip
+		}
+		if t, ok := r.Translate(ctx, providerID, a); ok {
+			return t.String()
+		}
+		return ip
+	}
+	st.PodIP = one(st.PodIP)
+	for i := range st.PodIPs {
+		st.PodIPs[i].IP = one(st.PodIPs[i].IP)
+	}
 }
 
 // providerOf returns the provider of the virtual node pod is bound to, or
@@ -321,12 +350,30 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			return sharing.IsVirtual(n) && node.Ready(o) != node.Ready(n)
 		},
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Pod{}, builder.WithPredicates(bound)).
 		Watches(&corev1.Node{}, nodeReady, builder.WithPredicates(readyChanged)).
 		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
 		WatchesRawSource(r.Providers.Source(provider.Pods, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Named("virtualkubelet-pods").
-		Complete(r)
+		Named("virtualkubelet-pods")
+	if r.Translate != nil {
+		// The network agreed with a provider, or changed: its pods'
+		// addresses are shown again.
+		remapped := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var nodes corev1.NodeList
+			if err := r.Client.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: o.GetName()}); err != nil {
+				return nil
+			}
+			var reqs []reconcile.Request
+			for _, n := range nodes.Items {
+				if sharing.IsVirtual(&n) {
+					reqs = append(reqs, enqueuePods(ctx, client.MatchingFields{node.PodsByNodeField: n.Name})...)
+				}
+			}
+			return reqs
+		})
+		b = b.Watches(&netv1alpha1.TunnelEndpoint{}, remapped, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
+	return b.Complete(r)
 }
