@@ -97,7 +97,7 @@ build: ## Build liqo-controller-manager and liqoctl into bin/.
 	go build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # The binaries that run in a cluster, as images (`make images`).
-IMAGES ?= liqo-controller-manager
+IMAGES ?= liqo-controller-manager liqo-gateway
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 IMAGE_REPOSITORY ?= ghcr.io/liqo-go
 IMAGE_TAG ?= $(VERSION)

@@ -109,7 +109,7 @@ helm upgrade see it; -f and --set pass chart values as they do in helm.`,
 	f.StringVar(&o.AuthServiceType, "auth-service-type", o.AuthServiceType, "How peers reach the auth service: ClusterIP, NodePort or LoadBalancer (default: by distribution)")
 	f.StringVar(&o.PodCIDR, "pod-cidr", o.PodCIDR, "The cluster's pod CIDR (default: detected)")
 	f.StringVar(&o.ServiceCIDR, "service-cidr", o.ServiceCIDR, "The cluster's service CIDR (default: detected)")
-	f.StringVar(&o.ImageRepository, "image-repository", o.ImageRepository, "Repository of the liqo-controller-manager image")
+	f.StringVar(&o.ImageRepository, "image-repository", o.ImageRepository, "Repository of the liqo-controller-manager image (the gateway's, liqo-gateway, is taken beside it)")
 	f.StringVar(&o.ImageTag, "image-tag", o.ImageTag, "Tag of the liqo-controller-manager image (default: liqoctl's version, else the chart's appVersion)")
 	f.StringVar(&o.PullPolicy, "image-pull-policy", o.PullPolicy, "Pull policy of the image: Always, IfNotPresent or Never (for images imported into the nodes)")
 	f.StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "Chart values from a YAML file (can repeat)")
@@ -254,6 +254,11 @@ func (o *Options) Values(ctx context.Context, c client.Reader, server string, p 
 		if v != "" {
 			set(path, v)
 		}
+	}
+	// The gateway's image is the controller manager's sibling: the same
+	// registry and tag, its own name.
+	if base, ok := strings.CutSuffix(o.ImageRepository, "/"+liqoinstall.ControllerManagerName); ok {
+		set("gateway.image.repository", base+"/liqo-gateway")
 	}
 
 	for _, f := range o.ValuesFiles {

@@ -150,6 +150,68 @@ func TestPodSecurityRestricted(t *testing.T) {
 	}
 }
 
+// TestGateway: the gateway runs on a node's network with what the tunnels
+// need and nothing more: NET_ADMIN and NET_RAW (all else dropped), the TUN
+// device, a read-only root, Pod Security "privileged" and not less (the
+// evaluator says so: hostNetwork and the capabilities are beyond
+// baseline); it reads one Secret, its key, by name; the controller
+// manager learns its port and, when set, its endpoint; it goes with
+// gateway.enabled=false.
+func TestGateway(t *testing.T) {
+	objs := render(t, map[string]any{"gateway": map[string]any{"endpoint": "gw.example.com:443", "port": 51821}})
+	var d appsv1.Deployment
+	find(t, objs, "Deployment", "liqo-gateway", &d)
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if !pod.HostNetwork || pod.ServiceAccountName != "liqo-gateway" || sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Privileged != nil && *sc.Privileged ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) {
+		t.Errorf("the gateway's pod: hostNetwork %v, security %+v", pod.HostNetwork, sc)
+	}
+	if !slices.Contains(c.Args, "--listen-port=51821") || c.Ports[0].ContainerPort != 51821 || c.Ports[0].Protocol != corev1.ProtocolUDP ||
+		c.Image != "ghcr.io/liqo-go/liqo-gateway:"+chartAppVersion(t) {
+		t.Errorf("the gateway's container: args %v, ports %+v, image %s", c.Args, c.Ports, c.Image)
+	}
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := func(level psaapi.Level) bool {
+		for _, r := range eval.EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, &d.Spec.Template.ObjectMeta, &pod) {
+			if !r.Allowed {
+				return false
+			}
+		}
+		return true
+	}
+	if !allowed(psaapi.LevelPrivileged) || allowed(psaapi.LevelBaseline) {
+		t.Errorf("the gateway's pod: privileged allowed %v, baseline allowed %v; want only privileged", allowed(psaapi.LevelPrivileged), allowed(psaapi.LevelBaseline))
+	}
+	var role rbacv1.Role
+	find(t, objs, "Role", "liqo-gateway", &role)
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"secrets"}) || !slices.Equal(role.Rules[0].ResourceNames, []string{"liqo-gateway-key"}) {
+		t.Errorf("the gateway's Role: %+v", role.Rules)
+	}
+	var cm appsv1.Deployment
+	find(t, objs, "Deployment", install.ControllerManagerName, &cm)
+	if args := cm.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--gateway-port=51821") || !slices.Contains(args, "--gateway-endpoint=gw.example.com:443") {
+		t.Errorf("the controller manager's args %v", args)
+	}
+	if got := kinds(render(t, map[string]any{"gateway": map[string]any{"enabled": false}}), "Deployment"); !slices.Equal(got, []string{install.ControllerManagerName}) {
+		t.Errorf("with the gateway off, Deployments %v", got)
+	}
+}
+
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Metadata.AppVersion
+}
+
 // TestAuthServiceExposure: the values choose how peers reach the auth
 // service; an explicit URL replaces the Service lookup.
 func TestAuthServiceExposure(t *testing.T) {
@@ -197,6 +259,9 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "/image/pullPolicy"},
 		{map[string]any{"metrics": map[string]any{"enabled": "yes"}}, "/metrics/enabled"},
 		{map[string]any{"networking": map[string]any{"podCIDR": "10.244.0.0"}}, "/networking/podCIDR"},
+		{map[string]any{"gateway": map[string]any{"port": 70000}}, "/gateway/port"},
+		{map[string]any{"gateway": map[string]any{"endpoint": "gateway.example.com"}}, "/gateway/endpoint"},
+		{map[string]any{"gateway": map[string]any{"mtu": 100}}, "/gateway/mtu"},
 	} {
 		_, err := Render(c, Release{Name: "liqo", Namespace: "liqo", Values: tc.values})
 		if err == nil || !strings.Contains(err.Error(), tc.names) {

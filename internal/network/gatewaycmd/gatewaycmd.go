@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-go/liqo/api"
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/network/gateway"
 	"github.com/liqo-go/liqo/internal/network/tunnelendpoint"
@@ -90,10 +92,14 @@ func Run(ctx context.Context, o *Options) (err error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: api.NewScheme(),
-		// Only the key Secret of the Liqo namespace is read.
+		// Only the key Secret of the Liqo namespace is read: the chart
+		// grants that one alone (a list by name).
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}}},
+			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
+				Namespaces: map[string]cache.Config{o.Namespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", netv1alpha1.GatewayKeySecret),
+			}},
 		},
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress: o.HealthProbeBindAddress,

@@ -311,38 +311,54 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// BuildControllerManagerImage builds the controller manager's image for
-// this machine's architecture as `make images` does (a static binary,
-// hack/tools/cmd/images), into dir, and returns its OCI archive (for a real
-// node's NodeImages) and its reference, tagged e2e.
-func BuildControllerManagerImage(ctx context.Context, dir string) (archive, ref string, err error) {
+// BuildImages builds, from this tree, the images of the binaries that
+// run in a cluster (the controller manager, the gateway) for this
+// machine's architecture, as make images does, into dir; it returns their
+// archives, for a real node's containerd, and the controller manager's
+// reference, tagged e2e.
+func BuildImages(ctx context.Context, dir string) (archives []string, ref string, err error) {
 	root, err := RepoRoot()
 	if err != nil {
-		return "", "", err
+		return nil, "", err
 	}
-	return BuildControllerManagerImageFrom(ctx, root, dir, "e2e")
+	return BuildImagesFrom(ctx, root, dir, "e2e")
 }
 
-// BuildControllerManagerImageFrom is BuildControllerManagerImage from the
-// sources at src (another commit's checkout), tagged tag.
-func BuildControllerManagerImageFrom(ctx context.Context, src, dir, tag string) (archive, ref string, err error) {
+// BuildImagesFrom is BuildImages from the sources at src (another
+// commit's checkout), tagged tag. A checkout without the gateway builds
+// the controller manager alone.
+func BuildImagesFrom(ctx context.Context, src, dir, tag string) (archives []string, ref string, err error) {
 	root, err := RepoRoot()
 	if err != nil {
-		return "", "", err
+		return nil, "", err
 	}
 	arch := runtime.GOARCH
 	bins := filepath.Join(dir, "image-bin-"+tag)
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", filepath.Join(bins, "linux_"+arch)+"/", "./cmd/"+playground.ControllerManager)
-	build.Dir = src
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	names := []string{playground.ControllerManager}
+	if _, err := os.Stat(filepath.Join(src, "cmd", Gateway)); err == nil {
+		names = append(names, Gateway)
+	}
+	var cmds []*exec.Cmd
+	for _, name := range names {
+		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", filepath.Join(bins, "linux_"+arch)+"/", "./cmd/"+name)
+		build.Dir = src
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		cmds = append(cmds, build)
+	}
 	out := filepath.Join(dir, "images-"+tag)
-	images := exec.CommandContext(ctx, "go", "run", "./cmd/images", "--bin-dir", bins, "--out", out,
-		"--platforms", "linux/"+arch, "--repository", "ghcr.io/liqo-go", "--tag", tag, playground.ControllerManager)
+	images := exec.CommandContext(ctx, "go", append([]string{"run", "./cmd/images", "--bin-dir", bins, "--out", out,
+		"--platforms", "linux/" + arch, "--repository", "ghcr.io/liqo-go", "--tag", tag}, names...)...)
 	images.Dir = filepath.Join(root, "hack", "tools")
-	for _, cmd := range []*exec.Cmd{build, images} {
+	for _, cmd := range append(cmds, images) {
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", "", fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out)
+			return nil, "", fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out)
 		}
 	}
-	return filepath.Join(out, playground.ControllerManager+"-linux-"+arch+".tar"), "ghcr.io/liqo-go/" + playground.ControllerManager + ":" + tag, nil
+	for _, name := range names {
+		archives = append(archives, filepath.Join(out, name+"-linux-"+arch+".tar"))
+	}
+	return archives, "ghcr.io/liqo-go/" + playground.ControllerManager + ":" + tag, nil
 }
+
+// Gateway is the gateway's binary and image name.
+const Gateway = "liqo-gateway"

@@ -45,11 +45,11 @@ import (
 func TestInstallOnRealNodes(t *testing.T) {
 	skipWithoutRealNodes(t)
 	dir := t.TempDir()
-	archive, ref, err := framework.BuildControllerManagerImage(t.Context(), dir)
+	archives, ref, err := framework.BuildImages(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := startRealEnv(t, dir, archive)
+	e := startRealEnv(t, dir, archives...)
 	for i, c := range e.clusters {
 		out, err := e.install(c, e.names[i], ref, "")
 		if err != nil {
@@ -96,16 +96,16 @@ func TestUpgradeKeepsPeeringsAndPods(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building liqoctl of %s: %v\n%s", from, err, out)
 	}
-	baseArchive, baseRef, err := framework.BuildControllerManagerImageFrom(ctx, base, dir, "base")
+	baseArchives, baseRef, err := framework.BuildImagesFrom(ctx, base, dir, "base")
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive, ref, err := framework.BuildControllerManagerImage(ctx, dir)
+	archives, ref, err := framework.BuildImages(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	e := startRealEnv(t, dir, baseArchive, archive)
+	e := startRealEnv(t, dir, append(baseArchives, archives...)...)
 	for i, c := range e.clusters {
 		if out, err := e.install(c, e.names[i], baseRef, baseLiqoctl); err != nil {
 			t.Fatalf("install of %s on %s: %v\n%s", from, e.names[i], err, out)
