@@ -98,6 +98,10 @@ type realNode struct {
 // RealNodeName is the name of the i-th real node.
 func (c *Cluster) RealNodeName(i int) string { return fmt.Sprintf("%s-node-%d", c.Name, i) }
 
+// RealNodeNetns is the network namespace of real node i, under /run/netns:
+// what runs with the node's network (the gateway) is in it.
+func (c *Cluster) RealNodeNetns(i int) string { return c.realNodes[i].netns }
+
 // podCIDR is the pod range of the node with index (0: the control plane,
 // then the kwok workers, then the real nodes): a /20 of 10.100.0.0/14.
 func podCIDR(index int) string {

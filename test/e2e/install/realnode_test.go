@@ -187,6 +187,13 @@ type realEnv struct {
 
 func startRealEnv(t *testing.T, dir string, images ...string) *realEnv {
 	t.Helper()
+	return startClusters(t, dir, []string{"consumer", "provider"}, images...)
+}
+
+// startClusters starts a cluster of each name (the first the consumer,
+// the second a provider) with a real node each, on one underlay.
+func startClusters(t *testing.T, dir string, names []string, images ...string) *realEnv {
+	t.Helper()
 	network, err := localcluster.NewNetwork()
 	if err != nil {
 		t.Fatal(err)
@@ -196,8 +203,8 @@ func startRealEnv(t *testing.T, dir string, images ...string) *realEnv {
 			t.Error(err)
 		}
 	})
-	e := &realEnv{t: t, network: network, names: []string{"consumer", "provider"}, clusters: make([]*localcluster.Cluster, 2)}
-	errs := make([]error, 2)
+	e := &realEnv{t: t, network: network, names: names, clusters: make([]*localcluster.Cluster, len(names))}
+	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range e.names {
 		wg.Go(func() {
@@ -228,14 +235,14 @@ func (e *realEnv) install(c *localcluster.Cluster, name, ref, liqoctl string) (s
 	repo, tag, _ := strings.Cut(ref, ":")
 	if liqoctl != "" {
 		out, err := exec.CommandContext(e.t.Context(), liqoctl, "install", "generic", "--kubeconfig", c.KubeconfigPath, "--cluster-name", name,
-			"--api-server-url", c.UnderlayAPIServerURL(), "--pod-cidr", "10.100.0.0/14", "--auth-service-type", "NodePort",
+			"--api-server-url", c.UnderlayAPIServerURL(), "--pod-cidr", localcluster.PodCIDR, "--auth-service-type", "NodePort",
 			"--image-repository", repo, "--image-tag", tag, "--image-pull-policy", "Never", "--timeout", "3m").CombinedOutput()
 		return string(out), err
 	}
 	var out bytes.Buffer
 	o := &install.Options{
 		Kubeconfig: c.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace, Distribution: "generic", ClusterName: name,
-		APIServerURL: c.UnderlayAPIServerURL(), PodCIDR: "10.100.0.0/14", AuthServiceType: "NodePort",
+		APIServerURL: c.UnderlayAPIServerURL(), PodCIDR: localcluster.PodCIDR, ServiceCIDR: localcluster.ServiceCIDR, AuthServiceType: "NodePort",
 		ImageRepository: repo, ImageTag: tag, PullPolicy: "Never", Timeout: 3 * time.Minute,
 	}
 	err := o.Run(e.t.Context(), &out)
@@ -268,10 +275,16 @@ func (e *realEnv) checkControllerManager(c *localcluster.Cluster, image string) 
 // peer runs, on the consumer, the add command the provider generates, and
 // waits for the virtual node; it returns the provider's ClusterID.
 func (e *realEnv) peer() string {
+	e.t.Helper()
+	return e.peerWith(e.provider)
+}
+
+// peerWith peers the consumer with provider, as peer does.
+func (e *realEnv) peerWith(provider *localcluster.Cluster) string {
 	t := e.t
 	t.Helper()
 	var line bytes.Buffer
-	if err := (&generateaddcommand.Options{Kubeconfig: e.provider.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace}).Run(t.Context(), &line); err != nil {
+	if err := (&generateaddcommand.Options{Kubeconfig: provider.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace}).Run(t.Context(), &line); err != nil {
 		t.Fatal(err)
 	}
 	f := regexp.MustCompile(`--auth-url (\S+) --id (\S+) --token (\S+)`).FindStringSubmatch(line.String())

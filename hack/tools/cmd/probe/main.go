@@ -3,8 +3,10 @@
 // Command probe is the workload of the harness's real-node tests, built
 // into the image liqo.test/probe (no image can be pulled here):
 //
-//	probe serve ADDR TEXT   answers every HTTP request with TEXT
-//	probe get URL           prints the body of URL, retrying for a minute
+//	probe serve ADDR TEXT   answers every HTTP request with TEXT, but
+//	                        /bytes/N, answered with N bytes
+//	probe get URL...        prints the body of each URL on a line,
+//	                        retrying each for a minute
 //	probe api               prints the API server's version, reached as a
 //	                        pod does: the kubernetes Service, the pod's
 //	                        ServiceAccount token and CA
@@ -19,6 +21,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,13 +37,24 @@ func run(args []string) error {
 	switch {
 	case len(args) == 3 && args[0] == "serve":
 		text := args[2]
-		srv := &http.Server{Addr: args[1], ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		srv := &http.Server{Addr: args[1], ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/bytes/")); err == nil && n >= 0 && n <= 1<<20 {
+				// Large answers: packets that need the tunnel's MTU and
+				// MSS right.
+				_, _ = io.WriteString(w, strings.Repeat("x", n))
+				return
+			}
 			_, _ = io.WriteString(w, text)
 		})}
 		fmt.Println("serving on", args[1])
 		return srv.ListenAndServe()
-	case len(args) == 2 && args[0] == "get":
-		return get(&http.Client{Timeout: 5 * time.Second}, args[1], nil)
+	case len(args) >= 2 && args[0] == "get":
+		for _, url := range args[1:] {
+			if err := get(&http.Client{Timeout: 5 * time.Second}, url, nil); err != nil {
+				return err
+			}
+		}
+		return nil
 	case len(args) == 1 && args[0] == "api":
 		const sa = "/var/run/secrets/kubernetes.io/serviceaccount/"
 		token, err := os.ReadFile(sa + "token")
@@ -58,7 +73,7 @@ func run(args []string) error {
 		url := "https://" + net.JoinHostPort(os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")) + "/version"
 		return get(c, url, map[string]string{"Authorization": "Bearer " + string(token)})
 	default:
-		return errors.New("usage: probe serve ADDR TEXT | probe get URL | probe api")
+		return errors.New("usage: probe serve ADDR TEXT | probe get URL... | probe api")
 	}
 }
 

@@ -1,0 +1,389 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package install
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	liqoinstall "github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/network/translation"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// TestNetworkOnRealNodes is the network fabric as an operator gets it: a
+// consumer and two providers, all three with the same pod range and a real
+// node each, installed with liqoctl (the gateways run as pods of the chart
+// on the nodes), peered. Each tunnel comes up on its own; a real pod in the
+// consumer reaches a real offloaded pod in each provider at the address
+// the consumer's API shows for it, and through a Service, with answers
+// that need the tunnel's MTU and MSS right; an offloaded pod reaches a pod
+// of the consumer at the address its provider sees it at. The underlay
+// between the gateways cut for 20 s, the tunnels go down and come back
+// without new keys; a gateway restarted, its tunnel comes back. Uninstalled,
+// nothing is left on the nodes: no interface, route or nftables table.
+func TestNetworkOnRealNodes(t *testing.T) {
+	skipWithoutRealNodes(t)
+	ctx := t.Context()
+	dir := t.TempDir()
+	archives, ref, err := framework.BuildImages(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startClusters(t, dir, []string{"consumer", "provider-a", "provider-b"}, archives...)
+	for i, c := range e.clusters {
+		if out, err := e.install(c, e.names[i], ref, ""); err != nil {
+			t.Fatalf("install on %s: %v\n%s", e.names[i], err, out)
+		}
+	}
+	cc := ctrlClient(t, e.consumer)
+	consumerID := clusterID(t, cc)
+	providers := e.clusters[1:]
+	ids := make([]string, len(providers))
+	for i, p := range providers {
+		ids[i] = e.peerWith(p)
+		// The virtual node is Ready: the peering is done. The network
+		// follows it.
+		peered := time.Now()
+		waitNetwork(t, cc, ids[i], metav1.ConditionTrue, time.Minute)
+		t.Logf("the tunnel to %s is established %s after its virtual node was Ready", e.names[i+1], time.Since(peered).Round(10*time.Millisecond))
+		waitNetwork(t, ctrlClient(t, p), consumerID, metav1.ConditionTrue, 30*time.Second)
+	}
+
+	// A server pod in each provider, offloaded; the client pods run on the
+	// consumer's real node.
+	const work, local = "work", "local"
+	offloadNamespace(t, cc, work)
+	if err := cc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: local}}); err != nil {
+		t.Fatal(err)
+	}
+	servers := make([]*corev1.Pod, len(providers))
+	for i := range providers {
+		servers[i] = probePod(work, fmt.Sprintf("hello-%d", i), "serve", ":8080", "hello from "+e.names[i+1])
+		servers[i].Spec.NodeSelector = map[string]string{offloadingv1alpha1.RemoteClusterLabel: ids[i]}
+		if err := cc.Create(ctx, servers[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	consumerServer := probePod(local, "consumer-server", "serve", ":8080", "hello from the consumer")
+	consumerServer.Spec.NodeName = e.consumer.RealNodeName(0)
+	if err := cc.Create(ctx, consumerServer); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(append([]*corev1.Pod{}, servers...), consumerServer) {
+		waitRunning(t, cc, p)
+	}
+
+	var urls, want []string
+	for i, s := range servers {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := cc.Get(ctx, client.ObjectKey{Name: ids[i]}, &tep); err != nil {
+			t.Fatal(err)
+		}
+		ip := netip.MustParseAddr(s.Status.PodIP)
+		if netip.MustParsePrefix(localcluster.PodCIDR).Contains(ip) || !netip.MustParsePrefix(tep.Spec.RemoteSeenAs.PodCIDR).Contains(ip) {
+			t.Fatalf("the consumer shows %s's pod at %s, which is not in %s, how the consumer sees that provider's pods", e.names[i+1], ip, tep.Spec.RemoteSeenAs.PodCIDR)
+		}
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: work, Name: s.Name},
+			Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": s.Name}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		}
+		if err := cc.Create(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+		base := "http://" + s.Status.PodIP + ":8080"
+		urls = append(urls, base+"/", base+"/bytes/1400", base+"/bytes/8000", "http://"+svc.Spec.ClusterIP+"/")
+		want = append(want, "hello from "+e.names[i+1], strings.Repeat("x", 1400), strings.Repeat("x", 8000), "hello from "+e.names[i+1])
+	}
+	expectAnswers(t, cc, e, local, "consumer-client", e.consumer.RealNodeName(0), urls, want)
+
+	// The other way: an offloaded pod reaches the consumer's pod at the
+	// address its provider sees the consumer's pods at.
+	for i, p := range providers {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := ctrlClient(t, p).Get(ctx, client.ObjectKey{Name: consumerID}, &tep); err != nil {
+			t.Fatal(err)
+		}
+		seen, ok := translation.FromPeer(&tep, netip.MustParseAddr(consumerServer.Status.PodIP))
+		if !ok {
+			t.Fatalf("%s has no view of the consumer's pod %s: %+v", e.names[i+1], consumerServer.Status.PodIP, tep.Spec)
+		}
+		base := "http://" + seen.String() + ":8080"
+		expectAnswers(t, cc, e, work, fmt.Sprintf("to-consumer-%d", i), "", []string{base + "/", base + "/bytes/8000"},
+			[]string{"hello from the consumer", strings.Repeat("x", 8000)}, ids[i])
+	}
+
+	// The underlay between the gateways cut for 20 s: down, then back
+	// within 10 s of the link, with the keys they had.
+	keys := map[string]string{}
+	for _, id := range ids {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := cc.Get(ctx, client.ObjectKey{Name: id}, &tep); err != nil {
+			t.Fatal(err)
+		}
+		keys[id] = tep.Spec.PublicKey
+	}
+	cut := cutTunnels(t, e)
+	for _, id := range ids {
+		waitNetwork(t, cc, id, metav1.ConditionFalse, 15*time.Second)
+	}
+	// The outage lasts 20 s: this waits for nothing.
+	time.Sleep(20 * time.Second)
+	cut()
+	back := time.Now()
+	for _, id := range ids {
+		waitNetwork(t, cc, id, metav1.ConditionTrue, 10*time.Second)
+	}
+	t.Logf("after 20 s without the underlay, both tunnels were back %s after it returned", time.Since(back).Round(10*time.Millisecond))
+	for _, id := range ids {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := cc.Get(ctx, client.ObjectKey{Name: id}, &tep); err != nil {
+			t.Fatal(err)
+		}
+		if tep.Spec.PublicKey != keys[id] {
+			t.Errorf("the key of %s changed across the outage", id)
+		}
+	}
+
+	// A provider's gateway restarted: its tunnel comes back.
+	restarted := time.Now()
+	cs := clientset(t, providers[0])
+	if err := cs.CoreV1().Pods(liqoinstall.DefaultNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+		metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=gateway"}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func() error {
+		pods, err := cs.CoreV1().Pods(liqoinstall.DefaultNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=gateway"})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.CreationTimestamp.After(restarted.Add(-time.Second)) && p.Status.Phase == corev1.PodRunning {
+				return nil
+			}
+		}
+		return fmt.Errorf("no new gateway pod Running in %s", e.names[1])
+	})
+	running := time.Now()
+	waitNetwork(t, cc, ids[0], metav1.ConditionTrue, 10*time.Second)
+	expectAnswers(t, cc, e, local, "after-restart", e.consumer.RealNodeName(0), urls[:1], want[:1])
+	t.Logf("%s's gateway restarted: its new pod ran %s after the old one was deleted, and the tunnel was back %s after that",
+		e.names[1], running.Sub(restarted).Round(10*time.Millisecond), time.Since(running).Round(10*time.Millisecond))
+
+	if err := cc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: local}}); err != nil {
+		t.Fatal(err)
+	}
+	e.uninstallAll()
+	for i, c := range e.clusters {
+		if left := dataPlaneLeft(t, c.RealNodeNetns(0)); len(left) > 0 {
+			t.Errorf("%s's node after the uninstall: %v", e.names[i], left)
+		}
+	}
+}
+
+func clusterID(t *testing.T, c client.Client) string {
+	t.Helper()
+	var cc configv1alpha1.ClusterConfig
+	if err := c.Get(t.Context(), client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
+		t.Fatal(err)
+	}
+	return cc.Status.ClusterID
+}
+
+// waitNetwork waits for the ForeignCluster of peer to say the network is
+// (or is not) established.
+func waitNetwork(t *testing.T, c client.Client, peer string, status metav1.ConditionStatus, within time.Duration) {
+	t.Helper()
+	framework.Eventually(t, within, func() error {
+		var fc discoveryv1alpha1.ForeignCluster
+		if err := c.Get(t.Context(), client.ObjectKey{Name: peer}, &fc); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionNetworkEstablished)
+		if cond == nil || cond.Status != status {
+			return fmt.Errorf("ForeignCluster %s: NetworkEstablished %+v, want %s", peer, cond, status)
+		}
+		return nil
+	})
+}
+
+// offloadNamespace offloads ns to every provider.
+func offloadNamespace(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &offloadingv1alpha1.NamespaceOffloading{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName},
+		Spec:       offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func() error {
+		var no offloadingv1alpha1.NamespaceOffloading
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(no.Status.Conditions, offloadingv1alpha1.ConditionReady) {
+			return fmt.Errorf("NamespaceOffloading not Ready: %+v", no.Status)
+		}
+		return nil
+	})
+}
+
+// probePod is a pod of the probe image running probe with args, labelled
+// app=name, as Pod Security restricted allows.
+func probePod(ns, name string, args ...string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:   corev1.RestartPolicyNever,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "probe", Image: localcluster.ProbeImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"/probe"}, Args: args,
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+}
+
+func waitRunning(t *testing.T, c client.Client, pod *corev1.Pod) {
+	t.Helper()
+	framework.Eventually(t, 2*time.Minute, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" {
+			return fmt.Errorf("pod %s/%s on %q: %s, IP %q", pod.Namespace, pod.Name, pod.Spec.NodeName, pod.Status.Phase, pod.Status.PodIP)
+		}
+		return nil
+	})
+}
+
+// expectAnswers runs a probe pod that gets each URL, on node (or, with
+// provider, offloaded to it), and checks that it printed want, one answer
+// a line.
+func expectAnswers(t *testing.T, c client.Client, e *realEnv, ns, name, node string, urls, want []string, provider ...string) {
+	t.Helper()
+	ctx := t.Context()
+	pod := probePod(ns, name, append([]string{"get"}, urls...)...)
+	pod.Spec.NodeName = node
+	if len(provider) > 0 {
+		pod.Spec.NodeSelector = map[string]string{offloadingv1alpha1.RemoteClusterLabel: provider[0]}
+	}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodSucceeded {
+			return fmt.Errorf("client pod %s: %s", name, pod.Status.Phase)
+		}
+		return nil
+	})
+	var logs []byte
+	framework.Eventually(t, time.Minute, func() error {
+		var err error
+		logs, err = clientset(t, e.consumer).CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		return err
+	})
+	// The probe says on stderr when it tries again; the answers are the
+	// other lines.
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(logs)), "\n") {
+		if strings.HasPrefix(line, "retrying:") {
+			t.Logf("%s: %s", name, line)
+			continue
+		}
+		got = append(got, line)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s got %d answers, want %d: %.300q", name, len(got), len(want), logs)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s: %s answered %.80q (%d bytes), want %.80q (%d bytes)", name, urls[i], got[i], len(got[i]), want[i], len(want[i]))
+		}
+	}
+}
+
+// cutTunnels drops, in the underlay between the clusters' nodes, the
+// tunnels' packets (UDP 51820) and nothing else: the nodes keep their API
+// servers. It returns the function that mends the cut.
+func cutTunnels(t *testing.T, e *realEnv) func() {
+	t.Helper()
+	rules := "table bridge liqo-test-cut {\n chain forward {\n  type filter hook forward priority 0;\n  udp dport 51820 drop\n  udp sport 51820 drop\n }\n}\n"
+	nft := func(args ...string) error {
+		cmd := exec.CommandContext(context.Background(), "nsenter", append([]string{"--net=" + e.network.Path(), "nft"}, args...)...)
+		if len(args) == 2 && args[1] == "-" {
+			cmd.Stdin = strings.NewReader(rules)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("nft %v: %w: %s", args, err, out)
+		}
+		return nil
+	}
+	if err := nft("-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	mended := false
+	mend := func() {
+		if !mended {
+			mended = true
+			if err := nft("delete", "table", "bridge", "liqo-test-cut"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(mend)
+	return mend
+}
+
+// dataPlaneLeft lists what a gateway made that is still in the node's
+// namespace: the tunnel interface, routes through it, its tables.
+func dataPlaneLeft(t *testing.T, netns string) []string {
+	t.Helper()
+	var left []string
+	if out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "-o", "link", "show", "liqo-tunnel").CombinedOutput(); err == nil {
+		left = append(left, "interface: "+strings.TrimSpace(string(out)))
+	}
+	out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "proto", "108").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip route: %v: %s", err, out)
+	}
+	if s := strings.TrimSpace(string(out)); s != "" {
+		left = append(left, "routes: "+s)
+	}
+	out, err = exec.CommandContext(t.Context(), "ip", "netns", "exec", netns, "nft", "list", "tables").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list tables: %v: %s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "liqo-gateway") || strings.Contains(line, "liqo-peer-") {
+			left = append(left, "nftables: "+line)
+		}
+	}
+	return left
+}
