@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -93,7 +94,7 @@ func run(m *testing.M) int {
 		}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		for _, r := range objects.NewReflectors(mgr.GetClient(), shared.mem, testConsumer) {
+		for _, r := range objects.NewReflectors(mgr.GetClient(), shared.mem, testConsumer, translation.ToPeers(mgr.GetClient())) {
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err
 			}
@@ -244,10 +245,13 @@ func TestPodReflection(t *testing.T) {
 
 // TestPodAddressesTranslated: a provider pod whose range the network
 // fabric remapped shows at the address this cluster reaches it at, also
-// when the agreement comes after the pod runs. (The range is one no other
-// test's pod uses: the TunnelEndpoint stays for them.)
+// when the agreement comes after the pod runs.
 func TestPodAddressesTranslated(t *testing.T) {
 	w := startReflectors(t)
+	// No agreement yet (another test may have made one).
+	if err := w.c.Delete(t.Context(), &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: testProvider}}); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
 	pod := w.offloadedPod(t, "remapped")
 	w.remotePod(t, pod.Name, nil)
 	w.running(t, pod.Name, "10.201.3.9")
@@ -264,20 +268,88 @@ func TestPodAddressesTranslated(t *testing.T) {
 		})
 	}
 	shows("10.201.3.9")
+	ensureTunnel(t, w.c)
+	shows("10.51.3.9")
+}
+
+// ensureTunnel makes the provider's TunnelEndpoint, as the network fabric
+// agrees it: the provider's pods 10.201.0.0/16 seen here as 10.51.0.0/16,
+// this cluster's 10.100.0.0/14 seen there as 10.8.0.0/14. It stays for
+// every test: no other test's pod or endpoint is in those ranges.
+func ensureTunnel(t *testing.T, c client.Client) {
+	t.Helper()
 	tep := &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: testProvider}, Spec: netv1alpha1.TunnelEndpointSpec{
 		ClusterID: testProvider, PublicKey: "Ljk0kCqrl1KXUj2gN4wrxCu5ewcoPuVX3k0o6hMkRWg=",
 		Remote:       netv1alpha1.Ranges{PodCIDR: "10.201.0.0/16", ExternalCIDR: "10.202.0.0/16"},
 		RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: "10.51.0.0/16", ExternalCIDR: "10.52.0.0/16"},
+		Local:        &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/14", ExternalCIDR: "10.70.0.0/16"},
+		LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"},
 	}}
-	if err := w.c.Create(t.Context(), tep); err != nil {
+	if err := c.Create(t.Context(), tep); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.c.Delete(ctx, tep)
+}
+
+// TestEndpointSlicesReflected: the endpoints a Service has in this
+// cluster reach the provider at the addresses the provider reaches them
+// at; those on a virtual node (the provider's own pods, or another
+// provider's) and those outside this cluster's pods do not; the copy
+// follows the slice and goes with it.
+func TestEndpointSlicesReflected(t *testing.T) {
+	w := startReflectors(t)
+	ensureTunnel(t, w.c)
+	ctx := t.Context()
+	ready := discoveryv1.EndpointConditions{Ready: ptr.To(true)}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "web-abcde", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.100.0.5"}, NodeName: ptr.To("real-node"), Conditions: ready},
+			{Addresses: []string{"10.51.0.9"}, NodeName: ptr.To(testNode), Conditions: ready},
+			{Addresses: []string{"192.168.7.7"}, NodeName: ptr.To("real-node"), Conditions: ready},
+		},
+	}
+	if err := w.c.Create(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	copied := func(want ...string) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+			obj := w.mem.Object(testProvider, provider.EndpointSlices, w.remoteNS, slice.Name)
+			if obj == nil {
+				return fmt.Errorf("no copy of the slice in %s", w.remoteNS)
+			}
+			es := obj.(*discoveryv1.EndpointSlice)
+			var got []string
+			for _, ep := range es.Endpoints {
+				got = append(got, ep.Addresses...)
+			}
+			if !slices.Equal(got, want) || es.Labels[discoveryv1.LabelManagedBy] != objects.EndpointSliceManager ||
+				es.Labels[discoveryv1.LabelServiceName] != "web" || len(es.Ports) != 1 || *es.Ports[0].Port != 8080 {
+				return fmt.Errorf("the copy: addresses %v, labels %v, ports %+v; want addresses %v", got, es.Labels, es.Ports, want)
+			}
+			return nil
+		})
+	}
+	copied("10.8.0.5")
+	patch := client.MergeFrom(slice.DeepCopy())
+	slice.Endpoints[0].Addresses = []string{"10.101.2.3"}
+	if err := w.c.Patch(ctx, slice, patch); err != nil {
+		t.Fatal(err)
+	}
+	copied("10.9.2.3")
+	if err := w.c.Delete(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.EndpointSlices, w.remoteNS, slice.Name) != nil {
+			return errors.New("the copy is still in the provider")
+		}
+		return nil
 	})
-	shows("10.51.3.9")
 }
 
 // TestPodDriftIsCorrected: a provider pod whose labels or image someone in

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -36,7 +37,8 @@ type Options struct {
 	// PodWorkers is how many pods are reflected at once; zero means 32.
 	PodWorkers int
 	// NoTranslation shows provider pod addresses as the providers have
-	// them, even where the network fabric remapped their ranges.
+	// them, even where the network fabric remapped their ranges, and
+	// reflects no EndpointSlice into the providers.
 	NoTranslation bool
 }
 
@@ -72,7 +74,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := podReflector.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the pod reflector: %w", err)
 	}
-	for _, r := range objects.NewReflectors(mgr.GetClient(), o.Providers, o.LocalClusterID) {
+	var toProvider func(context.Context, string, netip.Addr) (netip.Addr, bool)
+	if !o.NoTranslation {
+		toProvider = translation.ToPeers(mgr.GetClient())
+	}
+	for _, r := range objects.NewReflectors(mgr.GetClient(), o.Providers, o.LocalClusterID, toProvider) {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the object reflectors: %w", err)
 		}

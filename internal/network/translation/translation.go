@@ -37,6 +37,18 @@ func FromPeers(r client.Reader) func(ctx context.Context, peerID string, addr ne
 	}
 }
 
+// ToPeers returns ToPeer for any peer, reading the peers' TunnelEndpoints
+// from r (a cache): false where there is none.
+func ToPeers(r client.Reader) func(ctx context.Context, peerID string, addr netip.Addr) (netip.Addr, bool) {
+	return func(ctx context.Context, peerID string, addr netip.Addr) (netip.Addr, bool) {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := r.Get(ctx, client.ObjectKey{Name: peerID}, &tep); err != nil {
+			return netip.Addr{}, false
+		}
+		return ToPeer(&tep, addr)
+	}
+}
+
 // ToPeer returns how the peer of tep sees addr, an address of this
 // cluster's pod or external range. ok is false when the peer has not
 // answered yet, or addr is in neither range.

@@ -9,10 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,12 +27,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets;services,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 
 // objectKind says how one kind of object is reflected.
 type objectKind struct {
@@ -39,24 +43,39 @@ type objectKind struct {
 	newObject func() client.Object
 	// newList returns an empty list of the kind.
 	newList func() client.ObjectList
-	// forge returns the provider copy of local, or nil when local is not
-	// reflected.
-	forge func(local client.Object, remoteNS, consumerID string) client.Object
+	// forge returns the provider copy of local for to, or nil when local
+	// is not reflected there.
+	forge func(local client.Object, to destination) client.Object
 	// same says whether the provider copy already matches the forged one.
 	same func(remote, desired client.Object) bool
 }
 
+// destination is where a copy goes: a provider's namespace, and what the
+// forging of an EndpointSlice needs to know of that provider.
+type destination struct {
+	// namespace is the provider namespace; consumerID this cluster's.
+	namespace, consumerID string
+	// toProvider shows a local address as the provider reaches it; false
+	// when it cannot (no agreement on the network with the provider).
+	toProvider func(netip.Addr) (netip.Addr, bool)
+	// virtual says whether the node named is a virtual node: its pods run
+	// in providers, and their endpoints are the providers' own.
+	virtual func(node string) bool
+}
+
 // ObjectKinds are the kinds reflected into each provider namespace:
 // ConfigMaps, the Secrets the namespace's pods use (all of them with
-// spec.secretReflection All), and Services (with their
-// selector, so that the provider's endpoints controller fills them with the
-// provider pods).
+// spec.secretReflection All), Services (with their selector, so that the
+// provider's endpoints controller fills them with the provider pods), and
+// the EndpointSlices of the consumer's own endpoints of those Services, at
+// the addresses the provider reaches them at through the network fabric.
 var objectKinds = []objectKind{
 	{
 		name:      provider.ConfigMaps,
 		newObject: func() client.Object { return &corev1.ConfigMap{} },
 		newList:   func() client.ObjectList { return &corev1.ConfigMapList{} },
-		forge: func(o client.Object, ns, id string) client.Object {
+		forge: func(o client.Object, to destination) client.Object {
+			ns, id := to.namespace, to.consumerID
 			cm := o.(*corev1.ConfigMap)
 			// Every namespace has its own CA bundle from its own cluster.
 			if cm.Name == forge.RootCAConfigMap {
@@ -73,7 +92,8 @@ var objectKinds = []objectKind{
 		name:      provider.Secrets,
 		newObject: func() client.Object { return &corev1.Secret{} },
 		newList:   func() client.ObjectList { return &corev1.SecretList{} },
-		forge: func(o client.Object, ns, id string) client.Object {
+		forge: func(o client.Object, to destination) client.Object {
+			ns, id := to.namespace, to.consumerID
 			s := o.(*corev1.Secret)
 			// The consumer's service account tokens never leave it.
 			if s.Type == corev1.SecretTypeServiceAccountToken {
@@ -90,7 +110,8 @@ var objectKinds = []objectKind{
 		name:      provider.Services,
 		newObject: func() client.Object { return &corev1.Service{} },
 		newList:   func() client.ObjectList { return &corev1.ServiceList{} },
-		forge: func(o client.Object, ns, id string) client.Object {
+		forge: func(o client.Object, to destination) client.Object {
+			ns, id := to.namespace, to.consumerID
 			svc := o.(*corev1.Service)
 			if svc.Spec.Type == corev1.ServiceTypeExternalName {
 				return &corev1.Service{ObjectMeta: forge.Meta(&svc.ObjectMeta, ns, id), Spec: corev1.ServiceSpec{
@@ -123,6 +144,62 @@ var objectKinds = []objectKind{
 			return true
 		},
 	},
+	{
+		name:      provider.EndpointSlices,
+		newObject: func() client.Object { return &discoveryv1.EndpointSlice{} },
+		newList:   func() client.ObjectList { return &discoveryv1.EndpointSliceList{} },
+		forge:     forgeEndpointSlice,
+		same: func(r, d client.Object) bool {
+			a, b := r.(*discoveryv1.EndpointSlice), d.(*discoveryv1.EndpointSlice)
+			return sameMeta(a, b) && a.AddressType == b.AddressType && equality.Semantic.DeepEqual(a.Ports, b.Ports) &&
+				equality.Semantic.DeepEqual(a.Endpoints, b.Endpoints)
+		},
+	},
+}
+
+// EndpointSliceManager is the endpointslice.kubernetes.io/managed-by value
+// of the EndpointSlices the virtual kubelet writes in providers: the
+// provider's own EndpointSlice controller leaves them alone.
+const EndpointSliceManager = "liqo.io/virtual-kubelet"
+
+// forgeEndpointSlice copies a slice the consumer's EndpointSlice controller
+// made for a Service: its endpoints that run in the consumer (not on a
+// virtual node), at the addresses the provider reaches them at, so that
+// the provider's pods reach them through the reflected Service. Nothing is
+// copied while the network has no agreement with the provider, nor an
+// endpoint whose address cannot be shown to it.
+func forgeEndpointSlice(o client.Object, to destination) client.Object {
+	es := o.(*discoveryv1.EndpointSlice)
+	if es.Labels[discoveryv1.LabelManagedBy] != "endpointslice-controller.k8s.io" || es.Labels[discoveryv1.LabelServiceName] == "" ||
+		es.AddressType != discoveryv1.AddressTypeIPv4 || to.toProvider == nil {
+		return nil
+	}
+	var endpoints []discoveryv1.Endpoint
+	for _, ep := range es.Endpoints {
+		if ep.NodeName != nil && to.virtual != nil && to.virtual(*ep.NodeName) {
+			continue
+		}
+		var addrs []string
+		for _, a := range ep.Addresses {
+			ip, err := netip.ParseAddr(a)
+			if err != nil {
+				continue
+			}
+			if seen, ok := to.toProvider(ip); ok {
+				addrs = append(addrs, seen.String())
+			}
+		}
+		if len(addrs) == 0 {
+			continue
+		}
+		endpoints = append(endpoints, discoveryv1.Endpoint{Addresses: addrs, Conditions: ep.Conditions, Hostname: ep.Hostname})
+	}
+	if len(endpoints) == 0 {
+		return nil
+	}
+	om := forge.Meta(&es.ObjectMeta, to.namespace, to.consumerID)
+	om.Labels[discoveryv1.LabelManagedBy] = EndpointSliceManager
+	return &discoveryv1.EndpointSlice{ObjectMeta: om, AddressType: es.AddressType, Ports: es.Ports, Endpoints: endpoints}
 }
 
 func sameMeta(a, b client.Object) bool {
@@ -139,17 +216,39 @@ type Reflector struct {
 	Providers provider.Providers
 	// LocalClusterID labels the copies.
 	LocalClusterID string
+	// ToProvider shows a local address as a provider reaches it through
+	// the network fabric; nil reflects no EndpointSlice.
+	ToProvider func(ctx context.Context, providerID string, addr netip.Addr) (netip.Addr, bool)
 
 	kind objectKind
 }
 
-// NewReflectors returns one reflector per reflected kind.
-func NewReflectors(c client.Client, providers provider.Providers, localClusterID string) []*Reflector {
+// NewReflectors returns one reflector per reflected kind; toProvider is
+// the Reflector's ToProvider (nil: no EndpointSlice is reflected).
+func NewReflectors(c client.Client, providers provider.Providers, localClusterID string,
+	toProvider func(ctx context.Context, providerID string, addr netip.Addr) (netip.Addr, bool),
+) []*Reflector {
 	out := make([]*Reflector, 0, len(objectKinds))
 	for _, k := range objectKinds {
-		out = append(out, &Reflector{Client: c, Providers: providers, LocalClusterID: localClusterID, kind: k})
+		if k.name == provider.EndpointSlices && toProvider == nil {
+			continue
+		}
+		out = append(out, &Reflector{Client: c, Providers: providers, LocalClusterID: localClusterID, ToProvider: toProvider, kind: k})
 	}
 	return out
+}
+
+// destination says where the copies for one provider namespace go.
+func (r *Reflector) destination(ctx context.Context, providerID, namespace string) destination {
+	d := destination{namespace: namespace, consumerID: r.LocalClusterID}
+	if r.ToProvider != nil {
+		d.toProvider = func(a netip.Addr) (netip.Addr, bool) { return r.ToProvider(ctx, providerID, a) }
+		d.virtual = func(name string) bool {
+			var n corev1.Node
+			return r.Client.Get(ctx, client.ObjectKey{Name: name}, &n) == nil && offloadingv1alpha1.IsVirtualNode(n.Labels)
+		}
+	}
+	return d
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -192,7 +291,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		reached[st.ClusterID] = true
 		var desired client.Object
 		if exists {
-			desired = r.kind.forge(local, st.Namespace, r.LocalClusterID)
+			desired = r.kind.forge(local, r.destination(ctx, st.ClusterID, st.Namespace))
 		}
 		if err := r.sync(ctx, pns, req.Name, desired); err != nil {
 			errs = append(errs, err)
@@ -278,6 +377,31 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		For(r.kind.newObject()).
 		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
 		WatchesRawSource(r.Providers.Source(r.kind.name, &handler.EnqueueRequestForObject{}))
+	if r.kind.name == provider.EndpointSlices {
+		// The network agreed with a provider, or changed: the slices of
+		// the namespaces offloaded there are shown again.
+		remapped := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var nos offloadingv1alpha1.NamespaceOffloadingList
+			if err := r.Client.List(ctx, &nos); err != nil {
+				return nil
+			}
+			var reqs []reconcile.Request
+			for _, no := range nos.Items {
+				if _, ok := no.ReadyRemoteNamespace(o.GetName()); !ok {
+					continue
+				}
+				var list discoveryv1.EndpointSliceList
+				if err := r.Client.List(ctx, &list, client.InNamespace(no.Namespace)); err != nil {
+					continue
+				}
+				for i := range list.Items {
+					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				}
+			}
+			return reqs
+		})
+		b = b.Watches(&netv1alpha1.TunnelEndpoint{}, remapped, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
 	if r.kind.name == provider.Secrets {
 		// A pod that comes or goes decides whether the Secrets it uses
 		// are shared; its spec cannot change what it uses.

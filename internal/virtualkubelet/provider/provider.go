@@ -65,10 +65,14 @@ const (
 	ConfigMaps Kind = "configmaps"
 	Secrets    Kind = "secrets"
 	Services   Kind = "services"
+	// EndpointSlices are the consumer's own endpoints of a Service,
+	// shown to the provider's pods at the addresses the provider reaches
+	// them at.
+	EndpointSlices Kind = "endpointslices"
 )
 
 // Kinds are all the kinds a provider holds, in no particular order.
-var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services}
+var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services, EndpointSlices}
 
 // ErrNotSynced is returned by Namespace while the view's cache fills; the
 // caller asks again shortly.

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -157,6 +158,8 @@ func kindOf(obj client.Object) (provider.Kind, error) {
 		return provider.Secrets, nil
 	case *corev1.Service:
 		return provider.Services, nil
+	case *discoveryv1.EndpointSlice:
+		return provider.EndpointSlices, nil
 	}
 	return "", fmt.Errorf("memory provider: %T is not a kind a provider holds", obj)
 }

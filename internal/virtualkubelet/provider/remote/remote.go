@@ -276,10 +276,11 @@ func (s *Sessions) startWatch(ctx context.Context, sess *session, local, remote 
 			o.LabelSelector = offloadingv1alpha1.OriginClusterLabel + "=" + s.LocalClusterID
 		}))
 	w := &nsWatch{session: sess, remote: remote, cancel: cancel, informers: map[provider.Kind]cache.SharedIndexInformer{
-		provider.Pods:       factory.Core().V1().Pods().Informer(),
-		provider.ConfigMaps: factory.Core().V1().ConfigMaps().Informer(),
-		provider.Secrets:    factory.Core().V1().Secrets().Informer(),
-		provider.Services:   factory.Core().V1().Services().Informer(),
+		provider.Pods:           factory.Core().V1().Pods().Informer(),
+		provider.ConfigMaps:     factory.Core().V1().ConfigMaps().Informer(),
+		provider.Secrets:        factory.Core().V1().Secrets().Informer(),
+		provider.Services:       factory.Core().V1().Services().Informer(),
+		provider.EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
 	}}
 	for kind, inf := range w.informers {
 		ch := s.channels[kind]
@@ -416,6 +417,8 @@ func (w *nsWatch) Delete(ctx context.Context, kind provider.Kind, name string, u
 		err = core.Secrets(w.remote).Delete(ctx, name, opts)
 	case provider.Services:
 		err = core.Services(w.remote).Delete(ctx, name, opts)
+	case provider.EndpointSlices:
+		err = w.session.cs.DiscoveryV1().EndpointSlices(w.remote).Delete(ctx, name, opts)
 	default:
 		return fmt.Errorf("unknown kind %q", kind)
 	}
