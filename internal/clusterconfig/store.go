@@ -3,7 +3,14 @@
 package clusterconfig
 
 import (
+	"context"
 	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 )
@@ -47,4 +54,29 @@ func (s *Store) set(cfg *configv1alpha1.ClusterConfig) {
 		default: // a change is already pending for this subscriber
 		}
 	}
+}
+
+// ChangeSource turns the values of changes (a Subscribe channel; nil for
+// none) into events for h, a source for a controller that must act again
+// on every object when the configuration changes: h maps the event (its
+// object is obj, carrying nothing) to the requests.
+func ChangeSource(mgr manager.Manager, changes <-chan struct{}, obj client.Object, h handler.EventHandler) source.Source {
+	events := make(chan event.GenericEvent)
+	if changes != nil {
+		_ = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-changes:
+					select {
+					case events <- event.GenericEvent{Object: obj}:
+					case <-ctx.Done():
+						return nil
+					}
+				}
+			}
+		}))
+	}
+	return source.Channel(events, h)
 }

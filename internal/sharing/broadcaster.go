@@ -25,14 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/identity"
 )
 
@@ -371,7 +370,7 @@ func (b *Broadcaster) SetupWithManager(mgr ctrl.Manager) error {
 		For(&discoveryv1alpha1.PeeringRequest{}).
 		Watches(&corev1.Node{}, settled).
 		Watches(&corev1.Pod{}, settled, builder.WithPredicates(podMoved)).
-		WatchesRawSource(configSource(mgr, b.Changes, &discoveryv1alpha1.PeeringRequest{}, all)).
+		WatchesRawSource(clusterconfig.ChangeSource(mgr, b.Changes, &discoveryv1alpha1.PeeringRequest{}, all)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Named("broadcaster").
 		Complete(b)
@@ -424,26 +423,4 @@ func requestsForAll(mgr ctrl.Manager, list client.ObjectList) handler.MapFunc {
 		}
 		return reqs
 	}
-}
-
-// configSource turns ClusterConfig changes into events for h.
-func configSource(mgr ctrl.Manager, changes <-chan struct{}, obj client.Object, h handler.EventHandler) source.Source {
-	events := make(chan event.GenericEvent)
-	if changes != nil {
-		_ = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-changes:
-					select {
-					case events <- event.GenericEvent{Object: obj}:
-					case <-ctx.Done():
-						return nil
-					}
-				}
-			}
-		}))
-	}
-	return source.Channel(events, h)
 }

@@ -19,6 +19,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 )
 
@@ -165,7 +166,7 @@ func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 	all := enqueueAll(mgr, &sharingv1alpha1.AdvertisementList{})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sharingv1alpha1.Advertisement{}).
-		WatchesRawSource(configSource(mgr, o.Changes, &sharingv1alpha1.Advertisement{}, all)).
+		WatchesRawSource(clusterconfig.ChangeSource(mgr, o.Changes, &sharingv1alpha1.Advertisement{}, all)).
 		Named("advertisement").
 		Complete(o)
 }

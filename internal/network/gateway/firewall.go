@@ -48,27 +48,17 @@ func PeerTable(id string) string { return PeerTablePrefix + id }
 // list. Rebuilding from scratch keeps no stale rule; the counters of a
 // peer restart from zero only when its table changes.
 func (f *firewall) apply(cfg Config, changed map[string]bool) error {
-	c, err := nftables.New()
+	c, existing, err := ownTables()
 	if err != nil {
-		return fmt.Errorf("opening nftables: %w", err)
-	}
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return fmt.Errorf("listing nftables tables: %w", err)
-	}
-	existing := map[string]*nftables.Table{}
-	for _, t := range tables {
-		existing[t.Name] = t
+		return err
 	}
 	want := map[string]bool{GatewayTable: true}
 	for _, p := range cfg.Peers {
 		want[PeerTable(p.ID)] = true
 	}
 	for name, t := range existing {
-		if name == GatewayTable || strings.HasPrefix(name, PeerTablePrefix) {
-			if !want[name] || changed[name] {
-				c.DelTable(t)
-			}
+		if !want[name] || changed[name] {
+			c.DelTable(t)
 		}
 	}
 	if _, ok := existing[GatewayTable]; !ok || changed[GatewayTable] {
@@ -87,23 +77,36 @@ func (f *firewall) apply(cfg Config, changed map[string]bool) error {
 
 // remove deletes every table of the gateway.
 func (f *firewall) remove() error {
-	c, err := nftables.New()
+	c, existing, err := ownTables()
 	if err != nil {
-		return fmt.Errorf("opening nftables: %w", err)
+		return err
 	}
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return fmt.Errorf("listing nftables tables: %w", err)
-	}
-	for _, t := range tables {
-		if t.Name == GatewayTable || strings.HasPrefix(t.Name, PeerTablePrefix) {
-			c.DelTable(t)
-		}
+	for _, t := range existing {
+		c.DelTable(t)
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("removing the gateway's nftables tables: %w", err)
 	}
 	return nil
+}
+
+// ownTables opens nftables and returns the gateway's tables, by name.
+func ownTables() (*nftables.Conn, map[string]*nftables.Table, error) {
+	c, err := nftables.New()
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening nftables: %w", err)
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing nftables tables: %w", err)
+	}
+	own := map[string]*nftables.Table{}
+	for _, t := range tables {
+		if t.Name == GatewayTable || strings.HasPrefix(t.Name, PeerTablePrefix) {
+			own[t.Name] = t
+		}
+	}
+	return c, own, nil
 }
 
 // gatewayTable: TCP MSS clamped to the route's MTU on SYNs both ways

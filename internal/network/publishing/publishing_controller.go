@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -38,6 +37,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
+	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/network/wgkey"
@@ -349,25 +349,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	}
-	changes := make(chan event.GenericEvent)
-	if r.Changes != nil {
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-r.Changes:
-					select {
-					case changes <- event.GenericEvent{Object: &discoveryv1alpha1.ForeignCluster{}}:
-					case <-ctx.Done():
-						return nil
-					}
-				}
-			}
-		})); err != nil {
-			return err
-		}
-	}
 	// The ForeignCluster of a peer is named after its ClusterID.
 	byPeer := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
@@ -377,7 +358,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("publishing").
 		For(&discoveryv1alpha1.ForeignCluster{}, builder.WithPredicates(peeringMoved)).
 		Watches(&netv1alpha1.TunnelEndpoint{}, byPeer).
-		WatchesRawSource(source.Channel(changes, handler.EnqueueRequestsFromMapFunc(all))).
+		WatchesRawSource(clusterconfig.ChangeSource(mgr, r.Changes, &discoveryv1alpha1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(all))).
 		WatchesRawSource(source.Channel(r.answers.Events, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,16 +28,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
+	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/network/ipam"
 	"github.com/liqo-go/liqo/internal/network/wgkey"
 )
@@ -297,26 +296,13 @@ func (r *Reconciler) answer(ctx context.Context, nc *netv1alpha1.NetworkConfig, 
 	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
 		Type: netv1alpha1.ConditionProcessed, Status: status, Reason: reason, Message: msg, ObservedGeneration: nc.Generation,
 	})
-	if equalStatus(before.Status, nc.Status) {
+	if equality.Semantic.DeepEqual(before.Status, nc.Status) {
 		return nil
 	}
 	if err := r.Client.Status().Patch(ctx, nc, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("answering the NetworkConfig of %s: %w", nc.Spec.ClusterID, err)
 	}
 	return nil
-}
-
-func equalStatus(a, b netv1alpha1.NetworkConfigStatus) bool {
-	if a.RemappedPodCIDR != b.RemappedPodCIDR || a.RemappedExternalCIDR != b.RemappedExternalCIDR || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
 }
 
 // SetupWithManager registers the reconciler: the peers' NetworkConfigs;
@@ -338,25 +324,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	}
-	changes := make(chan event.GenericEvent)
-	if r.Changes != nil {
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-r.Changes:
-					select {
-					case changes <- event.GenericEvent{Object: &netv1alpha1.NetworkConfig{}}:
-					case <-ctx.Done():
-						return nil
-					}
-				}
-			}
-		})); err != nil {
-			return err
-		}
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("remapping").
 		For(&netv1alpha1.NetworkConfig{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -365,6 +332,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				Namespace: discoveryv1alpha1.TenantNamespace(o.GetName()), Name: netv1alpha1.NetworkConfigName(o.GetName()),
 			}}}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(changes, handler.EnqueueRequestsFromMapFunc(all))).
+		WatchesRawSource(clusterconfig.ChangeSource(mgr, r.Changes, &netv1alpha1.NetworkConfig{}, handler.EnqueueRequestsFromMapFunc(all))).
 		Complete(r)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -324,7 +325,7 @@ func (p *Reporter) write(ctx context.Context, tep *netv1alpha1.TunnelEndpoint, p
 		}
 	}
 	p.last[tep.Name] = up
-	if equalStatus(before.Status, tep.Status) {
+	if equality.Semantic.DeepEqual(before.Status, tep.Status) {
 		return nil
 	}
 	return p.Client.Status().Patch(ctx, tep, client.MergeFrom(before))
@@ -335,23 +336,4 @@ func absDiff(a, b time.Duration) time.Duration {
 		return a - b
 	}
 	return b - a
-}
-
-func equalStatus(a, b netv1alpha1.TunnelEndpointStatus) bool {
-	if (a.Latency == nil) != (b.Latency == nil) || a.Latency != nil && a.Latency.Duration != b.Latency.Duration {
-		return false
-	}
-	if (a.LastHandshakeTime == nil) != (b.LastHandshakeTime == nil) || a.LastHandshakeTime != nil && !a.LastHandshakeTime.Equal(b.LastHandshakeTime) {
-		return false
-	}
-	if a.PeerAddress != b.PeerAddress || len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -67,10 +68,11 @@ func TestNetworkOnRealNodes(t *testing.T) {
 		waitNetwork(t, ctrlClient(t, p), consumerID, metav1.ConditionTrue, 30*time.Second)
 	}
 
-	// A server pod in each provider, offloaded; the client pods run on the
-	// consumer's real node.
+	// A server pod in each provider, offloaded, and one in the consumer, in
+	// one namespace (offloaded with LocalAndRemote: each pod is pinned);
+	// the client pods run on the consumer's real node, or offloaded.
 	const work, local = "work", "local"
-	offloadNamespace(t, cc, work)
+	offloadNamespace(t, cc, work, offloadingv1alpha1.PodOffloadingLocalAndRemote)
 	if err := cc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: local}}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,56 +80,67 @@ func TestNetworkOnRealNodes(t *testing.T) {
 	for i := range providers {
 		servers[i] = probePod(work, fmt.Sprintf("hello-%d", i), "serve", ":8080", "hello from "+e.names[i+1])
 		servers[i].Spec.NodeSelector = map[string]string{offloadingv1alpha1.RemoteClusterLabel: ids[i]}
-		if err := cc.Create(ctx, servers[i]); err != nil {
+	}
+	consumerServer := probePod(work, "consumer-server", "serve", ":8080", "hello from the consumer")
+	consumerServer.Spec.NodeName = e.consumer.RealNodeName(0)
+	for _, p := range append(append([]*corev1.Pod{}, servers...), consumerServer) {
+		if err := cc.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-	}
-	consumerServer := probePod(local, "consumer-server", "serve", ":8080", "hello from the consumer")
-	consumerServer.Spec.NodeName = e.consumer.RealNodeName(0)
-	if err := cc.Create(ctx, consumerServer); err != nil {
-		t.Fatal(err)
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: work, Name: p.Name},
+			Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": p.Name}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		}
+		if err := cc.Create(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, p := range append(append([]*corev1.Pod{}, servers...), consumerServer) {
 		waitRunning(t, cc, p)
 	}
 
+	// From the consumer: each provider's pod at the address the consumer's
+	// EndpointSlice of its Service lists (its pod IP as the consumer sees
+	// that provider's pods), and through the Service.
 	var urls, want []string
 	for i, s := range servers {
 		var tep netv1alpha1.TunnelEndpoint
 		if err := cc.Get(ctx, client.ObjectKey{Name: ids[i]}, &tep); err != nil {
 			t.Fatal(err)
 		}
-		ip := netip.MustParseAddr(s.Status.PodIP)
-		if netip.MustParsePrefix(localcluster.PodCIDR).Contains(ip) || !netip.MustParsePrefix(tep.Spec.RemoteSeenAs.PodCIDR).Contains(ip) {
-			t.Fatalf("the consumer shows %s's pod at %s, which is not in %s, how the consumer sees that provider's pods", e.names[i+1], ip, tep.Spec.RemoteSeenAs.PodCIDR)
+		addr := endpointAddress(t, cc, work, s.Name)
+		ip := netip.MustParseAddr(addr)
+		if addr != s.Status.PodIP || netip.MustParsePrefix(localcluster.PodCIDR).Contains(ip) || !netip.MustParsePrefix(tep.Spec.RemoteSeenAs.PodCIDR).Contains(ip) {
+			t.Fatalf("the consumer lists %s's pod (IP %s) at %s, which is not in %s, how the consumer sees that provider's pods", e.names[i+1], s.Status.PodIP, addr, tep.Spec.RemoteSeenAs.PodCIDR)
 		}
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: work, Name: s.Name},
-			Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": s.Name}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-		}
-		if err := cc.Create(ctx, svc); err != nil {
-			t.Fatal(err)
-		}
-		base := "http://" + s.Status.PodIP + ":8080"
-		urls = append(urls, base+"/", base+"/bytes/1400", base+"/bytes/8000", "http://"+svc.Spec.ClusterIP+"/")
+		base := "http://" + addr + ":8080"
+		urls = append(urls, base+"/", base+"/bytes/1400", base+"/bytes/8000", "http://"+serviceIP(t, cc, work, s.Name)+"/")
 		want = append(want, "hello from "+e.names[i+1], strings.Repeat("x", 1400), strings.Repeat("x", 8000), "hello from "+e.names[i+1])
 	}
 	expectAnswers(t, cc, e, local, "consumer-client", e.consumer.RealNodeName(0), urls, want)
 
-	// The other way: an offloaded pod reaches the consumer's pod at the
-	// address its provider sees the consumer's pods at.
+	// From each provider: an offloaded pod reaches the consumer's pod at
+	// the address the provider's copy of the Service's EndpointSlice lists
+	// (the consumer's pod as the provider sees the consumer's pods), and
+	// through the provider's copy of the Service.
 	for i, p := range providers {
+		pc := ctrlClient(t, p)
 		var tep netv1alpha1.TunnelEndpoint
-		if err := ctrlClient(t, p).Get(ctx, client.ObjectKey{Name: consumerID}, &tep); err != nil {
+		if err := pc.Get(ctx, client.ObjectKey{Name: consumerID}, &tep); err != nil {
 			t.Fatal(err)
 		}
 		seen, ok := translation.FromPeer(&tep, netip.MustParseAddr(consumerServer.Status.PodIP))
 		if !ok {
 			t.Fatalf("%s has no view of the consumer's pod %s: %+v", e.names[i+1], consumerServer.Status.PodIP, tep.Spec)
 		}
+		remoteNS := remoteNamespace(t, cc, work, ids[i])
+		if addr := endpointAddress(t, pc, remoteNS, consumerServer.Name); addr != seen.String() {
+			t.Fatalf("%s lists the consumer's pod at %s, want %s (how it sees the consumer's pods)", e.names[i+1], addr, seen)
+		}
 		base := "http://" + seen.String() + ":8080"
-		expectAnswers(t, cc, e, work, fmt.Sprintf("to-consumer-%d", i), "", []string{base + "/", base + "/bytes/8000"},
-			[]string{"hello from the consumer", strings.Repeat("x", 8000)}, ids[i])
+		expectAnswers(t, cc, e, work, fmt.Sprintf("to-consumer-%d", i), "",
+			[]string{base + "/", base + "/bytes/8000", "http://" + serviceIP(t, pc, remoteNS, consumerServer.Name) + "/"},
+			[]string{"hello from the consumer", strings.Repeat("x", 8000), "hello from the consumer"}, ids[i])
 	}
 
 	// The underlay between the gateways cut for 20 s: down, then back
@@ -225,7 +238,7 @@ func waitNetwork(t *testing.T, c client.Client, peer string, status metav1.Condi
 }
 
 // offloadNamespace offloads ns to every provider.
-func offloadNamespace(t *testing.T, c client.Client, ns string) {
+func offloadNamespace(t *testing.T, c client.Client, ns string, strategy offloadingv1alpha1.PodOffloadingStrategy) {
 	t.Helper()
 	ctx := t.Context()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -233,7 +246,7 @@ func offloadNamespace(t *testing.T, c client.Client, ns string) {
 	}
 	if err := c.Create(ctx, &offloadingv1alpha1.NamespaceOffloading{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName},
-		Spec:       offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote},
+		Spec:       offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: strategy},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +260,64 @@ func offloadNamespace(t *testing.T, c client.Client, ns string) {
 		}
 		return nil
 	})
+}
+
+// endpointAddress waits for the one ready address the EndpointSlices of
+// Service ns/name list, and returns it.
+func endpointAddress(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	var addr string
+	framework.Eventually(t, time.Minute, func() error {
+		var slices discoveryv1.EndpointSliceList
+		if err := c.List(t.Context(), &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: name}); err != nil {
+			return err
+		}
+		var addrs []string
+		for _, s := range slices.Items {
+			for _, ep := range s.Endpoints {
+				if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+					addrs = append(addrs, ep.Addresses...)
+				}
+			}
+		}
+		if len(addrs) != 1 {
+			return fmt.Errorf("Service %s/%s: ready addresses %v, want one", ns, name, addrs)
+		}
+		addr = addrs[0]
+		return nil
+	})
+	return addr
+}
+
+// serviceIP is the cluster IP of Service ns/name.
+func serviceIP(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	var svc corev1.Service
+	framework.Eventually(t, time.Minute, func() error {
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &svc); err != nil {
+			return err
+		}
+		if svc.Spec.ClusterIP == "" {
+			return fmt.Errorf("Service %s/%s has no cluster IP yet", ns, name)
+		}
+		return nil
+	})
+	return svc.Spec.ClusterIP
+}
+
+// remoteNamespace is the namespace ns of the consumer is offloaded to in
+// provider.
+func remoteNamespace(t *testing.T, c client.Client, ns, provider string) string {
+	t.Helper()
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+		t.Fatal(err)
+	}
+	remote, ok := no.ReadyRemoteNamespace(provider)
+	if !ok {
+		t.Fatalf("%s is not offloaded to %s: %+v", ns, provider, no.Status)
+	}
+	return remote
 }
 
 // probePod is a pod of the probe image running probe with args, labelled
