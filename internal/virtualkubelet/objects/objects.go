@@ -160,7 +160,7 @@ var objectKinds = []objectKind{
 // EndpointSliceManager is the endpointslice.kubernetes.io/managed-by value
 // of the EndpointSlices the virtual kubelet writes in providers: the
 // provider's own EndpointSlice controller leaves them alone.
-const EndpointSliceManager = "liqo.io/virtual-kubelet"
+const EndpointSliceManager = "virtual-kubelet.liqo.io"
 
 // forgeEndpointSlice copies a slice the consumer's EndpointSlice controller
 // made for a Service: its endpoints that run in the consumer (not on a
