@@ -6,6 +6,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -14,9 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/liqo-go/liqo/internal/network/gatewaycmd"
+	"github.com/liqo-go/liqo/internal/network/netcheck"
 )
 
 func main() {
+	// `liqo-gateway check ...`: the pods of `liqoctl test network`.
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		if err := netcheck.Run(ctrl.SetupSignalHandler(), os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "check:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	opts := gatewaycmd.NewOptions()
 	opts.AddFlags(pflag.CommandLine)
 	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}

@@ -16,6 +16,7 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/playground"
 	"github.com/liqo-go/liqo/internal/ctl/remove"
 	"github.com/liqo-go/liqo/internal/ctl/status"
+	"github.com/liqo-go/liqo/internal/ctl/testnetwork"
 	"github.com/liqo-go/liqo/internal/ctl/uninstall"
 	"github.com/liqo-go/liqo/internal/ctl/version"
 )
@@ -30,6 +31,6 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	}
 	cmd.AddCommand(install.NewCommand(ctx), uninstall.NewCommand(ctx), version.NewCommand(ctx),
 		playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx), add.NewCommand(ctx),
-		remove.NewCommand(ctx), status.NewCommand(ctx), offload.NewCommand(ctx))
+		remove.NewCommand(ctx), status.NewCommand(ctx), offload.NewCommand(ctx), testnetwork.NewCommand(ctx))
 	return cmd
 }
