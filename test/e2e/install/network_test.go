@@ -3,6 +3,7 @@
 package install
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
@@ -23,6 +24,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/ctl/testnetwork"
 	liqoinstall "github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/network/translation"
@@ -141,6 +143,19 @@ func TestNetworkOnRealNodes(t *testing.T) {
 		expectAnswers(t, cc, e, work, fmt.Sprintf("to-consumer-%d", i), "",
 			[]string{base + "/", base + "/bytes/8000", "http://" + serviceIP(t, pc, remoteNS, consumerServer.Name) + "/"},
 			[]string{"hello from the consumer", strings.Repeat("x", 8000), "hello from the consumer"}, ids[i])
+	}
+
+	// What an operator runs to check it: liqoctl test network.
+	var report bytes.Buffer
+	if err := (&testnetwork.Options{Kubeconfig: e.consumer.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace,
+		TestNamespace: "test-liqo-network", Timeout: 3 * time.Minute}).Run(ctx, &report); err != nil {
+		t.Fatalf("liqoctl test network: %v\n%s", err, report.String())
+	}
+	t.Logf("liqoctl test network:\n%s", report.String())
+	for _, name := range e.names[1:] {
+		if n := strings.Count(report.String(), name+" "); n != 3 || strings.Contains(report.String(), "FAILED") {
+			t.Errorf("liqoctl test network: %d checks of %s, want 3, all OK", n, name)
+		}
 	}
 
 	// The underlay between the gateways cut for 20 s: down, then back

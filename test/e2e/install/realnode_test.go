@@ -4,6 +4,7 @@ package install
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -226,6 +227,30 @@ func startClusters(t *testing.T, dir string, names []string, images ...string) *
 		})
 	}
 	e.consumer, e.provider = e.clusters[0], e.clusters[1]
+	// On failure, what Liqo's pods said (their logs go with the clusters).
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i, c := range e.clusters {
+			cs, err := c.Client()
+			if err != nil {
+				continue
+			}
+			pods, err := cs.CoreV1().Pods(liqoinstall.DefaultNamespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				continue
+			}
+			for _, p := range pods.Items {
+				logs, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](300)}).DoRaw(ctx)
+				if err == nil {
+					t.Logf("%s: logs of %s:\n%s", e.names[i], p.Name, logs)
+				}
+			}
+		}
+	})
 	return e
 }
 
