@@ -20,8 +20,13 @@ import (
 
 // FromPeer returns how this cluster sees addr, an address of the peer of
 // tep (in its pod or external range, as the peer has them). ok is false
-// when addr is in neither.
+// until the two sides agreed (the peer answered how it sees this
+// cluster: before that no tunnel can carry anything, and the address is
+// shown as the peer has it), and when addr is in neither range.
 func FromPeer(tep *netv1alpha1.TunnelEndpoint, addr netip.Addr) (netip.Addr, bool) {
+	if tep.Spec.LocalSeenAs == nil {
+		return netip.Addr{}, false
+	}
 	return translate(addr, tep.Spec.Remote, tep.Spec.RemoteSeenAs)
 }
 

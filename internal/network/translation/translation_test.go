@@ -14,6 +14,14 @@ func TestTranslation(t *testing.T) {
 		Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/14", ExternalCIDR: "10.70.0.0/16"},
 		RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: "10.0.0.0/14", ExternalCIDR: "10.4.0.0/16"},
 	}}
+	if got, ok := FromPeer(tep, netip.MustParseAddr("10.100.16.3")); ok {
+		t.Errorf("FromPeer before the peer answered = %s", got)
+	}
+	if got, ok := ToPeer(tep, netip.MustParseAddr("10.100.0.5")); ok {
+		t.Errorf("ToPeer before the peer answered = %s", got)
+	}
+	tep.Spec.Local = &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/14", ExternalCIDR: "10.70.0.0/16"}
+	tep.Spec.LocalSeenAs = &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"}
 	for in, want := range map[string]string{"10.100.16.3": "10.0.16.3", "10.103.255.1": "10.3.255.1", "10.70.0.1": "10.4.0.1", "192.168.1.1": ""} {
 		got, ok := FromPeer(tep, netip.MustParseAddr(in))
 		if want == "" {
@@ -26,11 +34,6 @@ func TestTranslation(t *testing.T) {
 			t.Errorf("FromPeer(%s) = %s, %v; want %s", in, got, ok, want)
 		}
 	}
-	if got, ok := ToPeer(tep, netip.MustParseAddr("10.100.0.5")); ok {
-		t.Errorf("ToPeer before the peer answered = %s", got)
-	}
-	tep.Spec.Local = &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/14", ExternalCIDR: "10.70.0.0/16"}
-	tep.Spec.LocalSeenAs = &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"}
 	for in, want := range map[string]string{"10.100.0.5": "10.8.0.5", "10.70.0.1": "10.12.0.1"} {
 		if got, ok := ToPeer(tep, netip.MustParseAddr(in)); !ok || got != netip.MustParseAddr(want) {
 			t.Errorf("ToPeer(%s) = %s, %v; want %s", in, got, ok, want)
