@@ -4,7 +4,7 @@
 # the tests must stop everything they start, also when they fail.
 set -euo pipefail
 bin=$(cd "$(dirname "$0")/.." && pwd)/bin
-pattern="^($bin/|[^ ]*/liqo-(e2e|bench)-[^ ]*/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|liqo-controller-manager|kubelet|kube-proxy|harness-net)( |$)"
+pattern="^($bin/|[^ ]*/liqo-(e2e|bench)-[^ ]*/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|liqo-controller-manager|liqo-gateway|kubelet|kube-proxy|harness-net|wireguard-go)( |$)"
 left=$(pgrep -a -f "$pattern" || true)
 if [ -n "$left" ]; then
   echo "Processes left behind by the tests:" >&2
