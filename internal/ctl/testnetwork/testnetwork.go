@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -365,22 +366,12 @@ func readResults(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) 
 	return out, nil
 }
 
-// poll asks done every half second until it says so, fails, or ctx ends.
+// poll asks done every half second until it says so, fails, or ctx ends;
+// the error then says what was awaited.
 func poll(ctx context.Context, done func() (bool, error), what string) error {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		ok, err := done()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-t.C:
-		}
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(context.Context) (bool, error) { return done() })
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 	}
+	return err
 }
