@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/liqo-go/liqo/internal/network/ipam"
@@ -71,6 +72,32 @@ func (f *firewall) apply(cfg Config, changed map[string]bool) error {
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("programming nftables: %w", err)
+	}
+	// Connections to or from a peer whose translation was just (re)made
+	// start over in conntrack: an entry made before, with another mapping
+	// or none (a probe that came before the rules), would keep its flow
+	// untranslated for as long as packets keep it alive. Prefix NAT maps
+	// every address the same way each time, so a connection that goes on
+	// is translated again as it was.
+	var stale []netlink.CustomConntrackFilter
+	for _, p := range cfg.Peers {
+		if _, ok := existing[PeerTable(p.ID)]; ok && !changed[PeerTable(p.ID)] {
+			continue
+		}
+		for _, r := range []netip.Prefix{p.PodCIDR, p.ExternalCIDR} {
+			for _, dir := range []netlink.ConntrackFilterType{netlink.ConntrackOrigSrcIP, netlink.ConntrackOrigDstIP} {
+				f := &netlink.ConntrackFilter{}
+				if err := f.AddIPNet(dir, ipNet(r)); err != nil {
+					return err
+				}
+				stale = append(stale, f)
+			}
+		}
+	}
+	if len(stale) > 0 {
+		if _, err := netlink.ConntrackDeleteFilters(netlink.ConntrackTable, unix.AF_INET, stale...); err != nil {
+			return fmt.Errorf("forgetting the connections of a peer whose translation changed: %w", err)
+		}
 	}
 	return nil
 }

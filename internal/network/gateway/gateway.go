@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"reflect"
 	"sync"
 	"time"
 
@@ -36,19 +35,20 @@ func New(log logr.Logger) *Gateway {
 }
 
 // Apply makes the data plane what cfg says. With no peer, nothing is left:
-// no interface, route or table. The first Apply of a process rebuilds
-// every table, since a gateway that died may have left some behind.
-// An invalid cfg changes nothing.
+// no interface, route or table (and nothing else of cfg is looked at).
+// The first Apply of a process rebuilds every table, since a gateway that
+// died may have left some behind. An invalid cfg changes nothing.
 func (g *Gateway) Apply(ctx context.Context, cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("invalid gateway configuration: %w", err)
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(cfg.Peers) == 0 {
+		// Nothing to run: nothing of the configuration is needed either.
 		err := g.teardown()
 		g.applied = &cfg
 		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid gateway configuration: %w", err)
 	}
 	g.fw.iface = cfg.iface()
 	mtu := cfg.MTU
@@ -65,9 +65,11 @@ func (g *Gateway) Apply(ctx context.Context, cfg Config) error {
 		}
 		g.tunnel = t
 	}
-	if err := g.tunnel.configure(ctx, cfg.PrivateKey, cfg.ListenPort, cfg.Peers); err != nil {
-		return err
-	}
+	// The interface, its routes and the translation come first, the
+	// peers' sessions last: a packet a peer queued while it waited for the
+	// session (its probes) arrives the moment the session is up, and must
+	// meet the rules. One that came before them would make a conntrack
+	// entry without translation, which the flow would keep.
 	if err := setUpLink(cfg.iface(), TunnelAddress(cfg.ExternalCIDR)); err != nil {
 		return err
 	}
@@ -84,6 +86,9 @@ func (g *Gateway) Apply(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if err := g.fw.apply(cfg, g.changedTables(cfg)); err != nil {
+		return err
+	}
+	if err := g.tunnel.configure(ctx, cfg.PrivateKey, cfg.ListenPort, cfg.Peers); err != nil {
 		return err
 	}
 	if g.prober == nil {
@@ -115,8 +120,13 @@ func (g *Gateway) changedTables(cfg Config) map[string]bool {
 	for _, p := range prev.Peers {
 		before[p.ID] = p
 	}
+	// A peer's rules are its four ranges: a new key or endpoint leaves
+	// them, and its connections, as they are.
+	ranges := func(p Peer) [4]netip.Prefix {
+		return [4]netip.Prefix{p.PodCIDR, p.ExternalCIDR, p.LocalPodCIDR, p.LocalExternalCIDR}
+	}
 	for _, p := range cfg.Peers {
-		if old, ok := before[p.ID]; !ok || !reflect.DeepEqual(old, p) {
+		if old, ok := before[p.ID]; !ok || ranges(old) != ranges(p) {
 			changed[PeerTable(p.ID)] = true
 		}
 	}

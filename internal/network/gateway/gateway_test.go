@@ -194,6 +194,28 @@ func waitEstablished(t *testing.T, c *cluster, peerID string, within time.Durati
 	}
 }
 
+// waitSent waits until c has sent at least n packets into its tunnel to
+// peerID (its probes, when nothing else talks).
+func waitSent(t *testing.T, c *cluster, peerID string, n uint64, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, err := c.proc.Status()
+		if err == nil {
+			for _, p := range st.Peers {
+				if p.ID == peerID && p.TxPackets >= n {
+					return
+				}
+			}
+			err = fmt.Errorf("%+v", st.Peers)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: fewer than %d packets sent to %s within %s: %v", c.name, n, peerID, within, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // echoServer accepts connections in ns and writes back what it reads;
 // each connection's remote address goes to the returned channel.
 func echoServer(t *testing.T, ns *netlab.Namespace) <-chan netip.Addr {
@@ -291,6 +313,30 @@ func TestTunnelAcrossIdenticalRanges(t *testing.T) {
 	if p := sa.Peers[0]; p.Latency <= 0 || p.LastHandshake.IsZero() || p.RxPackets == 0 || p.TxPackets == 0 || p.RxBytes < 1<<20 {
 		t.Errorf("a's status of b: %+v; want a latency, a handshake, packets both ways and the megabyte received", p)
 	}
+}
+
+// TestCoincidingViewsServerFirst: two clusters that chose the same ranges
+// for each other (their pools and ranges alike, as the harness's are), the
+// server configured first: the probes it queued while it waited for the
+// client reach the client as its session comes up, and must meet the
+// client's translation, else conntrack keeps their flow untranslated, and
+// looping back into the tunnel, for good. Both sides are established, and
+// their pods talk both ways.
+func TestCoincidingViewsServerFirst(t *testing.T) {
+	l := newLab(t)
+	a, b := l.cluster("a"), l.cluster("b")
+	echoServer(t, a.pod)
+	echoServer(t, b.pod)
+	same := view{pfx("10.81.0.0/16"), pfx("10.82.0.0/16")}
+	must(t, b.proc.Apply(config(b, peer(a, same, same, false))))
+	// The server's probes go into the tunnel and wait there for the
+	// client's session.
+	waitSent(t, b, "a", 3, 5*time.Second)
+	must(t, a.proc.Apply(config(a, peer(b, same, same, true))))
+	waitEstablished(t, a, "b", 5*time.Second)
+	waitEstablished(t, b, "a", 5*time.Second)
+	must(t, exchange(t.Context(), a.pod, translated(same), 8000))
+	must(t, exchange(t.Context(), b.pod, translated(same), 8000))
 }
 
 // TestGatewayLetsAPeerReachPodsOnly: through the tunnel, a peer reaches

@@ -3,12 +3,12 @@
 package gateway
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"time"
 
@@ -30,7 +30,6 @@ const (
 // whole path: WireGuard, routes and both sides' translation.
 type prober struct {
 	conn   *icmp.PacketConn
-	id     int
 	now    func() time.Time
 	onDown func(peerID string)
 
@@ -41,7 +40,13 @@ type prober struct {
 }
 
 type target struct {
-	peerID    string
+	peerID string
+	// id is the ICMP echo identifier of the target's probes: conntrack
+	// keys an echo flow by it. A target that goes silent gets a new one,
+	// so that its probes make a new flow: one that conntrack recorded
+	// wrong (before the rules were there) would otherwise live on, kept
+	// alive by the probes themselves.
+	id        int
 	since     time.Time
 	seq       uint16
 	sent      map[uint16]time.Time
@@ -64,7 +69,7 @@ func newProber(onDown func(string)) (*prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the ICMP socket of the prober: %w", err)
 	}
-	p := &prober{conn: c, id: os.Getpid() & 0xffff, now: time.Now, onDown: onDown,
+	p := &prober{conn: c, now: time.Now, onDown: onDown,
 		targets: map[netip.Addr]*target{}, done: make(chan struct{})}
 	p.wg.Add(2)
 	go p.receive()
@@ -84,7 +89,7 @@ func (p *prober) setTargets(peers []Peer) {
 			next[a] = t
 			continue
 		}
-		next[a] = &target{peerID: peer.ID, since: p.now(), sent: map[uint16]time.Time{}}
+		next[a] = &target{peerID: peer.ID, id: newEchoID(), since: p.now(), sent: map[uint16]time.Time{}}
 	}
 	p.targets = next
 }
@@ -144,10 +149,11 @@ func (p *prober) sendAll() {
 			t.silent++
 			if t.silent%2 == 1 {
 				down = append(down, t.peerID)
+				t.id = newEchoID()
 			}
 		}
 		t.seq++
-		b, err := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: p.id, Seq: int(t.seq), Data: []byte("liqo-probe")}}).Marshal(nil)
+		b, err := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: t.id, Seq: int(t.seq), Data: []byte("liqo-probe")}}).Marshal(nil)
 		if err != nil {
 			continue
 		}
@@ -185,7 +191,7 @@ func (p *prober) receive() {
 			continue
 		}
 		echo, ok := msg.Body.(*icmp.Echo)
-		if !ok || echo.ID != p.id {
+		if !ok {
 			continue
 		}
 		ipAddr, ok := from.(*net.IPAddr)
@@ -196,15 +202,15 @@ func (p *prober) receive() {
 		if !ok {
 			continue
 		}
-		p.reply(a.Unmap(), uint16(echo.Seq))
+		p.reply(a.Unmap(), echo.ID, uint16(echo.Seq))
 	}
 }
 
-func (p *prober) reply(from netip.Addr, seq uint16) {
+func (p *prober) reply(from netip.Addr, id int, seq uint16) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t, ok := p.targets[from]
-	if !ok {
+	if !ok || id != t.id {
 		return
 	}
 	at, ok := t.sent[seq]
@@ -216,6 +222,13 @@ func (p *prober) reply(from netip.Addr, seq uint16) {
 	t.rtt = now.Sub(at)
 	t.lastReply = now
 	t.silent = 0
+}
+
+// newEchoID is a random ICMP echo identifier.
+func newEchoID() int {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return int(b[0])<<8 | int(b[1])
 }
 
 func (p *prober) close() {
