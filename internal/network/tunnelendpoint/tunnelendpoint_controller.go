@@ -88,21 +88,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		r.applied = generations
 	}
 	r.mu.Unlock()
-	if err != nil {
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, err
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, err
 }
 
 // config builds the data plane's configuration. A TunnelEndpoint whose
 // peer has not said yet how it sees this cluster is left out: its
 // translation is not known.
 func (r *Reconciler) config(ctx context.Context) (gateway.Config, map[string]int64, error) {
+	cfg := gateway.Config{ListenPort: r.ListenPort, MTU: r.MTU, UAPI: r.UAPI}
+	var teps netv1alpha1.TunnelEndpointList
+	if err := r.Client.List(ctx, &teps); err != nil {
+		return cfg, nil, err
+	}
+	generations := map[string]int64{}
+	for _, tep := range teps.Items {
+		if !tep.DeletionTimestamp.IsZero() || tep.Spec.LocalSeenAs == nil {
+			continue
+		}
+		p, err := peer(&tep)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("TunnelEndpoint %s: %w", tep.Name, err)
+		}
+		cfg.Peers = append(cfg.Peers, p)
+		generations[tep.Name] = tep.Generation
+	}
+	if len(cfg.Peers) == 0 {
+		// No tunnel to run: the key and the ranges are not needed (the
+		// key is made with the first peering).
+		return cfg, generations, nil
+	}
 	var cc configv1alpha1.ClusterConfig
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
-		return gateway.Config{}, nil, fmt.Errorf("reading the ClusterConfig: %w", err)
+		return cfg, nil, fmt.Errorf("reading the ClusterConfig: %w", err)
 	}
-	cfg := gateway.Config{ListenPort: r.ListenPort, MTU: r.MTU, UAPI: r.UAPI}
 	var err error
 	if cfg.PodCIDR, err = netip.ParsePrefix(cc.Spec.NetworkConfig.PodCIDR); err != nil {
 		return cfg, nil, fmt.Errorf("the ClusterConfig's spec.networkConfig.podCIDR: %w", err)
@@ -120,22 +138,6 @@ func (r *Reconciler) config(ctx context.Context) (gateway.Config, map[string]int
 	}
 	if cfg.PrivateKey, err = wgkey.Parse(string(secret.Data[netv1alpha1.GatewayKeyField])); err != nil {
 		return cfg, nil, fmt.Errorf("the gateway's key in %s/%s: %w", r.Namespace, netv1alpha1.GatewayKeySecret, err)
-	}
-	var teps netv1alpha1.TunnelEndpointList
-	if err := r.Client.List(ctx, &teps); err != nil {
-		return cfg, nil, err
-	}
-	generations := map[string]int64{}
-	for _, tep := range teps.Items {
-		if !tep.DeletionTimestamp.IsZero() || tep.Spec.LocalSeenAs == nil {
-			continue
-		}
-		p, err := peer(&tep)
-		if err != nil {
-			return cfg, nil, fmt.Errorf("TunnelEndpoint %s: %w", tep.Name, err)
-		}
-		cfg.Peers = append(cfg.Peers, p)
-		generations[tep.Name] = tep.Generation
 	}
 	return cfg, generations, nil
 }
@@ -317,7 +319,9 @@ func (p *Reporter) write(ctx context.Context, tep *netv1alpha1.TunnelEndpoint, p
 		tep.Status.PeerAddress = ps.Endpoint
 	}
 	up := cond.Status == metav1.ConditionTrue
-	if was, known := p.last[tep.Name]; known && was != up && p.Recorder != nil {
+	if was, known := p.last[tep.Name]; (known && was != up || !known && up) && p.Recorder != nil {
+		ctrl.LoggerFrom(ctx).Info("Tunnel", "peer", tep.Name, "established", up, "reason", cond.Reason, "message", cond.Message,
+			"probing", ps.ID, "latency", ps.Latency.String(), "peerAddress", ps.Endpoint)
 		if up {
 			p.Recorder.Eventf(tep, nil, corev1.EventTypeNormal, "TunnelUp", "Established", "The tunnel to %s is up: %s", tep.Name, cond.Message)
 		} else {
