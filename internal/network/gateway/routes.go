@@ -10,6 +10,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/liqo-go/liqo/internal/network/ipam"
 )
 
 // RouteProtocol marks the routes a gateway installs (rtnetlink's protocol
@@ -23,7 +25,7 @@ func setUpLink(name string, addr netip.Addr) error {
 	if err != nil {
 		return fmt.Errorf("finding the tunnel interface %s: %w", name, err)
 	}
-	a := &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(addr, addr.BitLen()))}
+	a := &netlink.Addr{IPNet: ipam.IPNet(netip.PrefixFrom(addr, addr.BitLen()))}
 	if err := netlink.AddrReplace(link, a); err != nil {
 		return fmt.Errorf("addressing %s with %s: %w", name, addr, err)
 	}
@@ -62,14 +64,14 @@ func syncRoutes(name string, src netip.Addr, want []netip.Prefix) error {
 	var errs []error
 	for _, p := range want {
 		wanted[p.Masked()] = true
-		r := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: ipNet(p), Src: net.IP(src.AsSlice()),
+		r := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: ipam.IPNet(p), Src: net.IP(src.AsSlice()),
 			Scope: netlink.SCOPE_LINK, Protocol: RouteProtocol}
 		if err := netlink.RouteReplace(r); err != nil {
 			errs = append(errs, fmt.Errorf("route to %s through %s: %w", p, name, err))
 		}
 	}
 	for _, r := range have {
-		p, ok := prefixOf(r.Dst)
+		p, ok := ipam.FromIPNet(r.Dst)
 		if ok && wanted[p] {
 			continue
 		}
@@ -95,20 +97,4 @@ func underlayMTU() int {
 		}
 	}
 	return 1500
-}
-
-func ipNet(p netip.Prefix) *net.IPNet {
-	return &net.IPNet{IP: net.IP(p.Masked().Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
-}
-
-func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
-	if n == nil {
-		return netip.Prefix{}, false
-	}
-	a, ok := netip.AddrFromSlice(n.IP)
-	if !ok {
-		return netip.Prefix{}, false
-	}
-	ones, _ := n.Mask.Size()
-	return netip.PrefixFrom(a.Unmap(), ones).Masked(), true
 }

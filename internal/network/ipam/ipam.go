@@ -11,6 +11,7 @@ package ipam
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 )
@@ -150,4 +151,22 @@ func Remap(peer, previous netip.Prefix, pool, used []netip.Prefix) (netip.Prefix
 		return peer, nil
 	}
 	return Allocate(pool, peer.Bits(), used)
+}
+
+// IPNet is p as the net package (and netlink) spell a range.
+func IPNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: net.IP(p.Masked().Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// FromIPNet is n as a prefix, masked; false when n is nil or invalid.
+func FromIPNet(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	a, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(a.Unmap(), ones).Masked(), true
 }
