@@ -87,7 +87,7 @@ func (f *firewall) apply(cfg Config, changed map[string]bool) error {
 		for _, r := range []netip.Prefix{p.PodCIDR, p.ExternalCIDR} {
 			for _, dir := range []netlink.ConntrackFilterType{netlink.ConntrackOrigSrcIP, netlink.ConntrackOrigDstIP} {
 				f := &netlink.ConntrackFilter{}
-				if err := f.AddIPNet(dir, ipNet(r)); err != nil {
+				if err := f.AddIPNet(dir, ipam.IPNet(r)); err != nil {
 					return err
 				}
 				stale = append(stale, f)
@@ -140,7 +140,11 @@ func ownTables() (*nftables.Conn, map[string]*nftables.Table, error) {
 // through the tunnel (a pod's 1500-byte segments would not fit it); what
 // comes out of the tunnel, after the peers' translation, may go to this
 // cluster's pods only; the gateway itself answers only at its tunnel
-// address. Refusals are counted.
+// address. Answers to connections this cluster opened pass whatever their
+// destination: a pod on another node whose node masqueraded it (as many
+// CNIs do for addresses outside the cluster's ranges) is answered at its
+// node's address; a peer cannot open such a connection itself. Refusals
+// are counted.
 func (f *firewall) gatewayTable(c *nftables.Conn, cfg Config) {
 	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: GatewayTable})
 	forward := c.AddChain(&nftables.Chain{Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
@@ -154,10 +158,14 @@ func (f *firewall) gatewayTable(c *nftables.Conn, cfg Config) {
 			})})
 	}
 	c.AddRule(&nftables.Rule{Table: t, Chain: forward, Exprs: concat(
+		ifname(expr.MetaKeyIIFNAME, f.iface), replyDirection(), []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}})})
+	c.AddRule(&nftables.Rule{Table: t, Chain: forward, Exprs: concat(
 		ifname(expr.MetaKeyIIFNAME, f.iface), notIn(daddr, cfg.PodCIDR),
 		[]expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}})})
 	input := c.AddChain(&nftables.Chain{Name: "input", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter})
+	c.AddRule(&nftables.Rule{Table: t, Chain: input, Exprs: concat(
+		ifname(expr.MetaKeyIIFNAME, f.iface), replyDirection(), []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}})})
 	c.AddRule(&nftables.Rule{Table: t, Chain: input, Exprs: concat(
 		ifname(expr.MetaKeyIIFNAME, f.iface), notIn(daddr, netip.PrefixFrom(TunnelAddress(cfg.ExternalCIDR), 32)),
 		[]expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}})})
@@ -275,6 +283,15 @@ const (
 	saddr = 12
 	daddr = 16
 )
+
+// replyDirection matches a packet that answers a connection opened from
+// this side (conntrack's reply direction).
+func replyDirection() []expr.Any {
+	return []expr.Any{
+		&expr.Ct{Register: 1, Key: expr.CtKeyDIRECTION},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1}}, // IP_CT_DIR_REPLY
+	}
+}
 
 func concat(parts ...[]expr.Any) []expr.Any {
 	var out []expr.Any

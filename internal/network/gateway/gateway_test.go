@@ -315,6 +315,28 @@ func TestTunnelAcrossIdenticalRanges(t *testing.T) {
 	}
 }
 
+// TestAnswersReachWhatOpenedTheConnection: a source of this cluster that
+// is not a pod (a node; a pod its node masqueraded, as many CNIs do for
+// addresses outside the cluster's ranges) reaches a peer's pod as the
+// gateway's tunnel address, and the answers come back to it through the
+// filter, which lets out of the tunnel only what goes to the pods, or
+// answers a connection this side opened.
+func TestAnswersReachWhatOpenedTheConnection(t *testing.T) {
+	l := newLab(t)
+	a, b := l.cluster("a"), l.cluster("b")
+	from := echoServer(t, b.pod)
+	node := newNamespace(t, "a-node")
+	must(t, netlab.Veth(a.gw, "nodes", pfx("172.30.0.1/24"), node, "eth0", pfx("172.30.0.2/24")))
+	must(t, node.IP("route", "add", "default", "via", "172.30.0.1"))
+	must(t, a.proc.Apply(config(a, peer(b, bAsSeenByA, aAsSeenByB, true))))
+	must(t, b.proc.Apply(config(b, peer(a, aAsSeenByB, bAsSeenByA, false))))
+	waitEstablished(t, a, "b", 5*time.Second)
+	must(t, exchange(t.Context(), node, translated(bAsSeenByA), 8000))
+	if got, want := <-from, gateway.TunnelAddress(aAsSeenByB.external); got != want {
+		t.Errorf("b's pod saw a's node as %s, want %s (a's gateway in b's view)", got, want)
+	}
+}
+
 // TestCoincidingViewsServerFirst: two clusters that chose the same ranges
 // for each other (their pools and ranges alike, as the harness's are), the
 // server configured first: the probes it queued while it waited for the
