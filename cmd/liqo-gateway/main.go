@@ -2,6 +2,9 @@
 
 // Command liqo-gateway runs a cluster's end of the network fabric: the
 // WireGuard tunnels to its peers, their routes and address translation.
+// `liqo-gateway route-agent` runs on every node and routes the peers'
+// ranges to the gateway's node; `liqo-gateway check` is the probe of
+// `liqoctl test network`.
 package main
 
 import (
@@ -27,12 +30,25 @@ func main() {
 		}
 		return
 	}
-	opts := gatewaycmd.NewOptions()
-	opts.AddFlags(pflag.CommandLine)
 	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
 	goFlags := flag.NewFlagSet("zap", flag.ExitOnError)
 	zapOpts.BindFlags(goFlags)
 	pflag.CommandLine.AddGoFlagSet(goFlags)
+	// `liqo-gateway route-agent ...`: on every node, the routes to the
+	// peers through the gateway's node.
+	if len(os.Args) > 1 && os.Args[1] == "route-agent" {
+		opts := gatewaycmd.NewRouteAgentOptions()
+		opts.AddFlags(pflag.CommandLine)
+		_ = pflag.CommandLine.Parse(os.Args[2:])
+		ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+		if err := gatewaycmd.RunRouteAgent(ctrl.SetupSignalHandler(), opts); err != nil {
+			ctrl.Log.Error(err, "liqo route agent failed")
+			os.Exit(1)
+		}
+		return
+	}
+	opts := gatewaycmd.NewOptions()
+	opts.AddFlags(pflag.CommandLine)
 	pflag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 

@@ -24,11 +24,6 @@ import (
 	"github.com/liqo-go/liqo/internal/peering"
 )
 
-// GatewayLabel selects the gateway's pods (value "gateway" of
-// app.kubernetes.io/component, as the chart labels them): a server's
-// endpoint is the node address of one, when --gateway-endpoint is empty.
-const GatewayLabel = "app.kubernetes.io/component"
-
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // setupNetwork adds the network fabric's controllers: how this cluster
@@ -87,7 +82,7 @@ func setupNetwork(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 			return &netv1alpha1.GatewayEndpoint{Host: host, Port: int32(p)}, nil
 		}
 		var pods corev1.PodList
-		if err := mgr.GetClient().List(ctx, &pods, client.InNamespace(o.Namespace), client.MatchingLabels{GatewayLabel: "gateway"}); err != nil {
+		if err := mgr.GetClient().List(ctx, &pods, client.InNamespace(o.Namespace), client.MatchingLabels{netv1alpha1.GatewayComponentLabel: netv1alpha1.GatewayComponentValue}); err != nil {
 			return nil, err
 		}
 		for _, p := range pods.Items {

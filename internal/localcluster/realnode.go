@@ -98,6 +98,9 @@ type realNode struct {
 // RealNodeName is the name of the i-th real node.
 func (c *Cluster) RealNodeName(i int) string { return fmt.Sprintf("%s-node-%d", c.Name, i) }
 
+// RealNodes is how many real nodes the cluster has.
+func (c *Cluster) RealNodes() int { return len(c.realNodes) }
+
 // RealNodeNetns is the network namespace of real node i, under /run/netns:
 // what runs with the node's network (the gateway) is in it.
 func (c *Cluster) RealNodeNetns(i int) string { return c.realNodes[i].netns }

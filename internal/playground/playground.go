@@ -239,9 +239,11 @@ func startMember(ctx context.Context, opts Options, name string) (*Member, error
 	if err == nil {
 		// The chart users install, rendered by the same code; the
 		// controller manager runs on the host instead of in a pod,
-		// with the chart's ServiceAccount and rights.
+		// with the chart's ServiceAccount and rights. Neither the
+		// gateway nor the route agents run: the kwok nodes have no
+		// network to program.
 		err = chart.Apply(ctx, c.RESTConfig, chart.Release{Name: chart.DefaultReleaseName, Namespace: install.DefaultNamespace,
-			Values: map[string]any{"clusterName": name}}, "Deployment")
+			Values: map[string]any{"clusterName": name}}, "Deployment", "DaemonSet")
 	}
 	if err == nil {
 		err = createClusterConfig(ctx, c, opts)

@@ -46,3 +46,11 @@ const (
 	GatewayKeySecret = "liqo-gateway-key"
 	GatewayKeyField  = "privateKey"
 )
+
+// The gateway's pods carry GatewayComponentLabel=GatewayComponentValue (as
+// the chart labels them): a server's endpoint is the node address of one,
+// and the route agents send the peers' traffic to that node.
+const (
+	GatewayComponentLabel = "app.kubernetes.io/component"
+	GatewayComponentValue = "gateway"
+)

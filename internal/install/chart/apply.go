@@ -26,9 +26,9 @@ const fieldOwner = "liqo-playground"
 // cluster of cfg with server-side apply, without a Helm release: the
 // namespace, then the CRDs (waiting until they are served), then the
 // rest, leaving out the kinds in skip. The playground installs so,
-// skipping the Deployment, because it runs the controller manager as a
-// process on the host with the ServiceAccount and rights the chart
-// created.
+// skipping the Deployments and the DaemonSet, because it runs the
+// controller manager as a process on the host with the ServiceAccount and
+// rights the chart created, and its nodes have no network to program.
 func Apply(ctx context.Context, cfg *rest.Config, r Release, skip ...string) error {
 	c, err := Load()
 	if err != nil {

@@ -13,11 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1helper "k8s.io/component-helpers/scheduling/corev1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
 )
 
@@ -203,6 +206,50 @@ func TestGateway(t *testing.T) {
 	}
 }
 
+// TestRouteAgent: the route agent runs on every node but the virtual ones,
+// on the node's network, with NET_ADMIN alone, the gateway's image and its
+// node's name; it reads pods in the Liqo namespace only; it goes with
+// routeAgent.enabled=false, and with the gateway.
+func TestRouteAgent(t *testing.T) {
+	objs := render(t, nil)
+	var ds appsv1.DaemonSet
+	find(t, objs, "DaemonSet", "liqo-route-agent", &ds)
+	pod := ds.Spec.Template.Spec
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if !pod.HostNetwork || pod.ServiceAccountName != "liqo-route-agent" || sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Privileged != nil && *sc.Privileged ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN"}) {
+		t.Errorf("the route agent's pod: hostNetwork %v, security %+v", pod.HostNetwork, sc)
+	}
+	if len(c.Args) == 0 || c.Args[0] != "route-agent" || c.Image != "ghcr.io/liqo-go/liqo-gateway:"+chartAppVersion(t) ||
+		len(c.Env) != 1 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("the route agent's container: args %v, image %s, env %+v", c.Args, c.Image, c.Env)
+	}
+	virtual := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}}}
+	real := &corev1.Node{}
+	terms := pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if ok, err := corev1helper.MatchNodeSelectorTerms(virtual, terms); err != nil || ok {
+		t.Errorf("the route agent may run on a virtual node: %v %v", ok, err)
+	}
+	if ok, err := corev1helper.MatchNodeSelectorTerms(real, terms); err != nil || !ok {
+		t.Errorf("the route agent may not run on a real node: %v %v", ok, err)
+	}
+	var role rbacv1.Role
+	find(t, objs, "Role", "liqo-route-agent", &role)
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"pods"}) || slices.Contains(role.Rules[0].Verbs, "create") {
+		t.Errorf("the route agent's Role: %+v", role.Rules)
+	}
+	for _, values := range []map[string]any{
+		{"routeAgent": map[string]any{"enabled": false}},
+		{"gateway": map[string]any{"enabled": false}},
+	} {
+		if got := kinds(render(t, values), "DaemonSet"); len(got) > 0 {
+			t.Errorf("with %v, DaemonSets %v", values, got)
+		}
+	}
+}
+
 func chartAppVersion(t *testing.T) string {
 	t.Helper()
 	c, err := Load()
@@ -262,6 +309,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{map[string]any{"gateway": map[string]any{"port": 70000}}, "/gateway/port"},
 		{map[string]any{"gateway": map[string]any{"endpoint": "gateway.example.com"}}, "/gateway/endpoint"},
 		{map[string]any{"gateway": map[string]any{"mtu": 100}}, "/gateway/mtu"},
+		{map[string]any{"routeAgent": map[string]any{"probePort": 70000}}, "/routeAgent/probePort"},
 	} {
 		_, err := Render(c, Release{Name: "liqo", Namespace: "liqo", Values: tc.values})
 		if err == nil || !strings.Contains(err.Error(), tc.names) {

@@ -102,7 +102,7 @@ func (r *Reconciler) config(ctx context.Context) (gateway.Config, map[string]int
 	}
 	generations := map[string]int64{}
 	for _, tep := range teps.Items {
-		if !tep.DeletionTimestamp.IsZero() || tep.Spec.LocalSeenAs == nil {
+		if !Applies(&tep) {
 			continue
 		}
 		p, err := peer(&tep)
@@ -140,6 +140,27 @@ func (r *Reconciler) config(ctx context.Context) (gateway.Config, map[string]int
 		return cfg, nil, fmt.Errorf("the gateway's key in %s/%s: %w", r.Namespace, netv1alpha1.GatewayKeySecret, err)
 	}
 	return cfg, generations, nil
+}
+
+// Applies says whether the data plane carries tep's peer: not while it is
+// deleted, nor before the peer said how it sees this cluster (the
+// translation is not known).
+func Applies(tep *netv1alpha1.TunnelEndpoint) bool {
+	return tep.DeletionTimestamp.IsZero() && tep.Spec.LocalSeenAs != nil
+}
+
+// RemoteRanges are the ranges the gateway routes into tep's tunnel: the
+// peer's pods and external range, as this cluster sees them; none while
+// tep does not apply.
+func RemoteRanges(tep *netv1alpha1.TunnelEndpoint) ([]netip.Prefix, error) {
+	if !Applies(tep) {
+		return nil, nil
+	}
+	p, err := peer(tep)
+	if err != nil {
+		return nil, err
+	}
+	return []netip.Prefix{p.PodCIDR, p.ExternalCIDR}, nil
 }
 
 // peer is the data plane's view of one TunnelEndpoint.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,18 +28,22 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/testnetwork"
 	liqoinstall "github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/network/gateway"
+	"github.com/liqo-go/liqo/internal/network/routeagent"
 	"github.com/liqo-go/liqo/internal/network/translation"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
 // TestNetworkOnRealNodes is the network fabric as an operator gets it: a
-// consumer and two providers, all three with the same pod range and a real
-// node each, installed with liqoctl (the gateways run as pods of the chart
-// on the nodes), peered. Each tunnel comes up on its own; a real pod in the
-// consumer reaches a real offloaded pod in each provider at the address
-// the consumer's API shows for it, and through a Service, with answers
-// that need the tunnel's MTU and MSS right; an offloaded pod reaches a pod
-// of the consumer at the address its provider sees it at. The underlay
+// consumer with two real nodes and two providers with one each, all three
+// with the same pod range, installed with liqoctl (the gateways and route
+// agents run as pods of the chart on the nodes), peered. Each tunnel comes
+// up on its own; a real pod in the consumer, on the node without the
+// gateway (through the route agent) and on the gateway's, reaches a real
+// offloaded pod in each provider at the address the consumer's API shows
+// for it, and through a Service, with answers that need the tunnel's MTU
+// and MSS right; an offloaded pod reaches a pod of the consumer on the
+// node without the gateway at the address its provider sees it at. The underlay
 // between the gateways cut for 20 s, the tunnels go down and come back
 // without new keys; a gateway restarted, its tunnel comes back. Uninstalled,
 // nothing is left on the nodes: no interface, route or nftables table.
@@ -50,7 +55,9 @@ func TestNetworkOnRealNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := startClusters(t, dir, []string{"consumer", "provider-a", "provider-b"}, archives...)
+	// The consumer has two nodes: its pods on the one without the gateway
+	// reach the peers through the route agent.
+	e := startClusters(t, dir, []string{"consumer", "provider-a", "provider-b"}, []int{2}, archives...)
 	for i, c := range e.clusters {
 		if out, err := e.install(c, e.names[i], ref, ""); err != nil {
 			t.Fatalf("install on %s: %v\n%s", e.names[i], err, out)
@@ -70,9 +77,15 @@ func TestNetworkOnRealNodes(t *testing.T) {
 		waitNetwork(t, ctrlClient(t, p), consumerID, metav1.ConditionTrue, 30*time.Second)
 	}
 
-	// A server pod in each provider, offloaded, and one in the consumer, in
-	// one namespace (offloaded with LocalAndRemote: each pod is pinned);
-	// the client pods run on the consumer's real node, or offloaded.
+	// The consumer's node with the gateway, and the other, whose route
+	// agent sends the providers' ranges to the first.
+	gwNode, otherNode, otherNetns := consumerNodes(t, e)
+	waitAgentRoutes(t, otherNetns, ids, cc)
+
+	// A server pod in each provider, offloaded, and one in the consumer
+	// (on the node without the gateway), in one namespace (offloaded with
+	// LocalAndRemote: each pod is pinned); the client pods run on the
+	// consumer's nodes, or offloaded.
 	const work, local = "work", "local"
 	offloadNamespace(t, cc, work, offloadingv1alpha1.PodOffloadingLocalAndRemote)
 	if err := cc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: local}}); err != nil {
@@ -84,7 +97,7 @@ func TestNetworkOnRealNodes(t *testing.T) {
 		servers[i].Spec.NodeSelector = map[string]string{offloadingv1alpha1.RemoteClusterLabel: ids[i]}
 	}
 	consumerServer := probePod(work, "consumer-server", "serve", ":8080", "hello from the consumer")
-	consumerServer.Spec.NodeName = e.consumer.RealNodeName(0)
+	consumerServer.Spec.NodeName = otherNode
 	for _, p := range append(append([]*corev1.Pod{}, servers...), consumerServer) {
 		if err := cc.Create(ctx, p); err != nil {
 			t.Fatal(err)
@@ -119,7 +132,7 @@ func TestNetworkOnRealNodes(t *testing.T) {
 		urls = append(urls, base+"/", base+"/bytes/1400", base+"/bytes/8000", "http://"+serviceIP(t, cc, work, s.Name)+"/")
 		want = append(want, "hello from "+e.names[i+1], strings.Repeat("x", 1400), strings.Repeat("x", 8000), "hello from "+e.names[i+1])
 	}
-	expectAnswers(t, cc, e, local, "consumer-client", e.consumer.RealNodeName(0), urls, want)
+	expectAnswers(t, cc, e, local, "consumer-client", otherNode, urls, want)
 
 	// From each provider: an offloaded pod reaches the consumer's pod at
 	// the address the provider's copy of the Service's EndpointSlice lists
@@ -211,7 +224,7 @@ func TestNetworkOnRealNodes(t *testing.T) {
 	})
 	running := time.Now()
 	waitNetwork(t, cc, ids[0], metav1.ConditionTrue, 10*time.Second)
-	expectAnswers(t, cc, e, local, "after-restart", e.consumer.RealNodeName(0), urls[:1], want[:1])
+	expectAnswers(t, cc, e, local, "after-restart", gwNode, urls[:1], want[:1])
 	t.Logf("%s's gateway restarted: its new pod ran %s after the old one was deleted, and the tunnel was back %s after that",
 		e.names[1], running.Sub(restarted).Round(10*time.Millisecond), time.Since(running).Round(10*time.Millisecond))
 
@@ -220,10 +233,60 @@ func TestNetworkOnRealNodes(t *testing.T) {
 	}
 	e.uninstallAll()
 	for i, c := range e.clusters {
-		if left := dataPlaneLeft(t, c.RealNodeNetns(0)); len(left) > 0 {
-			t.Errorf("%s's node after the uninstall: %v", e.names[i], left)
+		for n := range c.RealNodes() {
+			if left := dataPlaneLeft(t, c.RealNodeNetns(n)); len(left) > 0 {
+				t.Errorf("%s's node %s after the uninstall: %v", e.names[i], c.RealNodeName(n), left)
+			}
 		}
 	}
+}
+
+// consumerNodes finds the consumer's node the gateway runs on, and the
+// other one (its name and network namespace).
+func consumerNodes(t *testing.T, e *realEnv) (gwNode, other, otherNetns string) {
+	t.Helper()
+	pods, err := clientset(t, e.consumer).CoreV1().Pods(liqoinstall.DefaultNamespace).List(t.Context(),
+		metav1.ListOptions{LabelSelector: netv1alpha1.GatewayComponentLabel + "=" + netv1alpha1.GatewayComponentValue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].Spec.NodeName == "" {
+		t.Fatalf("the consumer's gateway pods: %d, want one scheduled", len(pods.Items))
+	}
+	gwNode = pods.Items[0].Spec.NodeName
+	for n := range e.consumer.RealNodes() {
+		if name := e.consumer.RealNodeName(n); name != gwNode {
+			return gwNode, name, e.consumer.RealNodeNetns(n)
+		}
+	}
+	t.Fatalf("the consumer has no node without the gateway (%s)", gwNode)
+	return "", "", ""
+}
+
+// waitAgentRoutes waits for the route agent's routes in netns: one for
+// each of the peers' ranges, as the consumer sees them.
+func waitAgentRoutes(t *testing.T, netns string, peers []string, c client.Client) {
+	t.Helper()
+	var want []string
+	for _, id := range peers {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := c.Get(t.Context(), client.ObjectKey{Name: id}, &tep); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, tep.Spec.RemoteSeenAs.PodCIDR, tep.Spec.RemoteSeenAs.ExternalCIDR)
+	}
+	framework.Eventually(t, 30*time.Second, func() error {
+		out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "proto", strconv.Itoa(int(routeagent.RouteProtocol))).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip route: %w: %s", err, out)
+		}
+		for _, r := range want {
+			if !strings.Contains(string(out), r+" via ") {
+				return fmt.Errorf("no route agent's route to %s on the node without the gateway: %q", r, out)
+			}
+		}
+		return nil
+	})
 }
 
 func clusterID(t *testing.T, c client.Client) string {
@@ -447,22 +510,25 @@ func cutTunnels(t *testing.T, e *realEnv) func() {
 	return mend
 }
 
-// dataPlaneLeft lists what a gateway made that is still in the node's
-// namespace: the tunnel interface, routes through it, its tables.
+// dataPlaneLeft lists what a gateway or route agent made that is still in
+// the node's namespace: the tunnel interface, the routes of either, the
+// gateway's tables.
 func dataPlaneLeft(t *testing.T, netns string) []string {
 	t.Helper()
 	var left []string
 	if out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "-o", "link", "show", "liqo-tunnel").CombinedOutput(); err == nil {
 		left = append(left, "interface: "+strings.TrimSpace(string(out)))
 	}
-	out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "proto", "108").CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip route: %v: %s", err, out)
+	for _, proto := range []int{int(gateway.RouteProtocol), int(routeagent.RouteProtocol)} {
+		out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "proto", strconv.Itoa(proto)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip route: %v: %s", err, out)
+		}
+		if s := strings.TrimSpace(string(out)); s != "" {
+			left = append(left, fmt.Sprintf("routes (protocol %d): %s", proto, s))
+		}
 	}
-	if s := strings.TrimSpace(string(out)); s != "" {
-		left = append(left, "routes: "+s)
-	}
-	out, err = exec.CommandContext(t.Context(), "ip", "netns", "exec", netns, "nft", "list", "tables").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "ip", "netns", "exec", netns, "nft", "list", "tables").CombinedOutput()
 	if err != nil {
 		t.Fatalf("nft list tables: %v: %s", err, out)
 	}

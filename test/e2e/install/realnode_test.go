@@ -188,12 +188,13 @@ type realEnv struct {
 
 func startRealEnv(t *testing.T, dir string, images ...string) *realEnv {
 	t.Helper()
-	return startClusters(t, dir, []string{"consumer", "provider"}, images...)
+	return startClusters(t, dir, []string{"consumer", "provider"}, nil, images...)
 }
 
 // startClusters starts a cluster of each name (the first the consumer,
-// the second a provider) with a real node each, on one underlay.
-func startClusters(t *testing.T, dir string, names []string, images ...string) *realEnv {
+// the second a provider) with realNodes[i] real nodes (one when not
+// given), on one underlay.
+func startClusters(t *testing.T, dir string, names []string, realNodes []int, images ...string) *realEnv {
 	t.Helper()
 	network, err := localcluster.NewNetwork()
 	if err != nil {
@@ -210,7 +211,7 @@ func startClusters(t *testing.T, dir string, names []string, images ...string) *
 	for i, name := range e.names {
 		wg.Go(func() {
 			e.clusters[i], errs[i] = localcluster.Start(t.Context(), localcluster.Options{
-				Name: name, Dir: filepath.Join(dir, name), RealNodes: 1, Network: network,
+				Name: name, Dir: filepath.Join(dir, name), RealNodes: max(1, at(realNodes, i)), Network: network,
 				NodeImages: images, Log: testr.New(t),
 			})
 		})
@@ -531,4 +532,12 @@ func ctrlClient(t *testing.T, c *localcluster.Cluster) client.Client {
 		t.Fatal(err)
 	}
 	return cl
+}
+
+// at is s[i], or zero past its end.
+func at(s []int, i int) int {
+	if i < len(s) {
+		return s[i]
+	}
+	return 0
 }

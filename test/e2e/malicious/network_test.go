@@ -15,8 +15,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
+	"github.com/liqo-go/liqo/internal/network/ipam"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -27,6 +29,8 @@ import (
 // cannot write the answer (how the other side sees it), and cannot point
 // the other side's gateway at a loopback or in-cluster address: such
 // parameters are refused, the field named, and no tunnel follows them.
+// Ranges it claims over this cluster's own are remapped: no gateway or
+// route agent here routes a local range to it.
 func TestPeerCannotBendTheNetwork(t *testing.T) {
 	peered(t)
 	a, b, c := members()
@@ -112,6 +116,51 @@ func TestPeerCannotBendTheNetwork(t *testing.T) {
 		nc := state(func(*netv1alpha1.NetworkConfigSpec) {})
 		nc.Status.RemappedPodCIDR = "10.100.0.0/14"
 		framework.Denied(t, "the provider setting how the consumer sees it", asProvider.Status().Update(ctx, nc))
+	})
+
+	t.Run("ranges over this cluster's own are seen elsewhere, so nothing routes a local range to the peer", func(t *testing.T) {
+		// The gateway and every node's route agent route the peer's
+		// ranges as the TunnelEndpoint says this cluster sees them: a
+		// peer that claims this cluster's pods and Services must get
+		// them remapped, never routed as they are.
+		var cc configv1alpha1.ClusterConfig
+		if err := inA.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
+			t.Fatal(err)
+		}
+		local := cc.Spec.NetworkConfig
+		nc := state(func(spec *netv1alpha1.NetworkConfigSpec) {
+			spec.PodCIDR, spec.ExternalCIDR = local.PodCIDR, local.ServiceCIDR
+		})
+		inUse, err := ipam.ParsePrefixes(append([]string{local.PodCIDR, local.ServiceCIDR, local.ExternalCIDR}, local.ReservedSubnets...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 30*time.Second, func() error {
+			var now netv1alpha1.NetworkConfig
+			if err := inA.Get(ctx, own, &now); err != nil {
+				return err
+			}
+			cond := meta.FindStatusCondition(now.Status.Conditions, netv1alpha1.ConditionProcessed)
+			if cond == nil || cond.ObservedGeneration < nc.Generation || cond.Reason != netv1alpha1.ReasonRemapped {
+				return fmt.Errorf("Processed %+v, want Remapped for generation %d", cond, nc.Generation)
+			}
+			var tep netv1alpha1.TunnelEndpoint
+			if err := inA.Get(ctx, client.ObjectKey{Name: b.ClusterID}, &tep); err != nil {
+				return err
+			}
+			routed, err := ipam.ParsePrefixes([]string{tep.Spec.RemoteSeenAs.PodCIDR, tep.Spec.RemoteSeenAs.ExternalCIDR})
+			if err != nil {
+				return fmt.Errorf("the TunnelEndpoint's ranges: %w", err)
+			}
+			for _, r := range routed {
+				for _, u := range inUse {
+					if ipam.Overlaps(r, u) {
+						t.Fatalf("the peer's claim of %s/%s is routed as %s, over this cluster's %s", local.PodCIDR, local.ServiceCIDR, r, u)
+					}
+				}
+			}
+			return nil
+		})
 	})
 
 	t.Run("a loopback or in-cluster gateway endpoint is refused and followed by no tunnel", func(t *testing.T) {
