@@ -157,18 +157,7 @@ func startNetBench(b *testing.B) *netBench {
 	if _, err := os.Stat(nb.wireguardGo); err != nil {
 		b.Fatalf("the reference is missing: %v (make %s)", err, nb.wireguardGo)
 	}
-	ns := func(role string) *netlab.Namespace {
-		n, err := netlab.NewNamespace(role)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			if err := n.Close(); err != nil {
-				b.Error(err)
-			}
-		})
-		return n
-	}
+	ns := func(role string) *netlab.Namespace { return netlab.ForTest(b, role) }
 	nb.podA, nb.gwA, nb.gwB, nb.podB = ns("bench-pod-a"), ns("bench-gw-a"), ns("bench-gw-b"), ns("bench-pod-b")
 	must := func(err error) {
 		if err != nil {

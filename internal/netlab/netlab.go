@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 
 	"github.com/vishvananda/netns"
 )
@@ -61,6 +62,22 @@ func NewNamespace(role string) (*Namespace, error) {
 		return nil, errors.Join(err, n.Close())
 	}
 	return n, nil
+}
+
+// ForTest is NewNamespace for a test or benchmark: it fails tb when the
+// namespace cannot be made, and removes it when tb ends.
+func ForTest(tb testing.TB, role string) *Namespace {
+	tb.Helper()
+	n, err := NewNamespace(role)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return n
 }
 
 // Path is the namespace's file, for nsenter --net.

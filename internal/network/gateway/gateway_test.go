@@ -70,7 +70,7 @@ func newLab(t *testing.T) *lab {
 	}
 	// Each lab is namespaces of its own: the tests run side by side.
 	t.Parallel()
-	l := &lab{t: t, bridge: newNamespace(t, "wan")}
+	l := &lab{t: t, bridge: netlab.ForTest(t, "wan")}
 	if err := l.bridge.IP("link", "add", "br0", "type", "bridge"); err != nil {
 		t.Fatal(err)
 	}
@@ -78,20 +78,6 @@ func newLab(t *testing.T) *lab {
 		t.Fatal(err)
 	}
 	return l
-}
-
-func newNamespace(t *testing.T, role string) *netlab.Namespace {
-	t.Helper()
-	ns, err := netlab.NewNamespace(role)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return ns
 }
 
 // cluster adds a cluster: its pod, its gateway on the underlay at
@@ -104,7 +90,7 @@ func (l *lab) cluster(name string) *cluster {
 	for range l.n {
 		wan = wan.Next()
 	}
-	c := &cluster{name: name, pod: newNamespace(t, name+"-pod"), gw: newNamespace(t, name+"-gw"), wan: wan}
+	c := &cluster{name: name, pod: netlab.ForTest(t, name+"-pod"), gw: netlab.ForTest(t, name+"-gw"), wan: wan}
 	must(t, netlab.Veth(c.pod, "eth0", netip.PrefixFrom(podAddr, 16), c.gw, "pods", netip.PrefixFrom(gatewayPodSide, 16)))
 	must(t, c.pod.IP("route", "add", "default", "via", gatewayPodSide.String()))
 	port := fmt.Sprintf("port%d", l.n)
@@ -176,41 +162,32 @@ func translated(v view) netip.Addr {
 
 func waitEstablished(t *testing.T, c *cluster, peerID string, within time.Duration) gateway.PeerStatus {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		st, err := c.proc.Status()
-		if err == nil {
-			for _, p := range st.Peers {
-				if p.ID == peerID && p.Established {
-					return p
-				}
-			}
-			err = fmt.Errorf("%+v", st.Peers)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: tunnel to %s not established within %s: %v", c.name, peerID, within, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitPeer(t, c, peerID, "established", within, func(p gateway.PeerStatus) bool { return p.Established })
 }
 
 // waitSent waits until c has sent at least n packets into its tunnel to
 // peerID (its probes, when nothing else talks).
 func waitSent(t *testing.T, c *cluster, peerID string, n uint64, within time.Duration) {
 	t.Helper()
+	waitPeer(t, c, peerID, fmt.Sprintf("%d packets sent", n), within, func(p gateway.PeerStatus) bool { return p.TxPackets >= n })
+}
+
+// waitPeer waits until c's status of peerID satisfies ok, and returns it.
+func waitPeer(t *testing.T, c *cluster, peerID, what string, within time.Duration, ok func(gateway.PeerStatus) bool) gateway.PeerStatus {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		st, err := c.proc.Status()
 		if err == nil {
 			for _, p := range st.Peers {
-				if p.ID == peerID && p.TxPackets >= n {
-					return
+				if p.ID == peerID && ok(p) {
+					return p
 				}
 			}
 			err = fmt.Errorf("%+v", st.Peers)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: fewer than %d packets sent to %s within %s: %v", c.name, n, peerID, within, err)
+			t.Fatalf("%s: tunnel to %s not %s within %s: %v", c.name, peerID, what, within, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -325,7 +302,7 @@ func TestAnswersReachWhatOpenedTheConnection(t *testing.T) {
 	l := newLab(t)
 	a, b := l.cluster("a"), l.cluster("b")
 	from := echoServer(t, b.pod)
-	node := newNamespace(t, "a-node")
+	node := netlab.ForTest(t, "a-node")
 	must(t, netlab.Veth(a.gw, "nodes", pfx("172.30.0.1/24"), node, "eth0", pfx("172.30.0.2/24")))
 	must(t, node.IP("route", "add", "default", "via", "172.30.0.1"))
 	must(t, a.proc.Apply(config(a, peer(b, bAsSeenByA, aAsSeenByB, true))))
@@ -371,7 +348,7 @@ func TestGatewayLetsAPeerReachPodsOnly(t *testing.T) {
 	l := newLab(t)
 	a, b := l.cluster("a"), l.cluster("b")
 	// A network behind b's gateway that is not b's pods.
-	other := newNamespace(t, "b-other")
+	other := netlab.ForTest(t, "b-other")
 	must(t, netlab.Veth(b.gw, "other", pfx("10.96.0.1/24"), other, "eth0", pfx("10.96.0.10/24")))
 	must(t, other.IP("route", "add", "default", "via", "10.96.0.1"))
 	reached := map[string]<-chan netip.Addr{"the network behind b": echoServer(t, other), "b's pod": echoServer(t, b.pod)}

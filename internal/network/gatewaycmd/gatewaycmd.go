@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -83,12 +84,9 @@ func Run(ctx context.Context, o *Options) (err error) {
 		return err
 	}
 	log := ctrl.Log.WithName("gateway")
-	cfg, err := ctrl.GetConfig()
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	}
+	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: api.NewScheme(),
@@ -133,4 +131,17 @@ func Run(ctx context.Context, o *Options) (err error) {
 	host, _ := os.Hostname()
 	log.Info("Starting the gateway", "node", host, "port", o.ListenPort)
 	return mgr.Start(ctx)
+}
+
+// restConfig loads kubeconfig, or the in-cluster configuration when it is
+// empty.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	cfg, err := ctrl.GetConfig()
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
 }

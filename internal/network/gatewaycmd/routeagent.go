@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,12 +63,9 @@ func RunRouteAgent(ctx context.Context, o *RouteAgentOptions) (err error) {
 		return errors.New("--namespace must not be empty")
 	}
 	log := ctrl.Log.WithName("route-agent")
-	cfg, err := ctrl.GetConfig()
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	}
+	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: api.NewScheme(),

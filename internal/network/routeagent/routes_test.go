@@ -32,7 +32,7 @@ func TestRoutesThroughTheGatewaysNode(t *testing.T) {
 		t.Skipf("no network namespaces here: %v", err)
 	}
 	t.Parallel()
-	gwNode, node, pod := newNamespace(t, "gwnode"), newNamespace(t, "node"), newNamespace(t, "pod")
+	gwNode, node, pod := netlab.ForTest(t, "gwnode"), netlab.ForTest(t, "node"), netlab.ForTest(t, "pod")
 	must(t, netlab.Veth(gwNode, "eth0", netip.MustParsePrefix("192.168.77.1/24"), node, "eth0", netip.MustParsePrefix("192.168.77.2/24")))
 	must(t, netlab.Veth(node, "pod0", netip.MustParsePrefix("10.100.32.1/24"), pod, "eth0", netip.MustParsePrefix("10.100.32.2/24")))
 	must(t, node.Sysctl("ipv4/ip_forward", "1"))
@@ -141,20 +141,6 @@ func agentRoutes(t *testing.T, ns *netlab.Namespace) []string {
 	}))
 	slices.Sort(out)
 	return out
-}
-
-func newNamespace(t *testing.T, role string) *netlab.Namespace {
-	t.Helper()
-	ns, err := netlab.NewNamespace(role)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ns.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return ns
 }
 
 func must(t *testing.T, err error) {
