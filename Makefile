@@ -120,6 +120,16 @@ images: ## Build OCI images of $(IMAGES) for $(IMAGE_PLATFORMS) into _output/ima
 
 comma := ,
 
+# The gateway's image for a playground with a network (`make demo` as
+# root), for this machine only, tagged as internal/playground expects.
+# Always rebuilt: go build and the image writer skip what did not change.
+.PHONY: $(BIN)/liqo-gateway-image.tar
+$(BIN)/liqo-gateway-image.tar: $(TOOLS_DEPS)
+	CGO_ENABLED=0 go build $(IMAGE_GOFLAGS) -o $(BIN)/.liqo-gateway/linux_$(HOST_ARCH)/ ./cmd/liqo-gateway
+	cd $(TOOLS_DIR) && go run ./cmd/images --bin-dir $(BIN)/.liqo-gateway --out $(BIN)/.liqo-gateway/images \
+	  --platforms linux/$(HOST_ARCH) --repository ghcr.io/liqo-go --tag playground liqo-gateway
+	mv $(BIN)/.liqo-gateway/images/liqo-gateway-linux-$(HOST_ARCH).tar $@ && rm -rf $(BIN)/.liqo-gateway
+
 ##@ Development
 
 .PHONY: generate
@@ -181,10 +191,16 @@ bench: $(RUNTIME_BINS) $(BIN)/wireguard-go build ## Run the benchmarks (clusters
 PLAYGROUND_DIR ?= $(CURDIR)/.playground
 CLUSTERS ?= 3
 
+# As root, the playground has a network: a real node per cluster and the
+# gateways' tunnels between their pod networks, which needs the Debian
+# packages, the node's binaries and the gateway's image. Otherwise
+# liqoctl says why the network is off and runs without it.
+DEMO_NETWORK_DEPS := $(if $(filter 0,$(shell id -u)),system-deps $(NODE_BINS) $(BIN)/liqo-gateway-image.tar)
+
 .PHONY: demo
-demo: $(RUNTIME_BINS) build ## Start a playground of $(CLUSTERS) clusters and show them; DEMO_DOWN=1 tears it down after.
+demo: $(RUNTIME_BINS) build $(DEMO_NETWORK_DEPS) ## Start a playground of $(CLUSTERS) clusters and show them (with a network as root); DEMO_DOWN=1 tears it down after.
 	$(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR) >/dev/null
-	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS)
+	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS) --network
 	@if [ -n "$(DEMO_DOWN)" ]; then $(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR); fi
 
 .PHONY: down

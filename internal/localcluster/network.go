@@ -89,6 +89,10 @@ func (n *Network) Close() error {
 	return deleteNetns(n.Name)
 }
 
+// DeleteNetwork removes the underlay named name (a Network's Name), from
+// any process: a playground's, after the one that made it is gone.
+func DeleteNetwork(name string) error { return deleteNetns(name) }
+
 // apiServerVIP is the address cluster k's API server is reached at on the
 // underlay.
 func apiServerVIP(k int) netip.Addr {

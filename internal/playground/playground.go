@@ -79,6 +79,16 @@ type Options struct {
 	// Supervisor, when set, runs every component under a supervisor that
 	// restarts it when it exits (see localcluster.Options.Supervisor).
 	Supervisor []string
+	// Network gives each cluster a real node (kubelet and containerd, in a
+	// network namespace) instead of kwok workers, all on one underlay, and
+	// runs the chart's gateway and route agent there: the clusters' pod
+	// networks are connected through the tunnels. Root only; see
+	// NetworkSupported.
+	Network bool
+	// GatewayImage is the archive of the liqo-gateway image the real
+	// nodes import (tagged GatewayImageRepository:GatewayImageTag); defaults to
+	// BinDir/GatewayImageFile.
+	GatewayImage string
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
 	// Log receives the harness's detailed messages.
@@ -113,10 +123,46 @@ type Playground struct {
 	Members []*Member
 	// MDNSPort is the UDP port the clusters speak mDNS on, on loopback.
 	MDNSPort int
+
+	network *localcluster.Network
 }
 
 type state struct {
 	Clusters []ClusterInfo `json:"clusters"`
+	// Network is the underlay's namespace, when the clusters have real
+	// nodes: Down removes it after the clusters.
+	Network string `json:"network,omitempty"`
+}
+
+// GatewayImageFile is the archive of the gateway's image that `make demo`
+// builds into the bin directory for a playground with a network, tagged
+// GatewayImageRepository:GatewayImageTag.
+const (
+	GatewayImageFile       = "liqo-gateway-image.tar"
+	GatewayImageRepository = "ghcr.io/liqo-go/liqo-gateway"
+	GatewayImageTag        = "playground"
+)
+
+// NetworkSupported says why a playground cannot have a network here (real
+// nodes need root, Debian packages and `make node-tools`; the gateway its
+// image), or nil.
+func NetworkSupported(binDir, gatewayImage string) error {
+	if binDir == "" {
+		var err error
+		if binDir, err = localcluster.FindBinDir(); err != nil {
+			return err
+		}
+	}
+	if err := localcluster.RealNodesSupported(binDir); err != nil {
+		return err
+	}
+	if gatewayImage == "" {
+		gatewayImage = filepath.Join(binDir, GatewayImageFile)
+	}
+	if _, err := os.Stat(gatewayImage); err != nil {
+		return fmt.Errorf("the gateway's image %s is missing (make %s): %w", gatewayImage, filepath.Join("bin", GatewayImageFile), err)
+	}
+	return nil
 }
 
 // ClusterInfo is what the state file records of one cluster.
@@ -144,12 +190,20 @@ func (o *Options) complete() error {
 	if o.Clusters < 1 || o.Clusters > 10 {
 		return fmt.Errorf("options: Clusters must be between 1 and 10, got %d", o.Clusters)
 	}
-	if o.NodesPerCluster == 0 {
+	if o.NodesPerCluster == 0 && !o.Network {
 		o.NodesPerCluster = 2
 	}
 	if o.BinDir == "" {
 		if o.BinDir, err = localcluster.FindBinDir(); err != nil {
 			return err
+		}
+	}
+	if o.Network {
+		if o.GatewayImage == "" {
+			o.GatewayImage = filepath.Join(o.BinDir, GatewayImageFile)
+		}
+		if err := NetworkSupported(o.BinDir, o.GatewayImage); err != nil {
+			return fmt.Errorf("a playground with a network: %w", err)
 		}
 	}
 	if o.ControllerManagerBin == "" {
@@ -186,12 +240,24 @@ func Up(ctx context.Context, opts Options) (*Playground, error) {
 	}
 	p := &Playground{Dir: opts.Dir, Members: make([]*Member, opts.Clusters), MDNSPort: opts.MDNSPort}
 	fmt.Fprintf(opts.Out, "Starting %d clusters in %s\n", opts.Clusters, opts.Dir)
+	if opts.Network {
+		n, err := localcluster.NewNetwork()
+		if err != nil {
+			return nil, err
+		}
+		p.network = n
+		// Recorded first: a failed start, or Down, removes it.
+		if err := p.writeState(); err != nil {
+			return nil, errors.Join(err, n.Close())
+		}
+		fmt.Fprintf(opts.Out, "  with a network: one real node per cluster, on the underlay %s\n", n.Name)
+	}
 
 	var wg sync.WaitGroup
 	errs := make([]error, opts.Clusters)
 	for i := range opts.Clusters {
 		wg.Go(func() {
-			p.Members[i], errs[i] = startMember(ctx, opts, ClusterName(i+1))
+			p.Members[i], errs[i] = startMember(ctx, opts, ClusterName(i+1), p.network)
 		})
 	}
 	wg.Wait()
@@ -208,7 +274,7 @@ func Up(ctx context.Context, opts Options) (*Playground, error) {
 	return p, nil
 }
 
-func startMember(ctx context.Context, opts Options, name string) (*Member, error) {
+func startMember(ctx context.Context, opts Options, name string, network *localcluster.Network) (*Member, error) {
 	start := time.Now()
 	copts := localcluster.Options{
 		Name:   name,
@@ -217,6 +283,16 @@ func startMember(ctx context.Context, opts Options, name string) (*Member, error
 		Nodes:  opts.NodesPerCluster,
 		Detach: opts.Detach, Supervisor: opts.Supervisor,
 		Log: opts.Log,
+	}
+	values := map[string]any{"clusterName": name}
+	// Neither the gateway nor the route agents run on kwok nodes: there is
+	// no network to program.
+	skip := []string{"Deployment", "DaemonSet"}
+	if network != nil {
+		copts.RealNodes, copts.Network = 1, network
+		copts.NodeImages = append(copts.NodeImages, opts.GatewayImage)
+		values["gateway"] = map[string]any{"image": map[string]any{"repository": GatewayImageRepository, "tag": GatewayImageTag}}
+		skip = []string{"Deployment/" + install.ControllerManagerName}
 	}
 	if opts.Customize != nil {
 		opts.Customize(name, &copts)
@@ -229,7 +305,7 @@ func startMember(ctx context.Context, opts Options, name string) (*Member, error
 	if opts.ControllerManagerArgsFor != nil {
 		m.extraArgs = append(append([]string{}, m.extraArgs...), opts.ControllerManagerArgsFor(name)...)
 	}
-	fmt.Fprintf(opts.Out, "  %s: control plane and %d nodes ready in %s\n", name, opts.NodesPerCluster, c.StartDuration.Round(100*time.Millisecond))
+	fmt.Fprintf(opts.Out, "  %s: control plane and %d nodes ready in %s\n", name, opts.NodesPerCluster+c.RealNodes(), c.StartDuration.Round(100*time.Millisecond))
 
 	kubeconfig, err := os.ReadFile(c.KubeconfigPath)
 	if err == nil {
@@ -239,11 +315,9 @@ func startMember(ctx context.Context, opts Options, name string) (*Member, error
 	if err == nil {
 		// The chart users install, rendered by the same code; the
 		// controller manager runs on the host instead of in a pod,
-		// with the chart's ServiceAccount and rights. Neither the
-		// gateway nor the route agents run: the kwok nodes have no
-		// network to program.
+		// with the chart's ServiceAccount and rights.
 		err = chart.Apply(ctx, c.RESTConfig, chart.Release{Name: chart.DefaultReleaseName, Namespace: install.DefaultNamespace,
-			Values: map[string]any{"clusterName": name}}, "Deployment", "DaemonSet")
+			Values: values}, skip...)
 	}
 	if err == nil {
 		err = createClusterConfig(ctx, c, opts)
@@ -391,6 +465,9 @@ func (m *Member) StopControllerManager() error {
 
 func (p *Playground) writeState() error {
 	var s state
+	if p.network != nil {
+		s.Network = p.network.Name
+	}
 	for _, m := range p.Members {
 		if m != nil {
 			s.Clusters = append(s.Clusters, ClusterInfo{Name: m.Name, Dir: m.Dir, Kubeconfig: m.Kubeconfig})
@@ -414,6 +491,9 @@ func (p *Playground) Stop() error {
 	}
 	if _, err := localcluster.Reap(p.Dir); err != nil {
 		errs = append(errs, err)
+	}
+	if p.network != nil {
+		errs = append(errs, p.network.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -446,6 +526,9 @@ func Down(dir string) (int, error) {
 	}
 	if _, err := localcluster.Reap(abs); err != nil {
 		errs = append(errs, err)
+	}
+	if s.Network != "" {
+		errs = append(errs, localcluster.DeleteNetwork(s.Network))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return len(s.Clusters), err

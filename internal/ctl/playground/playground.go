@@ -24,6 +24,8 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
+	"github.com/liqo-go/liqo/internal/ctl/testnetwork"
+	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
@@ -80,10 +82,20 @@ type UpOptions struct {
 	// Peer turns on autojoin and LAN trust, so that the clusters peer
 	// with each other as soon as they meet.
 	Peer bool
+	// Network gives each cluster a real node and the network fabric, when
+	// this machine allows it (playground.NetworkSupported); otherwise the
+	// playground says why and runs without.
+	Network bool
+	// GatewayImage is the archive of the gateway's image; the bin
+	// directory's when empty (playground.Options.GatewayImage).
+	GatewayImage string
+	// Liqoctl is the liqoctl binary the components are supervised by;
+	// this program when empty.
+	Liqoctl string
 }
 
 func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
-	o := &UpOptions{Clusters: 3, NodesPerCluster: 2, Timeout: 5 * time.Minute, Peer: true}
+	o := &UpOptions{Clusters: 3, NodesPerCluster: 2, Timeout: 10 * time.Minute, Peer: true}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the clusters and Liqo on each; they keep running after this command returns",
@@ -94,10 +106,11 @@ func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&o.Clusters, "clusters", o.Clusters, "Number of clusters (1 to 10)")
-	cmd.Flags().IntVar(&o.NodesPerCluster, "nodes", o.NodesPerCluster, "Simulated worker nodes per cluster")
+	cmd.Flags().IntVar(&o.NodesPerCluster, "nodes", o.NodesPerCluster, "Simulated worker nodes per cluster (with --network, a real node instead)")
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", o.BinDir, "Directory of the control-plane binaries and liqo-controller-manager (default: next to liqoctl, or $LIQO_BIN_DIR)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "Give up, and stop what was started, after this long")
 	cmd.Flags().BoolVar(&o.Peer, "peer", o.Peer, "Peer every cluster with every other (autojoin and LAN trust); --peer=false only discovers")
+	cmd.Flags().BoolVar(&o.Network, "network", o.Network, "Give each cluster a real node (kubelet, containerd) and connect the clusters' pod networks through the gateways' tunnels; needs root, `make node-tools` and the gateway's image (`make demo` as root builds them)")
 	return cmd
 }
 
@@ -106,16 +119,32 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	start := time.Now()
-	exe, err := os.Executable()
-	if err != nil {
-		return err
+	exe := o.Liqoctl
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	network, nodes := o.Network, o.NodesPerCluster
+	if network {
+		if err := playground.NetworkSupported(o.BinDir, o.GatewayImage); err != nil {
+			fmt.Fprintf(out, "The network is off: %v.\n"+
+				"The clusters run without real nodes or tunnels (as root, `make demo` builds what the network needs).\n\n", err)
+			network = false
+		} else {
+			// The offloaded pods must land on a real node: no kwok one.
+			nodes = 0
+		}
 	}
 	p, err := playground.Up(ctx, playground.Options{
 		Supervisor:      Supervisor(exe),
 		Dir:             o.Dir,
 		Clusters:        o.Clusters,
-		NodesPerCluster: o.NodesPerCluster,
+		NodesPerCluster: nodes,
 		BinDir:          o.BinDir,
+		Network:         network,
+		GatewayImage:    o.GatewayImage,
 		Detach:          true,
 		Out:             out,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
@@ -134,6 +163,11 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		waitForAll(ctx, out, p.Dir, o.Clusters, 30*time.Second, func(st *status) bool { return st.virtualReady >= o.Clusters-1 },
 			fmt.Sprintf("virtual nodes: every cluster has a Ready virtual node for each of the other %d", o.Clusters-1),
 			"virtual nodes: not every virtual node is Ready; see `kubectl get nodes` and `liqoctl status -v`")
+		if network {
+			waitForAll(ctx, out, p.Dir, o.Clusters, 30*time.Second, func(st *status) bool { return st.networkEstablished >= o.Clusters-1 },
+				fmt.Sprintf("network: every cluster's tunnel to each of the other %d is established", o.Clusters-1),
+				"network: not every tunnel is established; see `kubectl get tunnelendpoints` and the gateways' logs")
+		}
 	}
 	fmt.Fprintf(out, "Playground ready in %s.\n\n", time.Since(start).Round(100*time.Millisecond))
 	if err := printStatus(ctx, out, p.Dir); err != nil {
@@ -142,19 +176,29 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 	first := filepath.Join(p.Dir, playground.ClusterName(1)+".kubeconfig")
 	if o.Peer && o.Clusters > 1 {
 		fmt.Fprintf(out, "\nOffloading namespace %s of %s:\n", demoNamespace, playground.ClusterName(1))
-		if err := runDemoWorkload(ctx, out, first); err != nil {
+		if err := runDemoWorkload(ctx, out, first, network); err != nil {
 			return fmt.Errorf("the demo workload: %w", err)
 		}
+		if network {
+			fmt.Fprintf(out, "\nThe network, from a pod of %s to pods in each provider and back, as `liqoctl test network` checks it:\n", playground.ClusterName(1))
+			if err := (&testnetwork.Options{Kubeconfig: first, Namespace: install.DefaultNamespace, TestNamespace: "test-liqo-network",
+				Timeout: 3 * time.Minute}).Run(ctx, out); err != nil {
+				return fmt.Errorf("the network: %w", err)
+			}
+		}
 	}
-	liqoctl := "liqoctl"
-	if exe, err := os.Executable(); err == nil {
-		liqoctl = exe
-	}
+	liqoctl := exe
 	kubectl := "kubectl"
 	if bin, err := localcluster.FindBinDir(); err == nil {
 		if _, err := os.Stat(filepath.Join(bin, "kubectl")); err == nil {
 			kubectl = filepath.Join(bin, "kubectl")
 		}
+	}
+	// kubectl exec reaches a kwok pod's simulated shell; a real pod of
+	// the probe image has none.
+	more := fmt.Sprintf("  %s exec -n %s deploy/hello -- printenv %s\n", kubectl, demoNamespace, localcluster.KwokExecClusterEnv)
+	if network {
+		more = fmt.Sprintf("  %s get tunnelendpoints\n  %s test network\n", kubectl, liqoctl)
 	}
 	fmt.Fprintf(out, `
 Use a cluster:
@@ -166,12 +210,11 @@ Use a cluster:
   %s get peeringrequests
   %s get pods -n %s -o wide
   %s logs -n %s deploy/hello
-  %s exec -n %s deploy/hello -- printenv %s
-  %s get namespaceoffloadings -A
+%s  %s get namespaceoffloadings -A
 Logs of every component: %s/clusters/<name>/logs/
 Stop everything:
   %s playground down --dir %s
-`, first, kubectl, kubectl, kubectl, liqoctl, kubectl, kubectl, demoNamespace, kubectl, demoNamespace, kubectl, demoNamespace, localcluster.KwokExecClusterEnv, kubectl, p.Dir, liqoctl, p.Dir)
+`, first, kubectl, kubectl, kubectl, liqoctl, kubectl, kubectl, demoNamespace, kubectl, demoNamespace, more, kubectl, p.Dir, liqoctl, p.Dir)
 	return nil
 }
 
@@ -282,10 +325,11 @@ func restartsCell(restarts map[string]int) string {
 }
 
 type status struct {
-	id, server   string
-	nodes, peers []string
-	accepted     int
-	virtualReady int
+	id, server         string
+	nodes, peers       []string
+	accepted           int
+	virtualReady       int
+	networkEstablished int
 }
 
 func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
@@ -329,6 +373,9 @@ func clusterStatus(ctx context.Context, kubeconfig string) (*status, error) {
 			incoming = "in"
 		}
 		st.peers = append(st.peers, fmt.Sprintf("%s (%s, %s, %s)", fc.Spec.ClusterIdentity.ClusterName, fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel], outgoing, incoming))
+		if meta.IsStatusConditionTrue(fc.Status.Conditions, discoveryv1alpha1.ConditionNetworkEstablished) {
+			st.networkEstablished++
+		}
 	}
 	sort.Strings(st.nodes)
 	sort.Strings(st.peers)

@@ -23,6 +23,7 @@ import (
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/ctl/offload"
+	"github.com/liqo-go/liqo/internal/localcluster"
 )
 
 // The demo workload: a Deployment in an offloaded namespace of the first
@@ -34,8 +35,10 @@ const (
 
 // runDemoWorkload offloads the demo namespace of the cluster behind
 // kubeconfig (Remote strategy) and runs the demo Deployment there, then
-// prints where its pods run.
-func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string) error {
+// prints where its pods run. With network, the pods are real (the
+// providers' nodes are) and serve HTTP on port 8080, at the addresses the
+// list shows.
+func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string, network bool) error {
 	c, cfg, err := kubeclient.New(kubeconfig, 30*time.Second)
 	if err != nil {
 		return err
@@ -50,6 +53,16 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string) erro
 		return err
 	}
 	labels := map[string]string{"app": "hello"}
+	container := corev1.Container{Name: "hello", Image: "registry.k8s.io/pause:3.10"}
+	if network {
+		container = corev1.Container{Name: "hello", Image: localcluster.ProbeImage, ImagePullPolicy: corev1.PullNever,
+			Command: []string{"/probe"}, Args: []string{"serve", ":8080", "hello from demo/hello"},
+			SecurityContext: &corev1.SecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), AllowPrivilegeEscalation: ptr.To(false),
+				Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			}}
+	}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "hello"},
 		Spec: appsv1.DeploymentSpec{
@@ -58,7 +71,7 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string) erro
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "hello", Image: "registry.k8s.io/pause:3.10"}},
+					Containers: []corev1.Container{container},
 					// One pod per virtual node in turn: the Deployment spreads
 					// over the providers.
 					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
@@ -98,6 +111,10 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string) erro
 	}
 	if err := tw.Flush(); err != nil || len(pods.Items) == 0 {
 		return err
+	}
+	if network {
+		fmt.Fprintf(out, "Every cluster gives its pods addresses of %s: the providers' pods are listed at the addresses\n"+
+			"the consumer reaches them at, through the tunnels (each provider's range remapped, as the consumer chose).\n", localcluster.PodCIDR)
 	}
 	// What `kubectl logs` shows: the consumer's API server asks the virtual
 	// node's kubelet API, which asks the provider's API server.

@@ -25,7 +25,8 @@ const fieldOwner = "liqo-playground"
 // Apply renders the chart for r and applies what it renders to the
 // cluster of cfg with server-side apply, without a Helm release: the
 // namespace, then the CRDs (waiting until they are served), then the
-// rest, leaving out the kinds in skip. The playground installs so,
+// rest, leaving out what skip names: a kind, or one object as
+// "Kind/name". The playground installs so,
 // skipping the Deployments and the DaemonSet, because it runs the
 // controller manager as a process on the host with the ServiceAccount and
 // rights the chart created, and its nodes have no network to program.
@@ -62,7 +63,7 @@ func Apply(ctx context.Context, cfg *rest.Config, r Release, skip ...string) err
 	var rest []*unstructured.Unstructured
 	for _, o := range objs {
 		switch {
-		case slices.Contains(skip, o.GetKind()):
+		case slices.Contains(skip, o.GetKind()) || slices.Contains(skip, o.GetKind()+"/"+o.GetName()):
 		case o.GetKind() == "CustomResourceDefinition":
 			crds = append(crds, o)
 		default:
