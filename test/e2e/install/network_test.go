@@ -25,6 +25,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/ctl/remove"
 	"github.com/liqo-go/liqo/internal/ctl/testnetwork"
 	liqoinstall "github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
@@ -80,7 +81,7 @@ func TestNetworkOnRealNodes(t *testing.T) {
 	// The consumer's node with the gateway, and the other, whose route
 	// agent sends the providers' ranges to the first.
 	gwNode, otherNode, otherNetns := consumerNodes(t, e)
-	waitAgentRoutes(t, otherNetns, ids, cc)
+	keysRanges := waitAgentRoutes(t, otherNetns, ids, cc)
 
 	// A server pod in each provider, offloaded, and one in the consumer
 	// (on the node without the gateway), in one namespace (offloaded with
@@ -228,6 +229,55 @@ func TestNetworkOnRealNodes(t *testing.T) {
 	t.Logf("%s's gateway restarted: its new pod ran %s after the old one was deleted, and the tunnel was back %s after that",
 		e.names[1], running.Sub(restarted).Round(10*time.Millisecond), time.Since(running).Round(10*time.Millisecond))
 
+	// Unpeered from provider-b, with Liqo still installed: nothing of
+	// that peering is left on either side, objects, routes or tables;
+	// provider-a's tunnel goes on.
+	var removed bytes.Buffer
+	if err := (&remove.Options{Kubeconfig: e.consumer.KubeconfigPath, Cluster: ids[1], Timeout: 2 * time.Minute}).Run(ctx, &removed); err != nil {
+		t.Fatalf("liqoctl remove %s: %v\n%s", e.names[2], err, removed.String())
+	}
+	unpeered := time.Now()
+	pb := ctrlClient(t, providers[1])
+	framework.Eventually(t, time.Minute, func() error {
+		for _, side := range []struct {
+			c    client.Client
+			name string
+			peer string
+		}{{cc, e.names[0], ids[1]}, {pb, e.names[2], consumerID}} {
+			var teps netv1alpha1.TunnelEndpointList
+			var ncs netv1alpha1.NetworkConfigList
+			if err := side.c.List(ctx, &teps); err != nil {
+				return err
+			}
+			if err := side.c.List(ctx, &ncs); err != nil {
+				return err
+			}
+			for _, tep := range teps.Items {
+				if tep.Name == side.peer {
+					return fmt.Errorf("%s: TunnelEndpoint %s left", side.name, tep.Name)
+				}
+			}
+			for _, nc := range ncs.Items {
+				if nc.Spec.ClusterID == side.peer || nc.Name == netv1alpha1.NetworkConfigName(side.peer) {
+					return fmt.Errorf("%s: NetworkConfig %s/%s left", side.name, nc.Namespace, nc.Name)
+				}
+			}
+		}
+		// provider-b has no peer left: nothing of the data plane.
+		if left := dataPlaneLeft(t, providers[1].RealNodeNetns(0)); len(left) > 0 {
+			return fmt.Errorf("%s's node: %v", e.names[2], left)
+		}
+		// The consumer's nodes: nothing of provider-b's.
+		for n := range e.consumer.RealNodes() {
+			if left := peerLeft(t, e.consumer.RealNodeNetns(n), ids[1], keysRanges[ids[1]]); len(left) > 0 {
+				return fmt.Errorf("%s's node %s: %v", e.names[0], e.consumer.RealNodeName(n), left)
+			}
+		}
+		return nil
+	})
+	t.Logf("unpeered from %s: nothing of it left on either side %s after liqoctl remove returned", e.names[2], time.Since(unpeered).Round(10*time.Millisecond))
+	waitNetwork(t, cc, ids[0], metav1.ConditionTrue, 10*time.Second)
+
 	if err := cc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: local}}); err != nil {
 		t.Fatal(err)
 	}
@@ -264,16 +314,19 @@ func consumerNodes(t *testing.T, e *realEnv) (gwNode, other, otherNetns string) 
 }
 
 // waitAgentRoutes waits for the route agent's routes in netns: one for
-// each of the peers' ranges, as the consumer sees them.
-func waitAgentRoutes(t *testing.T, netns string, peers []string, c client.Client) {
+// each of the peers' ranges, as the consumer sees them. It returns the
+// ranges of each peer.
+func waitAgentRoutes(t *testing.T, netns string, peers []string, c client.Client) map[string][]string {
 	t.Helper()
 	var want []string
+	ranges := map[string][]string{}
 	for _, id := range peers {
 		var tep netv1alpha1.TunnelEndpoint
 		if err := c.Get(t.Context(), client.ObjectKey{Name: id}, &tep); err != nil {
 			t.Fatal(err)
 		}
-		want = append(want, tep.Spec.RemoteSeenAs.PodCIDR, tep.Spec.RemoteSeenAs.ExternalCIDR)
+		ranges[id] = []string{tep.Spec.RemoteSeenAs.PodCIDR, tep.Spec.RemoteSeenAs.ExternalCIDR}
+		want = append(want, ranges[id]...)
 	}
 	framework.Eventually(t, 30*time.Second, func() error {
 		out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "proto", strconv.Itoa(int(routeagent.RouteProtocol))).CombinedOutput()
@@ -287,6 +340,34 @@ func waitAgentRoutes(t *testing.T, netns string, peers []string, c client.Client
 		}
 		return nil
 	})
+	return ranges
+}
+
+// peerLeft lists what is left in the node's namespace of the peer id
+// whose ranges (as this cluster saw them) are given: routes to them, of
+// the gateway or the route agent, and its nftables table.
+func peerLeft(t *testing.T, netns, id string, ranges []string) []string {
+	t.Helper()
+	var left []string
+	for _, proto := range []int{int(gateway.RouteProtocol), int(routeagent.RouteProtocol)} {
+		out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "proto", strconv.Itoa(proto)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip route: %v: %s", err, out)
+		}
+		for _, r := range ranges {
+			if strings.Contains(string(out), r+" ") {
+				left = append(left, fmt.Sprintf("a route to %s (protocol %d)", r, proto))
+			}
+		}
+	}
+	out, err := exec.CommandContext(t.Context(), "ip", "netns", "exec", netns, "nft", "list", "tables").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list tables: %v: %s", err, out)
+	}
+	if strings.Contains(string(out), gateway.PeerTable(id)) {
+		left = append(left, "nftables: "+gateway.PeerTable(id))
+	}
+	return left
 }
 
 func clusterID(t *testing.T, c client.Client) string {
