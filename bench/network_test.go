@@ -316,13 +316,16 @@ func (nb *netBench) gateways() (func(), []int) {
 	extA, extB := netip.MustParsePrefix("10.70.0.0/16"), netip.MustParsePrefix("10.71.0.0/16")
 	podsA, podsB := pfx16(netPodA, 0), pfx16(netPodB, 0)
 	pa, pb := gatewaytest.Start(b, nb.gwA), gatewaytest.Start(b, nb.gwB)
-	must(b, pa.Apply(gateway.Config{PrivateKey: keyA, ListenPort: 51820, PodCIDR: podsA, ExternalCIDR: extA, Peers: []gateway.Peer{{
-		ID: "b", PublicKey: keyB.Public(), Endpoint: netip.AddrPortFrom(netGwB, 51820).String(),
-		PodCIDR: podsB, ExternalCIDR: extB, LocalPodCIDR: podsA, LocalExternalCIDR: extA,
-	}}}))
+	// The server first, as a peering does (the provider's side is
+	// ready when the consumer's dials): the client's first handshake
+	// is answered.
 	must(b, pb.Apply(gateway.Config{PrivateKey: keyB, ListenPort: 51820, PodCIDR: podsB, ExternalCIDR: extB, Peers: []gateway.Peer{{
 		ID: "a", PublicKey: keyA.Public(),
 		PodCIDR: podsA, ExternalCIDR: extA, LocalPodCIDR: podsB, LocalExternalCIDR: extB,
+	}}}))
+	must(b, pa.Apply(gateway.Config{PrivateKey: keyA, ListenPort: 51820, PodCIDR: podsA, ExternalCIDR: extA, Peers: []gateway.Peer{{
+		ID: "b", PublicKey: keyB.Public(), Endpoint: netip.AddrPortFrom(netGwB, 51820).String(),
+		PodCIDR: podsB, ExternalCIDR: extB, LocalPodCIDR: podsA, LocalExternalCIDR: extA,
 	}}}))
 	nb.gatewayA = pa
 	nb.waitTunnel(true, 10*time.Second)

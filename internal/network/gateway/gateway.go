@@ -134,7 +134,8 @@ func (g *Gateway) changedTables(cfg Config) map[string]bool {
 }
 
 // down is the prober telling that a peer does not answer: a client
-// starts the session over (at most every other probe interval), so that a
+// starts the session over (every probe interval until the peer first
+// answered, then at most every other), and probes at once, so that a
 // peer that came up after it, or restarted and forgot the session, is
 // reached as soon as it can answer. A server waits for its client.
 func (g *Gateway) down(peerID string) {
@@ -147,6 +148,12 @@ func (g *Gateway) down(peerID string) {
 		if p.ID == peerID && p.Client() {
 			if err := g.tunnel.restart(p.PublicKey); err != nil {
 				g.log.Error(err, "Restarting the session with a silent peer", "peer", peerID)
+				continue
+			}
+			// The restart dropped what was queued for the old session:
+			// a probe now opens the new one.
+			if g.prober != nil {
+				g.prober.probeNow(peerID)
 			}
 		}
 	}

@@ -63,7 +63,8 @@ type probeStatus struct {
 }
 
 // newProber starts probing; onDown is called, apart, every second probe
-// while a peer has not answered the last two.
+// while a peer has not answered the last two, and every probe while it
+// never answered.
 func newProber(onDown func(string)) (*prober, error) {
 	c, err := icmp.ListenPacket("ip4:icmp", "0.0.0.0")
 	if err != nil {
@@ -139,25 +140,26 @@ func (p *prober) sendAll() {
 				delete(t.sent, seq)
 			}
 		}
-		// Silent: no answer to the last two probes (or, for a new peer,
-		// to any in two intervals).
-		last := t.lastReply
-		if last.IsZero() {
-			last = t.since
-		}
-		if now.Sub(last) >= 2*ProbeInterval {
+		// Silent: no answer to the last two probes, said every other
+		// interval. A peer that never answered is said silent every
+		// interval from the first on: it is most likely a server that was
+		// configured after this side's first handshake (which it
+		// dropped), and its first contact is what peering waits for.
+		if t.lastReply.IsZero() && now.Sub(t.since) >= ProbeInterval {
+			t.silent++
+			down = append(down, t.peerID)
+			t.id = newEchoID()
+		} else if !t.lastReply.IsZero() && now.Sub(t.lastReply) >= 2*ProbeInterval {
 			t.silent++
 			if t.silent%2 == 1 {
 				down = append(down, t.peerID)
 				t.id = newEchoID()
 			}
 		}
-		t.seq++
-		b, err := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: t.id, Seq: int(t.seq), Data: []byte("liqo-probe")}}).Marshal(nil)
+		b, err := t.echo(now)
 		if err != nil {
 			continue
 		}
-		t.sent[t.seq] = now
 		msgs = append(msgs, out{a, b})
 	}
 	p.mu.Unlock()
@@ -172,6 +174,37 @@ func (p *prober) sendAll() {
 		if p.onDown != nil {
 			go p.onDown(id)
 		}
+	}
+}
+
+// echo is the target's next probe, recorded as sent at now.
+func (t *target) echo(now time.Time) ([]byte, error) {
+	t.seq++
+	b, err := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: t.id, Seq: int(t.seq), Data: []byte("liqo-probe")}}).Marshal(nil)
+	if err != nil {
+		return nil, err
+	}
+	t.sent[t.seq] = now
+	return b, nil
+}
+
+// probeNow sends peerID a probe at once: after its session was started
+// over, that probe is what opens the new handshake, a probe interval
+// sooner than the next tick.
+func (p *prober) probeNow(peerID string) {
+	p.mu.Lock()
+	var to netip.Addr
+	var msg []byte
+	for a, t := range p.targets {
+		if t.peerID == peerID {
+			if b, err := t.echo(p.now()); err == nil {
+				to, msg = a, b
+			}
+		}
+	}
+	p.mu.Unlock()
+	if msg != nil {
+		_, _ = p.conn.WriteTo(msg, &net.IPAddr{IP: net.IP(to.AsSlice())})
 	}
 }
 
