@@ -36,7 +36,7 @@ var Layers = [][]string{
 	// installing the CRDs, the test clusters and networks, reconciler
 	// phases.
 	{"internal/clusterid", "internal/identity", "internal/auth", "internal/remotewatch",
-		"internal/install", "internal/localcluster", "internal/netlab", "internal/phase"},
+		"internal/install", "internal/localcluster", "internal/netlab", "internal/phase", "internal/metricsauth"},
 	// The ClusterConfig in force (its tests install the CRDs on a test
 	// cluster).
 	{"internal/clusterconfig"},

@@ -29,6 +29,7 @@ import (
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/clusterid"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/metricsauth"
 	"github.com/liqo-go/liqo/internal/peering"
 )
 
@@ -167,7 +168,7 @@ func (o *Options) metricsServer() metricsserver.Options {
 	m := metricsserver.Options{BindAddress: o.MetricsBindAddress}
 	if o.MetricsSecure {
 		m.SecureServing = true
-		m.FilterProvider = metricsAuthFilter
+		m.FilterProvider = metricsauth.Filter
 		m.CertDir = o.MetricsCertDir
 	}
 	return m

@@ -191,6 +191,20 @@ func TestGateway(t *testing.T) {
 	if !allowed(psaapi.LevelPrivileged) || allowed(psaapi.LevelBaseline) {
 		t.Errorf("the gateway's pod: privileged allowed %v, baseline allowed %v; want only privileged", allowed(psaapi.LevelPrivileged), allowed(psaapi.LevelBaseline))
 	}
+	if !slices.Contains(c.Args, "--metrics-secure=true") {
+		t.Errorf("the gateway's metrics are not secure by default: args %v", c.Args)
+	}
+	var gwRole rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", "liqo-gateway", &gwRole)
+	var reviews []string
+	for _, r := range gwRole.Rules {
+		if slices.Equal(r.Verbs, []string{"create"}) {
+			reviews = append(reviews, r.Resources...)
+		}
+	}
+	if !slices.Equal(reviews, []string{"tokenreviews", "subjectaccessreviews"}) {
+		t.Errorf("the gateway cannot check its metrics' callers: it creates %v", reviews)
+	}
 	var role rbacv1.Role
 	find(t, objs, "Role", "liqo-gateway", &role)
 	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"secrets"}) || !slices.Equal(role.Rules[0].ResourceNames, []string{"liqo-gateway-key"}) {

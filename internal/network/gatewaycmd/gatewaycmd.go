@@ -26,6 +26,7 @@ import (
 	"github.com/liqo-go/liqo/api"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/metricsauth"
 	"github.com/liqo-go/liqo/internal/network/gateway"
 	"github.com/liqo-go/liqo/internal/network/tunnelendpoint"
 )
@@ -42,6 +43,13 @@ type Options struct {
 	MTU int
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
+	// MetricsSecure serves them over HTTPS to callers the API server
+	// authenticates and authorizes (metricsauth), as the controller
+	// manager does: the gateway listens on the node's addresses.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key; a self-signed
+	// certificate when empty.
+	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
 	// UAPI serves wireguard-go's configuration socket, so wg(8) reads the
@@ -51,7 +59,7 @@ type Options struct {
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
-	return &Options{Namespace: install.DefaultNamespace, ListenPort: 51820, MetricsBindAddress: ":8082", HealthProbeBindAddress: ":8083", UAPI: true}
+	return &Options{Namespace: install.DefaultNamespace, ListenPort: 51820, MetricsBindAddress: ":8082", MetricsSecure: true, HealthProbeBindAddress: ":8083", UAPI: true}
 }
 
 // AddFlags registers the options on fs.
@@ -61,6 +69,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ListenPort, "listen-port", o.ListenPort, "UDP port of the tunnel")
 	fs.IntVar(&o.MTU, "mtu", o.MTU, "MTU of the tunnel (default: the default route's link MTU minus 80)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS to callers allowed get on /metrics (bind the ClusterRole liqo-metrics-reader); false serves plain HTTP to anyone")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory of tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; 0 disables them")
 	fs.BoolVar(&o.UAPI, "uapi", o.UAPI, "Serve WireGuard's configuration socket, for wg show on the node")
 }
@@ -99,7 +109,7 @@ func Run(ctx context.Context, o *Options) (err error) {
 				Field:      fields.OneTermEqualSelector("metadata.name", netv1alpha1.GatewayKeySecret),
 			}},
 		},
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                o.metricsServer(),
 		HealthProbeBindAddress: o.HealthProbeBindAddress,
 	})
 	if err != nil {
@@ -144,4 +154,14 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	return cfg, nil
+}
+
+// metricsServer is the metrics endpoint's options: by default HTTPS, with
+// the caller authenticated and authorized by the API server.
+func (o *Options) metricsServer() metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if o.MetricsSecure {
+		m.SecureServing, m.FilterProvider, m.CertDir = true, metricsauth.Filter, o.MetricsCertDir
+	}
+	return m
 }

@@ -21,7 +21,7 @@ import (
 func TestMetricsNeedAuthorization(t *testing.T) {
 	m := member(0)
 	framework.LogOnFailure(t, m)
-	stranger := framework.ServiceAccountToken(t, m, "metrics-stranger", "")
+	stranger := framework.ServiceAccountToken(t, m.Cluster, "metrics-stranger", "")
 	cases := []struct {
 		name, token string
 		want        int
@@ -29,7 +29,7 @@ func TestMetricsNeedAuthorization(t *testing.T) {
 		{"no token", "", http.StatusUnauthorized},
 		{"a token the API server did not issue", "not-a-token", http.StatusUnauthorized},
 		{"a ServiceAccount without the role", stranger, http.StatusForbidden},
-		{"a ServiceAccount bound to " + install.MetricsReaderName, framework.ServiceAccountToken(t, m, framework.MetricsReader, install.MetricsReaderName), http.StatusOK},
+		{"a ServiceAccount bound to " + install.MetricsReaderName, framework.ServiceAccountToken(t, m.Cluster, framework.MetricsReader, install.MetricsReaderName), http.StatusOK},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

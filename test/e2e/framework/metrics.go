@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 )
 
@@ -37,7 +38,7 @@ var metricsTokens sync.Map // *playground.Member -> string
 // ServiceAccountToken returns a token of ServiceAccount name in the Liqo
 // namespace of m, creating the account, and binding it to clusterRole
 // unless that is empty.
-func ServiceAccountToken(t testing.TB, m *playground.Member, name, clusterRole string) string {
+func ServiceAccountToken(t testing.TB, m *localcluster.Cluster, name, clusterRole string) string {
 	t.Helper()
 	ctx := context.Background()
 	cs, err := kubernetes.NewForConfig(m.RESTConfig)
@@ -104,7 +105,7 @@ func Metric(t testing.TB, m *playground.Member, name string, labels map[string]s
 	t.Helper()
 	token, ok := metricsTokens.Load(m)
 	if !ok {
-		token = ServiceAccountToken(t, m, MetricsReader, install.MetricsReaderName)
+		token = ServiceAccountToken(t, m.Cluster, MetricsReader, install.MetricsReaderName)
 		metricsTokens.Store(m, token)
 	}
 	status, body := ScrapeMetrics(t, m, token.(string))

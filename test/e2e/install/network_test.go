@@ -5,7 +5,11 @@ package install
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"os/exec"
 	"strconv"
@@ -29,6 +33,7 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/testnetwork"
 	liqoinstall "github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/netlab"
 	"github.com/liqo-go/liqo/internal/network/gateway"
 	"github.com/liqo-go/liqo/internal/network/routeagent"
 	"github.com/liqo-go/liqo/internal/network/translation"
@@ -80,8 +85,30 @@ func TestNetworkOnRealNodes(t *testing.T) {
 
 	// The consumer's node with the gateway, and the other, whose route
 	// agent sends the providers' ranges to the first.
-	gwNode, otherNode, otherNetns := consumerNodes(t, e)
+	gw, otherNode, otherNetns := consumerNodes(t, e)
+	gwNode := gw.name
 	keysRanges := waitAgentRoutes(t, otherNetns, ids, cc)
+
+	// The gateway's metrics, on its node's address: over HTTPS, to
+	// callers the API server allows get on /metrics, and to no one else.
+	reader := framework.ServiceAccountToken(t, e.consumer, framework.MetricsReader, liqoinstall.MetricsReaderName)
+	stranger := framework.ServiceAccountToken(t, e.consumer, "metrics-stranger", "")
+	for _, tc := range []struct {
+		who, token string
+		want       int
+	}{{"no token", "", http.StatusUnauthorized}, {"a ServiceAccount without the role", stranger, http.StatusForbidden}, {"a metrics reader", reader, http.StatusOK}} {
+		framework.Eventually(t, 10*time.Second, func() error {
+			status, body, err := gatewayMetrics(t.Context(), gw.netns, net.JoinHostPort(gw.ip, "8082"), tc.token)
+			if err != nil {
+				return err
+			}
+			established := fmt.Sprintf("liqo_gateway_peer_established{peer=%q} 1", ids[0])
+			if status != tc.want || (status == http.StatusOK) != strings.Contains(body, established) {
+				return fmt.Errorf("the gateway's metrics to %s: status %d, want %d: %.200s", tc.who, status, tc.want, body)
+			}
+			return nil
+		})
+	}
 
 	// A server pod in each provider, offloaded, and one in the consumer
 	// (on the node without the gateway), in one namespace (offloaded with
@@ -291,9 +318,12 @@ func TestNetworkOnRealNodes(t *testing.T) {
 	}
 }
 
+// node is a real node: its name, network namespace and address.
+type node struct{ name, netns, ip string }
+
 // consumerNodes finds the consumer's node the gateway runs on, and the
 // other one (its name and network namespace).
-func consumerNodes(t *testing.T, e *realEnv) (gwNode, other, otherNetns string) {
+func consumerNodes(t *testing.T, e *realEnv) (gw node, other, otherNetns string) {
 	t.Helper()
 	pods, err := clientset(t, e.consumer).CoreV1().Pods(liqoinstall.DefaultNamespace).List(t.Context(),
 		metav1.ListOptions{LabelSelector: netv1alpha1.GatewayComponentLabel + "=" + netv1alpha1.GatewayComponentValue})
@@ -303,14 +333,44 @@ func consumerNodes(t *testing.T, e *realEnv) (gwNode, other, otherNetns string) 
 	if len(pods.Items) != 1 || pods.Items[0].Spec.NodeName == "" {
 		t.Fatalf("the consumer's gateway pods: %d, want one scheduled", len(pods.Items))
 	}
-	gwNode = pods.Items[0].Spec.NodeName
+	gw = node{name: pods.Items[0].Spec.NodeName, ip: pods.Items[0].Status.HostIP}
 	for n := range e.consumer.RealNodes() {
-		if name := e.consumer.RealNodeName(n); name != gwNode {
-			return gwNode, name, e.consumer.RealNodeNetns(n)
+		if e.consumer.RealNodeName(n) == gw.name {
+			gw.netns = e.consumer.RealNodeNetns(n)
+		} else {
+			other, otherNetns = e.consumer.RealNodeName(n), e.consumer.RealNodeNetns(n)
 		}
 	}
-	t.Fatalf("the consumer has no node without the gateway (%s)", gwNode)
-	return "", "", ""
+	if other == "" || gw.netns == "" {
+		t.Fatalf("the consumer has no node without the gateway (%s)", gw.name)
+	}
+	return gw, other, otherNetns
+}
+
+// gatewayMetrics scrapes the gateway's metrics at addr from inside netns
+// (the node's address has no route from the host's namespace), with
+// token when it is not empty.
+func gatewayMetrics(ctx context.Context, netns, addr, token string) (int, string, error) {
+	ns := &netlab.Namespace{Name: netns}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext:     ns.Dial,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the gateway's self-signed certificate, inside the test's namespace
+	}}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
 
 // waitAgentRoutes waits for the route agent's routes in netns: one for

@@ -1,6 +1,11 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package controllermanager
+// Package metricsauth is the filter of the components' metrics endpoints
+// (the controller manager's, the gateway's): the caller's bearer token is
+// authenticated by the API server (TokenReview) and get on the path
+// authorized by it (SubjectAccessReview), verdicts cached, reviews of
+// unknown tokens rate-limited.
+package metricsauth
 
 import (
 	"context"
@@ -69,8 +74,9 @@ type verdict struct {
 	expires time.Time
 }
 
-// metricsAuthFilter is a metricsserver.Options.FilterProvider.
-func metricsAuthFilter(cfg *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
+// Filter is a metricsserver.Options.FilterProvider. Whoever uses it needs
+// the right to create TokenReviews and SubjectAccessReviews.
+func Filter(cfg *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
 	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme(), HTTPClient: httpClient})
 	if err != nil {
 		return nil, err
