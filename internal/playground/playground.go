@@ -215,6 +215,8 @@ func (o *Options) complete() error {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	// The clusters start side by side, each telling its progress.
+	o.Out = &syncWriter{w: o.Out}
 	if o.MDNSPort == 0 {
 		if o.MDNSPort, err = freeUDPPort(); err != nil {
 			return err
@@ -550,4 +552,17 @@ func Load(dir string) ([]ClusterInfo, error) {
 		return nil, fmt.Errorf("parsing %s: %w", filepath.Join(dir, stateFile), err)
 	}
 	return s.Clusters, nil
+}
+
+// syncWriter serializes writes to w: the clusters of a playground start in
+// parallel and each reports to the same writer (a bytes.Buffer in tests).
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
