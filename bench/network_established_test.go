@@ -4,9 +4,7 @@ package bench
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,19 +40,9 @@ func BenchmarkNetworkEstablished(b *testing.B) {
 	if err := localcluster.RealNodesSupported(bin); err != nil {
 		b.Skipf("no real nodes here: %v", err)
 	}
-	root, err := framework.RepoRoot()
+	gatewayImage, err := framework.PlaygroundGatewayImage(b.Context(), b.TempDir())
 	if err != nil {
 		b.Fatal(err)
-	}
-	archives, _, err := framework.BuildImagesFrom(b.Context(), root, b.TempDir(), playground.GatewayImageTag)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var gatewayImage string
-	for _, a := range archives {
-		if strings.Contains(filepath.Base(a), framework.Gateway) {
-			gatewayImage = a
-		}
 	}
 	nb := startNetBench(b)
 	var fromJoin, fromAccepted, dataPlane []time.Duration

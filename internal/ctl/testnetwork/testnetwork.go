@@ -85,10 +85,7 @@ Prints a table of results and round trips; fails when one failed.`,
 }
 
 // row is one check of the table.
-type row struct {
-	peer, from, to, by string
-	r                  netcheck.Result
-}
+type row struct{ peer, from, to, by string }
 
 const serverPort = 8080
 
@@ -201,7 +198,6 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(w, "PEER\tFROM\tTO\tBY\tRESULT\tROUND TRIP")
 	for i := range rows {
-		rows[i].r = results[i]
 		result, rtt := "OK", results[i].Latency.Round(10*time.Microsecond).String()
 		if !results[i].OK {
 			failed++

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -94,26 +93,14 @@ func Run(ctx context.Context, o *Options) (err error) {
 		return err
 	}
 	log := ctrl.Log.WithName("gateway")
-	cfg, err := restConfig(o.Kubeconfig)
+	// Only the key Secret of the Liqo namespace is read: the chart grants
+	// that one alone (a list by name).
+	mgr, err := newManager(o.Kubeconfig, &corev1.Secret{}, cache.ByObject{
+		Namespaces: map[string]cache.Config{o.Namespace: {}},
+		Field:      fields.OneTermEqualSelector("metadata.name", netv1alpha1.GatewayKeySecret),
+	}, o.metricsServer(), o.HealthProbeBindAddress)
 	if err != nil {
 		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: api.NewScheme(),
-		// Only the key Secret of the Liqo namespace is read: the chart
-		// grants that one alone (a list by name).
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {
-				Namespaces: map[string]cache.Config{o.Namespace: {}},
-				Field:      fields.OneTermEqualSelector("metadata.name", netv1alpha1.GatewayKeySecret),
-			}},
-		},
-		Metrics:                o.metricsServer(),
-		HealthProbeBindAddress: o.HealthProbeBindAddress,
-	})
-	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
@@ -143,9 +130,11 @@ func Run(ctx context.Context, o *Options) (err error) {
 	return mgr.Start(ctx)
 }
 
-// restConfig loads kubeconfig, or the in-cluster configuration when it is
-// empty.
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// newManager is the manager of either program: the API server of
+// kubeconfig (in-cluster when empty), managed fields stripped, and kind
+// cached only as by says (the rights the chart grants for it are that
+// narrow).
+func newManager(kubeconfig string, kind client.Object, by cache.ByObject, metrics metricsserver.Options, probe string) (ctrl.Manager, error) {
 	cfg, err := ctrl.GetConfig()
 	if kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -153,7 +142,19 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
-	return cfg, nil
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: api.NewScheme(),
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject:         map[client.Object]cache.ByObject{kind: by},
+		},
+		Metrics:                metrics,
+		HealthProbeBindAddress: probe,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	return mgr, nil
 }
 
 // metricsServer is the metrics endpoint's options: by default HTTPS, with

@@ -15,11 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/liqo-go/liqo/api"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/network/routeagent"
@@ -63,25 +61,13 @@ func RunRouteAgent(ctx context.Context, o *RouteAgentOptions) (err error) {
 		return errors.New("--namespace must not be empty")
 	}
 	log := ctrl.Log.WithName("route-agent")
-	cfg, err := restConfig(o.Kubeconfig)
+	// Only the gateway's pods are watched, in the Liqo namespace.
+	mgr, err := newManager(o.Kubeconfig, &corev1.Pod{}, cache.ByObject{
+		Namespaces: map[string]cache.Config{o.Namespace: {}},
+		Label:      labels.SelectorFromSet(labels.Set{netv1alpha1.GatewayComponentLabel: netv1alpha1.GatewayComponentValue}),
+	}, metricsserver.Options{BindAddress: o.MetricsBindAddress}, o.HealthProbeBindAddress)
 	if err != nil {
 		return err
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: api.NewScheme(),
-		// Only the gateway's pods are watched, in the Liqo namespace.
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {
-				Namespaces: map[string]cache.Config{o.Namespace: {}},
-				Label:      labels.SelectorFromSet(labels.Set{netv1alpha1.GatewayComponentLabel: netv1alpha1.GatewayComponentValue}),
-			}},
-		},
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
-		HealthProbeBindAddress: o.HealthProbeBindAddress,
-	})
-	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
 	}
 	r := &routeagent.Reconciler{
 		Client: mgr.GetClient(), Namespace: o.Namespace, NodeName: o.NodeName,

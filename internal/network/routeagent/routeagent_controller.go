@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	}
 	routed, err := r.Routes(r.gateway, ranges)
 	if routed != r.routed || (err == nil) != (r.failed == nil) {
-		log.Info("Routes", "gateway", r.gateway, "ranges", ranges, "routed", routed, "error", errString(err))
+		log.Info("Routes", "gateway", r.gateway, "ranges", ranges, "routed", routed, "error", err)
 		r.event(err, routed, ranges)
 	}
 	r.routed, r.failed = routed, err
@@ -164,13 +164,6 @@ func (r *Reconciler) Healthy() error {
 		return fmt.Errorf("routes: %w", r.failed)
 	}
 	return nil
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // SetupWithManager registers the reconciler: any TunnelEndpoint and any

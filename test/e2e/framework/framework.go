@@ -360,5 +360,25 @@ func BuildImagesFrom(ctx context.Context, src, dir, tag string) (archives []stri
 	return archives, "ghcr.io/liqo-go/" + playground.ControllerManager + ":" + tag, nil
 }
 
+// PlaygroundGatewayImage builds, from this tree, the gateway's image as a
+// playground with a network imports it (tagged playground.GatewayImageTag),
+// into dir, and returns its archive.
+func PlaygroundGatewayImage(ctx context.Context, dir string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	archives, _, err := BuildImagesFrom(ctx, root, dir, playground.GatewayImageTag)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range archives {
+		if strings.HasPrefix(filepath.Base(a), Gateway+"-") {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("no %s image among %v", Gateway, archives)
+}
+
 // Gateway is the gateway's binary and image name.
 const Gateway = "liqo-gateway"

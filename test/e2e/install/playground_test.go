@@ -27,19 +27,9 @@ import (
 func TestPlaygroundWithNetwork(t *testing.T) {
 	skipWithoutRealNodes(t)
 	ctx := t.Context()
-	root, err := framework.RepoRoot()
+	gatewayImage, err := framework.PlaygroundGatewayImage(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
-	}
-	archives, _, err := framework.BuildImagesFrom(ctx, root, t.TempDir(), playground.GatewayImageTag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gatewayImage string
-	for _, a := range archives {
-		if strings.Contains(filepath.Base(a), framework.Gateway) {
-			gatewayImage = a
-		}
 	}
 	bin, err := localcluster.FindBinDir()
 	if err != nil {
