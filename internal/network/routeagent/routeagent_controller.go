@@ -76,7 +76,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	for _, tep := range teps.Items {
 		rs, err := tunnelendpoint.RemoteRanges(&tep)
 		if err != nil {
-			// The gateway leaves it out as well.
+			// The gateway refuses its whole configuration then (the
+			// TunnelEndpoints say GatewayError); the other peers'
+			// routes stay, harmless while it does.
 			log.Error(err, "TunnelEndpoint left out", "tunnelEndpoint", tep.Name)
 			continue
 		}
