@@ -37,6 +37,11 @@ const (
 	// ReasonGatewayError: the gateway could not apply the endpoint; the
 	// message says why.
 	ReasonGatewayError = "GatewayError"
+	// ReasonRefused: the gateway left this peer out, alone, because its
+	// parameters would disturb the node or another peer (a key another
+	// peer holds, an endpoint at a refused address, ranges over what the
+	// node uses); the message names the field.
+	ReasonRefused = "Refused"
 )
 
 // GatewayKeySecret is the Secret, in the Liqo namespace, holding the

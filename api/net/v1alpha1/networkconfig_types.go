@@ -43,8 +43,10 @@ type GatewayParameters struct {
 	// +optional
 	Endpoint *GatewayEndpoint `json:"endpoint,omitempty"`
 	// PublicKey is the gateway's WireGuard public key, in base64: the only
-	// key whose packets are taken as this cluster's.
+	// key whose packets are taken as this cluster's. The all-zero key is
+	// no key.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$`
+	// +kubebuilder:validation:XValidation:rule="self != 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA='",message="publicKey must not be the all-zero key"
 	PublicKey string `json:"publicKey"`
 }
 

@@ -61,6 +61,14 @@ type TunnelEndpointStatus struct {
 	// PeerAddress is where the peer's gateway was last heard from.
 	// +optional
 	PeerAddress string `json:"peerAddress,omitempty"`
+	// RangesInUse are the gateway node's addresses and routes that the
+	// peer's ranges, as this cluster sees them, overlap: the gateway
+	// refuses to route them, and this cluster's remapping takes them as
+	// in use when it decides how to see the peer again.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	RangesInUse []string `json:"rangesInUse,omitempty"`
 	// Conditions: Established is True while the peer's gateway answers
 	// probes through the tunnel.
 	// +listType=map

@@ -261,6 +261,11 @@ func (in *TunnelEndpointStatus) DeepCopyInto(out *TunnelEndpointStatus) {
 		in, out := &in.LastHandshakeTime, &out.LastHandshakeTime
 		*out = (*in).DeepCopy()
 	}
+	if in.RangesInUse != nil {
+		in, out := &in.RangesInUse, &out.RangesInUse
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

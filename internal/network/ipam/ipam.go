@@ -72,9 +72,10 @@ func Last(p netip.Prefix) netip.Addr {
 var ErrPoolExhausted = errors.New("no free range of that size in the remapping pool")
 
 // Allocate picks the first range of bits length in pool (in the order of
-// pool, lowest address first) that overlaps none of used. It returns
+// pool, lowest address first) that overlaps none of used nor Special. It returns
 // ErrPoolExhausted, wrapped with the size asked, when there is none.
 func Allocate(pool []netip.Prefix, bits int, used []netip.Prefix) (netip.Prefix, error) {
+	used = append(slices.Clip(used), Special...)
 	for _, p := range pool {
 		p = p.Masked()
 		if bits < p.Bits() || bits > p.Addr().BitLen() {
@@ -136,18 +137,50 @@ var DefaultPool = []netip.Prefix{
 	netip.MustParsePrefix("192.168.0.0/16"),
 }
 
-// Remap decides how a peer's range is seen locally: the range itself when
-// it overlaps none of used (the local ranges and the ranges other peers
-// are seen as), else a range of the same size allocated from pool. A
-// previous choice that is still free is kept, so a decision is stable
-// across restarts and reconciles.
+// Special are the IPv4 ranges no peer is ever seen in, stated or
+// remapped: "this network" (0.0.0.0/8), loopback, link-local, multicast,
+// and the reserved and broadcast block (RFC 6890). Remap and Allocate
+// keep away from them whatever the pool says.
+var Special = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("224.0.0.0/4"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+}
+
+// Within says whether p lies whole inside one of ranges.
+func Within(p netip.Prefix, ranges []netip.Prefix) bool {
+	return p.IsValid() && slices.ContainsFunc(ranges, func(r netip.Prefix) bool {
+		return r.IsValid() && r.Bits() <= p.Bits() && r.Masked().Contains(p.Addr())
+	})
+}
+
+// Remap decides how a peer's range is seen locally. A peer states its
+// ranges and is a stranger, so what it states is used as it is only when
+// that can harm nothing here: the range lies inside pool and inside the
+// private ranges of RFC 1918 (DefaultPool; never a public, loopback,
+// link-local or multicast range), and overlaps none of used (this
+// cluster's ranges and addresses, its nodes' routes, the reserved
+// subnets, the other peers' ranges and endpoints). Anything else is seen
+// as a range of the same size allocated from pool, away from used and
+// from Special. A previous choice that still meets those rules is kept,
+// so a decision is stable across restarts and reconciles.
+//
+// Whatever the inputs, a range Remap returns lies inside pool, overlaps
+// nothing of used or Special, and has the size of peer.
 func Remap(peer, previous netip.Prefix, pool, used []netip.Prefix) (netip.Prefix, error) {
 	peer = peer.Masked()
-	if previous.IsValid() && previous.Bits() == peer.Bits() && !firstOverlap(previous, used).IsValid() &&
-		(previous == peer || slices.ContainsFunc(pool, func(p netip.Prefix) bool { return p.Contains(previous.Addr()) && p.Bits() <= previous.Bits() })) {
-		return previous.Masked(), nil
+	used = append(slices.Clip(used), Special...)
+	free := func(p netip.Prefix) bool {
+		return p.IsValid() && p.Addr().Is4() == peer.Addr().Is4() && p.Bits() == peer.Bits() &&
+			Within(p, pool) && !firstOverlap(p, used).IsValid()
 	}
-	if !firstOverlap(peer, used).IsValid() {
+	asStated := free(peer) && Within(peer, DefaultPool)
+	if previous = previous.Masked(); free(previous) && (previous != peer || asStated) {
+		return previous, nil
+	}
+	if asStated {
 		return peer, nil
 	}
 	return Allocate(pool, peer.Bits(), used)

@@ -17,9 +17,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -43,6 +46,8 @@ import (
 // +kubebuilder:rbac:groups=net.liqo.io,resources=networkconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=net.liqo.io,resources=networkconfigs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=net.liqo.io,resources=tunnelendpoints,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 
 // Reconciler answers the peers' NetworkConfigs.
 type Reconciler struct {
@@ -89,7 +94,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, r.answer(ctx, &nc, "", "", metav1.ConditionFalse, netv1alpha1.ReasonInvalid, err.Error())
 	}
-	seen, err := r.decide(ctx, peer, remote, local)
+	seen, err := r.decide(ctx, peer, nc.Spec.Gateway.PublicKey, remote, endpoint, local)
+	if errors.Is(err, errKeyTaken) {
+		return ctrl.Result{}, r.answer(ctx, &nc, "", "", metav1.ConditionFalse, netv1alpha1.ReasonInvalid, err.Error())
+	}
 	if errors.Is(err, ipam.ErrPoolExhausted) {
 		return ctrl.Result{}, r.answer(ctx, &nc, "", "", metav1.ConditionFalse, netv1alpha1.ReasonPoolExhausted,
 			fmt.Sprintf("The peer's ranges overlap ranges in use here and the remapping pool has no room: %v", err))
@@ -243,28 +251,58 @@ func checkEndpoint(host string, own []netip.Prefix) error {
 	return nil
 }
 
+// errKeyTaken: the peer states a gateway key another peer's gateway
+// holds. The first to state it keeps it: only that one can have the
+// private key of it, and another peer of both learns it from its own
+// peering.
+var errKeyTaken = errors.New("spec.gateway.publicKey: another peer's gateway holds that key")
+
 // decide picks how this cluster sees the peer's ranges: away from this
-// cluster's ranges and from how it sees every other peer, keeping the
-// previous decision while it still holds.
-func (r *Reconciler) decide(ctx context.Context, peer string, remote ranges, local localRanges) (ranges, error) {
+// cluster's ranges, from what its nodes and API server use (their
+// addresses, the pod ranges of the nodes, the node routes the gateway
+// found in the way), from how it sees every other peer and from every
+// peer's gateway endpoint, keeping the previous decision while it still
+// holds. A range the peer states is used as it is only inside the pool
+// and the private ranges (ipam.Remap).
+func (r *Reconciler) decide(ctx context.Context, peer, key string, remote ranges, endpoint *netv1alpha1.GatewayEndpoint, local localRanges) (ranges, error) {
 	var teps netv1alpha1.TunnelEndpointList
 	if err := r.APIReader.List(ctx, &teps); err != nil {
 		return ranges{}, fmt.Errorf("listing the TunnelEndpoints: %w", err)
 	}
 	used := local.used()
+	reality, err := r.inUse(ctx)
+	if err != nil {
+		return ranges{}, err
+	}
+	used = append(used, reality...)
+	if a, ok := endpointAddr(endpoint); ok {
+		used = append(used, a)
+	}
 	var previous ranges
 	for _, tep := range teps.Items {
-		seen, err := parseRanges(tep.Spec.RemoteSeenAs)
-		if err != nil {
-			continue
+		// What the gateway found in the way on its node is in use,
+		// whichever peer it found it for.
+		if inUse, err := ipam.ParsePrefixes(tep.Status.RangesInUse); err == nil {
+			used = append(used, inUse...)
+		}
+		if tep.Name != peer && tep.Spec.PublicKey == key {
+			ctrl.LoggerFrom(ctx).Info("A peer states the key of another peer's gateway", "peer", peer, "holder", tep.Name)
+			return ranges{}, errKeyTaken
 		}
 		if tep.Name == peer {
-			if was, err := parseRanges(tep.Spec.Remote); err == nil && was == remote {
-				previous = seen
+			if seen, err := parseRanges(tep.Spec.RemoteSeenAs); err == nil {
+				if was, err := parseRanges(tep.Spec.Remote); err == nil && was == remote {
+					previous = seen
+				}
 			}
 			continue
 		}
-		used = append(used, seen.pod, seen.external)
+		if a, ok := endpointAddr(tep.Spec.Endpoint); ok {
+			used = append(used, a)
+		}
+		if seen, err := parseRanges(tep.Spec.RemoteSeenAs); err == nil {
+			used = append(used, seen.pod, seen.external)
+		}
 	}
 	pod, err := ipam.Remap(remote.pod, previous.pod, local.pool, used)
 	if err != nil {
@@ -275,6 +313,55 @@ func (r *Reconciler) decide(ctx context.Context, peer string, remote ranges, loc
 		return ranges{}, fmt.Errorf("the external range %s: %w", remote.external, err)
 	}
 	return ranges{pod: pod, external: external}, nil
+}
+
+// inUse is what this cluster's nodes and API server use, as they say it:
+// every address of every node, the nodes' pod ranges, and the addresses
+// the API server is reached at. A peer's range seen over one of them
+// would take this cluster's own traffic.
+func (r *Reconciler) inUse(ctx context.Context) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing the nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() {
+				out = append(out, netip.PrefixFrom(ip.Unmap(), 32))
+			}
+		}
+		if pods, err := ipam.ParsePrefixes(n.Spec.PodCIDRs); err == nil {
+			out = append(out, pods...)
+		}
+	}
+	var apiServer discoveryv1.EndpointSliceList
+	if err := r.APIReader.List(ctx, &apiServer, client.InNamespace(metav1.NamespaceDefault),
+		client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err != nil {
+		return nil, fmt.Errorf("listing the API server's addresses: %w", err)
+	}
+	for _, s := range apiServer.Items {
+		for _, e := range s.Endpoints {
+			for _, a := range e.Addresses {
+				if ip, err := netip.ParseAddr(a); err == nil && ip.Unmap().Is4() {
+					out = append(out, netip.PrefixFrom(ip.Unmap(), 32))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// endpointAddr is a gateway endpoint given as an IPv4 address, as a /32.
+func endpointAddr(ep *netv1alpha1.GatewayEndpoint) (netip.Prefix, bool) {
+	if ep == nil {
+		return netip.Prefix{}, false
+	}
+	a, err := netip.ParseAddr(ep.Host)
+	if err != nil || !a.Unmap().Is4() {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(a.Unmap(), 32), true
 }
 
 func parseRanges(r netv1alpha1.Ranges) (ranges, error) {
@@ -305,8 +392,17 @@ func (r *Reconciler) answer(ctx context.Context, nc *netv1alpha1.NetworkConfig, 
 	return nil
 }
 
+// rangesInUseChanged passes a TunnelEndpoint whose gateway found other
+// node routes in the way: its peer is decided again.
+var rangesInUseChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	before, ok1 := e.ObjectOld.(*netv1alpha1.TunnelEndpoint)
+	after, ok2 := e.ObjectNew.(*netv1alpha1.TunnelEndpoint)
+	return ok1 && ok2 && !slices.Equal(before.Status.RangesInUse, after.Status.RangesInUse)
+}}
+
 // SetupWithManager registers the reconciler: the peers' NetworkConfigs;
-// a TunnelEndpoint changed or deleted by someone else (written again);
+// a TunnelEndpoint changed or deleted by someone else (written again), or
+// whose gateway found node routes in the way of its ranges;
 // and every NetworkConfig when the ClusterConfig changes (Changes receives
 // a value then).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -331,7 +427,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{
 				Namespace: discoveryv1alpha1.TenantNamespace(o.GetName()), Name: netv1alpha1.NetworkConfigName(o.GetName()),
 			}}}
-		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		}), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, rangesInUseChanged))).
 		WatchesRawSource(clusterconfig.ChangeSource(mgr, r.Changes, &netv1alpha1.NetworkConfig{}, handler.EnqueueRequestsFromMapFunc(all))).
 		Complete(r)
 }

@@ -304,3 +304,79 @@ func TestWhatAPeerMayNotState(t *testing.T) {
 		t.Errorf("pool exhausted: %+v", cond)
 	}
 }
+
+// TestPeerRangesCheckedAgainstThisCluster: what a peer states is used as
+// it is only inside the pool and the private ranges, away from what this
+// cluster's nodes use (their addresses and pod ranges) and from the
+// peer's own gateway endpoint; a key another peer's gateway holds is
+// refused, the first holder keeping it; a range the gateway found in the
+// way on its node is decided again, elsewhere.
+func TestPeerRangesCheckedAgainstThisCluster(t *testing.T) {
+	e := start(t)
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{PodCIDRs: []string{"10.244.1.0/24"}}}
+	if err := e.c.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.7.3"}}
+	if err := e.c.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	e.run(func() *configv1alpha1.ClusterConfig { return local() }, nil)
+
+	asClient := func(nc *netv1alpha1.NetworkConfig) {
+		nc.Spec.Gateway.Role, nc.Spec.Gateway.Endpoint = netv1alpha1.GatewayClient, nil
+	}
+	for _, tc := range []struct {
+		peer string
+		edit func(*netv1alpha1.NetworkConfig)
+	}{
+		{"public", func(nc *netv1alpha1.NetworkConfig) {
+			asClient(nc)
+			nc.Spec.PodCIDR, nc.Spec.ExternalCIDR = "8.8.8.0/30", "203.0.113.0/24"
+		}},
+		{"over-a-node", func(nc *netv1alpha1.NetworkConfig) { asClient(nc); nc.Spec.PodCIDR = "192.168.0.0/16" }},
+		{"over-node-pods", func(nc *netv1alpha1.NetworkConfig) { asClient(nc); nc.Spec.PodCIDR = "10.244.0.0/16" }},
+		{"over-its-endpoint", func(nc *netv1alpha1.NetworkConfig) {
+			nc.Spec.PodCIDR, nc.Spec.Gateway.Endpoint.Host = "172.20.0.0/16", "172.20.0.9"
+		}},
+	} {
+		nc := e.answered(e.state(tc.peer, tc.edit), netv1alpha1.ReasonRemapped)
+		for stated, seen := range map[string]string{nc.Spec.PodCIDR: nc.Status.RemappedPodCIDR, nc.Spec.ExternalCIDR: nc.Status.RemappedExternalCIDR} {
+			p := netip.MustParsePrefix(seen)
+			if stated == seen && stated != "10.70.0.0/16" || !ipam.Within(p, ipam.DefaultPool) || p.Bits() != netip.MustParsePrefix(stated).Bits() {
+				t.Errorf("%s: %s seen as %s, want a range of that size in the pool", tc.peer, stated, seen)
+			}
+		}
+	}
+
+	// A key another peer's gateway holds: refused, the holder kept.
+	holder := e.answered(e.state("holder", asClient), netv1alpha1.ReasonRemapped)
+	copycat := e.answered(e.state("copycat", func(nc *netv1alpha1.NetworkConfig) {
+		asClient(nc)
+		nc.Spec.PodCIDR, nc.Spec.ExternalCIDR = "172.30.0.0/16", "172.31.0.0/16"
+		nc.Spec.Gateway.PublicKey = holder.Spec.Gateway.PublicKey
+	}), netv1alpha1.ReasonInvalid)
+	if cond := meta.FindStatusCondition(copycat.Status.Conditions, netv1alpha1.ConditionProcessed); !strings.Contains(cond.Message, "spec.gateway.publicKey") {
+		t.Errorf("copycat: %+v, want the key named", cond)
+	}
+	if tep := e.tunnel("holder"); tep.Spec.PublicKey != holder.Spec.Gateway.PublicKey {
+		t.Errorf("the holder's TunnelEndpoint has key %s", tep.Spec.PublicKey)
+	}
+
+	// The gateway found a node route over what "holder" is seen as.
+	tep := e.tunnel("holder")
+	was := tep.Spec.RemoteSeenAs.PodCIDR
+	patch := client.MergeFrom(tep.DeepCopy())
+	tep.Status.RangesInUse = []string{was}
+	if err := e.c.Status().Patch(ctx, tep, patch); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		now := e.tunnel("holder")
+		if now.Spec.RemoteSeenAs.PodCIDR == was || ipam.Overlaps(netip.MustParsePrefix(now.Spec.RemoteSeenAs.PodCIDR), netip.MustParsePrefix(was)) {
+			return fmt.Errorf("holder still seen as %s, over the node's %s", now.Spec.RemoteSeenAs.PodCIDR, was)
+		}
+		return nil
+	})
+}
