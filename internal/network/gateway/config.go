@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -106,9 +107,10 @@ func (c Config) iface() string {
 	return c.Interface
 }
 
-// Validate says what is wrong with c, naming the field: a missing key or
-// range, ranges of the wrong size, peers whose ranges overlap this
-// cluster's or each other's (the tunnel could not tell them apart).
+// Validate says what is wrong with this cluster's part of c, naming the
+// field: a missing key or range, ranges of the wrong size. The peers are
+// checked one by one when c is applied (Gateway.Apply), so that one
+// peer's bad parameters refuse that peer alone.
 func (c Config) Validate() error {
 	var errs []error
 	if c.PrivateKey.IsZero() {
@@ -123,71 +125,148 @@ func (c Config) Validate() error {
 	if len(c.iface()) > 15 {
 		errs = append(errs, fmt.Errorf("interface: %q is longer than 15 characters", c.iface()))
 	}
-	checkRange := func(field string, p netip.Prefix) {
-		switch {
-		case !p.IsValid():
-			errs = append(errs, fmt.Errorf("%s: required", field))
-		case !p.Addr().Is4():
-			errs = append(errs, fmt.Errorf("%s: %s is not IPv4", field, p))
-		case p != p.Masked():
-			errs = append(errs, fmt.Errorf("%s: %s has host bits set (%s)", field, p, p.Masked()))
-		case p.Bits() > 30:
-			errs = append(errs, fmt.Errorf("%s: %s is smaller than a /30", field, p))
-		}
-	}
-	checkRange("podCIDR", c.PodCIDR)
-	checkRange("externalCIDR", c.ExternalCIDR)
+	errs = append(errs, checkRange("podCIDR", c.PodCIDR), checkRange("externalCIDR", c.ExternalCIDR))
 	if ipam.Overlaps(c.PodCIDR, c.ExternalCIDR) {
 		errs = append(errs, fmt.Errorf("externalCIDR: %s overlaps podCIDR %s", c.ExternalCIDR, c.PodCIDR))
 	}
-	seen := map[string]bool{}
-	keys := map[wgkey.Key]string{}
-	var taken []netip.Prefix
-	for i, p := range c.Peers {
-		field := fmt.Sprintf("peers[%d]", i)
-		if p.ID == "" {
-			errs = append(errs, fmt.Errorf("%s.id: required", field))
-		} else if seen[p.ID] {
-			errs = append(errs, fmt.Errorf("%s.id: %s appears twice", field, p.ID))
-		}
-		seen[p.ID] = true
-		if p.PublicKey.IsZero() {
-			errs = append(errs, fmt.Errorf("%s.publicKey: required", field))
-		} else if other, ok := keys[p.PublicKey]; ok {
-			errs = append(errs, fmt.Errorf("%s.publicKey: the key of peer %s too", field, other))
-		}
-		keys[p.PublicKey] = p.ID
-		if p.Endpoint != "" {
-			if _, err := splitEndpoint(p.Endpoint); err != nil {
-				errs = append(errs, fmt.Errorf("%s.endpoint: %w", field, err))
-			}
-		}
-		checkRange(field+".podCIDR", p.PodCIDR)
-		checkRange(field+".externalCIDR", p.ExternalCIDR)
-		checkRange(field+".localPodCIDR", p.LocalPodCIDR)
-		checkRange(field+".localExternalCIDR", p.LocalExternalCIDR)
-		if p.LocalPodCIDR.IsValid() && p.LocalPodCIDR.Bits() != c.PodCIDR.Bits() {
-			errs = append(errs, fmt.Errorf("%s.localPodCIDR: %s is not the size of podCIDR %s", field, p.LocalPodCIDR, c.PodCIDR))
-		}
-		if p.LocalExternalCIDR.IsValid() && p.LocalExternalCIDR.Bits() != c.ExternalCIDR.Bits() {
-			errs = append(errs, fmt.Errorf("%s.localExternalCIDR: %s is not the size of externalCIDR %s", field, p.LocalExternalCIDR, c.ExternalCIDR))
-		}
-		for _, r := range []struct {
-			name string
-			p    netip.Prefix
-		}{{"podCIDR", p.PodCIDR}, {"externalCIDR", p.ExternalCIDR}} {
-			for _, local := range []netip.Prefix{c.PodCIDR, c.ExternalCIDR} {
-				if ipam.Overlaps(r.p, local) {
-					errs = append(errs, fmt.Errorf("%s.%s: %s overlaps the local range %s; it must be remapped", field, r.name, r.p, local))
-				}
-			}
-			if i := slices.IndexFunc(taken, func(t netip.Prefix) bool { return ipam.Overlaps(t, r.p) }); i >= 0 {
-				errs = append(errs, fmt.Errorf("%s.%s: %s overlaps %s, taken before", field, r.name, r.p, taken[i]))
-			}
-			taken = append(taken, r.p)
+	return errors.Join(errs...)
+}
+
+// checkRange refuses what is not a masked IPv4 range of /30 or larger.
+func checkRange(field string, p netip.Prefix) error {
+	switch {
+	case !p.IsValid():
+		return fmt.Errorf("%s: required", field)
+	case !p.Addr().Is4():
+		return fmt.Errorf("%s: %s is not IPv4", field, p)
+	case p != p.Masked():
+		return fmt.Errorf("%s: %s has host bits set (%s)", field, p, p.Masked())
+	case p.Bits() > 30:
+		return fmt.Errorf("%s: %s is smaller than a /30", field, p)
+	}
+	return nil
+}
+
+// admission decides, peer by peer, which of a configuration's peers the
+// gateway carries. A peer is refused, alone, when its parameters would
+// disturb this node or another peer: a key that is no key, this
+// gateway's own or one an earlier peer holds; an endpoint that is not an
+// address a gateway can be at; ranges that overlap this cluster's, an
+// earlier peer's, a special range (ipam.Special), or anything the node
+// already uses (inUse: its addresses and its routes). Earlier means
+// before in the configuration's order: the peer that was there first
+// keeps what a later one claims too.
+type admission struct {
+	cfg    Config
+	own    wgkey.Key
+	inUse  []netip.Prefix
+	ids    map[string]bool
+	keys   map[wgkey.Key]string
+	taken  []taken
+	accept []Peer
+	refuse []PeerStatus
+}
+
+type taken struct {
+	p  netip.Prefix
+	by string
+}
+
+func newAdmission(cfg Config, inUse []netip.Prefix) *admission {
+	a := &admission{cfg: cfg, own: cfg.PrivateKey.Public(), inUse: inUse, ids: map[string]bool{}, keys: map[wgkey.Key]string{}}
+	a.taken = []taken{{cfg.PodCIDR, "this cluster's pod range"}, {cfg.ExternalCIDR, "this cluster's external range"}}
+	for _, s := range ipam.Special {
+		a.taken = append(a.taken, taken{s, "a special range"})
+	}
+	return a
+}
+
+// admit decides on p, resolving its endpoint: a peer that is taken comes
+// back with its endpoint as an address.
+func (a *admission) admit(ctx context.Context, p Peer) {
+	if conflicts, err := a.check(ctx, &p); err != nil {
+		a.refuse = append(a.refuse, PeerStatus{ID: p.ID, Refused: err.Error(), RangesInUse: conflicts})
+		return
+	}
+	a.ids[p.ID] = true
+	a.keys[p.PublicKey] = p.ID
+	a.taken = append(a.taken, taken{p.PodCIDR, "the pod range of peer " + p.ID}, taken{p.ExternalCIDR, "the external range of peer " + p.ID})
+	if ep, err := netip.ParseAddrPort(p.Endpoint); err == nil {
+		a.taken = append(a.taken, taken{netip.PrefixFrom(ep.Addr(), 32), "the endpoint of peer " + p.ID})
+	}
+	a.accept = append(a.accept, p)
+}
+
+func (a *admission) check(ctx context.Context, p *Peer) ([]netip.Prefix, error) {
+	switch {
+	case p.ID == "":
+		return nil, errors.New("id: required")
+	case a.ids[p.ID]:
+		return nil, fmt.Errorf("id: %s appears twice", p.ID)
+	case p.PublicKey.IsZero():
+		return nil, errors.New("publicKey: required")
+	case p.PublicKey == a.own:
+		return nil, errors.New("publicKey: this gateway's own key")
+	case a.keys[p.PublicKey] != "":
+		return nil, fmt.Errorf("publicKey: the key of peer %s, which had it first", a.keys[p.PublicKey])
+	}
+	var errs []error
+	for _, r := range []struct {
+		field string
+		p     netip.Prefix
+		bits  int
+	}{{"podCIDR", p.PodCIDR, 0}, {"externalCIDR", p.ExternalCIDR, 0}, {"localPodCIDR", p.LocalPodCIDR, a.cfg.PodCIDR.Bits()}, {"localExternalCIDR", p.LocalExternalCIDR, a.cfg.ExternalCIDR.Bits()}} {
+		if err := checkRange(r.field, r.p); err != nil {
+			errs = append(errs, err)
+		} else if r.bits != 0 && r.p.Bits() != r.bits {
+			errs = append(errs, fmt.Errorf("%s: %s is not the size of this cluster's range (/%d)", r.field, r.p, r.bits))
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if ipam.Overlaps(p.PodCIDR, p.ExternalCIDR) {
+		return nil, fmt.Errorf("externalCIDR: %s overlaps podCIDR %s", p.ExternalCIDR, p.PodCIDR)
+	}
+	var conflicts []netip.Prefix
+	for _, r := range []struct {
+		field string
+		p     netip.Prefix
+	}{{"podCIDR", p.PodCIDR}, {"externalCIDR", p.ExternalCIDR}} {
+		if i := slices.IndexFunc(a.taken, func(t taken) bool { return ipam.Overlaps(t.p, r.p) }); i >= 0 {
+			errs = append(errs, fmt.Errorf("%s: %s overlaps %s (%s)", r.field, r.p, a.taken[i].p, a.taken[i].by))
+		}
+		var here []netip.Prefix
+		for _, u := range a.inUse {
+			if ipam.Overlaps(u, r.p) {
+				here = append(here, u)
+			}
+		}
+		if len(here) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %s overlaps what this node uses (%v): it would take the node's own traffic", r.field, r.p, here))
+			conflicts = append(conflicts, here...)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return conflicts, err
+	}
+	if p.Endpoint != "" {
+		ep, err := resolveEndpoint(ctx, p.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint: %w", err)
+		}
+		at := netip.PrefixFrom(ep.Addr(), 32)
+		for _, t := range append(slices.Clip(a.taken), taken{p.PodCIDR, "the peer's own pod range"}, taken{p.ExternalCIDR, "the peer's own external range"}) {
+			if t.p.Overlaps(at) {
+				return nil, fmt.Errorf("endpoint: %s is inside %s (%s), which the tunnels carry", ep.Addr(), t.p, t.by)
+			}
+		}
+		if slices.Contains(a.inUse, at) {
+			return nil, fmt.Errorf("endpoint: %s is an address of this node", ep.Addr())
+		}
+		p.Endpoint = ep.String()
+	}
+	return nil, nil
 }
 
 // splitEndpoint checks host:port; the host may be a name, resolved when

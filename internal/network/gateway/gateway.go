@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
+
+	"github.com/liqo-go/liqo/internal/network/noderouting"
 )
 
 // Gateway is the data plane of one cluster's side of its tunnels, in the
@@ -24,6 +26,8 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	applied *Config
+	// refused are the peers of the last configuration left out, and why.
+	refused []PeerStatus
 	tunnel  *tunnel
 	prober  *prober
 	fw      firewall
@@ -37,18 +41,41 @@ func New(log logr.Logger) *Gateway {
 // Apply makes the data plane what cfg says. With no peer, nothing is left:
 // no interface, route or table (and nothing else of cfg is looked at).
 // The first Apply of a process rebuilds every table, since a gateway that
-// died may have left some behind. An invalid cfg changes nothing.
+// died may have left some behind.
+//
+// An invalid cfg (this cluster's part of it) changes nothing and is an
+// error. A peer is checked on its own (admission): one whose parameters
+// would disturb this node or another peer is left out, and Status says
+// why, while every other peer is applied.
 func (g *Gateway) Apply(ctx context.Context, cfg Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(cfg.Peers) == 0 {
 		// Nothing to run: nothing of the configuration is needed either.
 		err := g.teardown()
-		g.applied = &cfg
+		g.applied, g.refused = &cfg, nil
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid gateway configuration: %w", err)
+	}
+	inUse, err := noderouting.InUse(RouteProtocol, routeAgentProtocol)
+	if err != nil {
+		return err
+	}
+	adm := newAdmission(cfg, inUse)
+	for _, p := range cfg.Peers {
+		adm.admit(ctx, p)
+	}
+	for _, r := range adm.refuse {
+		g.log.Info("Peer refused", "peer", r.ID, "reason", r.Refused)
+	}
+	cfg.Peers = adm.accept
+	g.refused = adm.refuse
+	if len(cfg.Peers) == 0 {
+		err := g.teardown()
+		g.applied = &cfg
+		return err
 	}
 	g.fw.iface = cfg.iface()
 	mtu := cfg.MTU
@@ -73,22 +100,28 @@ func (g *Gateway) Apply(ctx context.Context, cfg Config) error {
 	if err := setUpLink(cfg.iface(), TunnelAddress(cfg.ExternalCIDR)); err != nil {
 		return err
 	}
-	if link, err := netlink.LinkByName(cfg.iface()); err == nil && link.Attrs().MTU != mtu {
+	link, err := netlink.LinkByName(cfg.iface())
+	if err != nil {
+		return fmt.Errorf("finding the tunnel interface %s: %w", cfg.iface(), err)
+	}
+	if link.Attrs().MTU != mtu {
 		if err := netlink.LinkSetMTU(link, mtu); err != nil {
 			return fmt.Errorf("setting the MTU of %s to %d: %w", cfg.iface(), mtu, err)
 		}
 	}
-	var routes []netip.Prefix
+	var routes []noderouting.Route
 	for _, p := range cfg.Peers {
-		routes = append(routes, p.PodCIDR, p.ExternalCIDR)
+		for _, dst := range []netip.Prefix{p.PodCIDR, p.ExternalCIDR} {
+			routes = append(routes, noderouting.Route{Dst: dst, LinkIndex: link.Attrs().Index, Src: TunnelAddress(cfg.ExternalCIDR)})
+		}
 	}
-	if err := syncRoutes(cfg.iface(), TunnelAddress(cfg.ExternalCIDR), routes); err != nil {
+	if err := routeTable(uint16(cfg.ListenPort)).Sync(routes); err != nil { //nolint:gosec // Validate checked it is a port
 		return err
 	}
 	if err := g.fw.apply(cfg, g.changedTables(cfg)); err != nil {
 		return err
 	}
-	if err := g.tunnel.configure(ctx, cfg.PrivateKey, cfg.ListenPort, cfg.Peers); err != nil {
+	if err := g.tunnel.configure(cfg.PrivateKey, cfg.ListenPort, cfg.Peers); err != nil {
 		return err
 	}
 	if g.prober == nil {
@@ -180,10 +213,16 @@ type PeerStatus struct {
 	// tunnel from the peer and went into it to the peer.
 	RxPackets uint64 `json:"rxPackets"`
 	TxPackets uint64 `json:"txPackets"`
+	// Refused says why the gateway left the peer out of its data plane;
+	// empty for a peer it carries.
+	Refused string `json:"refused,omitempty"`
+	// RangesInUse are the node's addresses and routes that the peer's
+	// ranges overlap, when that is why it was refused.
+	RangesInUse []netip.Prefix `json:"rangesInUse,omitempty"`
 }
 
-// Status is the state of every peer's tunnel, in the order of the Config,
-// and the packets the gateway refused.
+// Status is the state of every peer's tunnel, in the order of the Config
+// (the peers refused last), and the packets the gateway refused.
 type Status struct {
 	Peers []PeerStatus `json:"peers,omitempty"`
 	// Refused counts packets out of the tunnel dropped for going anywhere
@@ -197,6 +236,7 @@ func (g *Gateway) Status() (Status, error) {
 	defer g.mu.Unlock()
 	var st Status
 	if g.tunnel == nil || g.applied == nil {
+		st.Peers = append(st.Peers, g.refused...)
 		return st, nil
 	}
 	wg, err := g.tunnel.stats()
@@ -220,6 +260,7 @@ func (g *Gateway) Status() (Status, error) {
 		ps.RxPackets, ps.TxPackets = in.packets, out.packets
 		st.Peers = append(st.Peers, ps)
 	}
+	st.Peers = append(st.Peers, g.refused...)
 	refused, err := g.fw.refused()
 	if err != nil {
 		errs = append(errs, err)
@@ -241,7 +282,7 @@ func (g *Gateway) teardown() error {
 		g.prober = nil
 	}
 	g.closeTunnel()
-	return g.fw.remove()
+	return errors.Join(routeTable(0).Remove(), g.fw.remove())
 }
 
 func (g *Gateway) closeTunnel() {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -497,8 +498,10 @@ func TestNoPeerLeavesNothing(t *testing.T) {
 	must(t, b.proc.Apply(config(b, peer(a, aAsSeenByB, bAsSeenByA, false))))
 	waitEstablished(t, a, "b", 5*time.Second)
 	for _, c := range []*cluster{a, b} {
-		if left := dataPlane(t, c.gw); len(left) != 5 {
-			t.Fatalf("%s's gateway, configured: %v; want the interface, two routes and two tables", c.name, left)
+		// Per peer range, a route and three rules (the tunnel's own
+		// packets, the main table first, then the gateway's table).
+		if left := dataPlane(t, c.gw); len(left) != 1+2+6+2 {
+			t.Fatalf("%s's gateway, configured: %v; want the interface, two routes, six rules and two tables", c.name, left)
 		}
 	}
 	must(t, a.proc.Apply(config(a)))
@@ -511,8 +514,8 @@ func TestNoPeerLeavesNothing(t *testing.T) {
 	}
 }
 
-// dataPlane lists what a gateway made in ns: its interface, its routes and
-// its nftables tables.
+// dataPlane lists what a gateway made in ns: its interface, its routes (in
+// any table), its policy rules and its nftables tables.
 func dataPlane(t *testing.T, ns *netlab.Namespace) []string {
 	t.Helper()
 	var out []string
@@ -520,12 +523,22 @@ func dataPlane(t *testing.T, ns *netlab.Namespace) []string {
 		if _, err := netlink.LinkByName(gateway.DefaultInterface); err == nil {
 			out = append(out, "interface "+gateway.DefaultInterface)
 		}
-		routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: gateway.RouteProtocol}, netlink.RT_FILTER_PROTOCOL)
+		routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: gateway.RouteProtocol},
+			netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
 		if err != nil {
 			return err
 		}
 		for _, r := range routes {
-			out = append(out, "route "+r.Dst.String())
+			out = append(out, fmt.Sprintf("route %s table %d", r.Dst, r.Table))
+		}
+		rules, err := netlink.RuleList(netlink.FAMILY_V4)
+		if err != nil {
+			return err
+		}
+		for _, r := range rules {
+			if r.Protocol == uint8(gateway.RouteProtocol) {
+				out = append(out, r.String())
+			}
 		}
 		c, err := nftables.New()
 		if err != nil {
@@ -542,5 +555,102 @@ func dataPlane(t *testing.T, ns *netlab.Namespace) []string {
 		}
 		return nil
 	}))
+	return out
+}
+
+// TestOnePeerRefusedAlone: peers whose parameters would disturb the node
+// or another peer (a key that is the gateway's own or an earlier peer's,
+// an endpoint that resolves to loopback or sits inside a peer's range,
+// ranges over the node's own subnet or address, a special range) are
+// each refused, with the reason in the status, while the good peer's
+// tunnel is established and carries traffic, also after a restart of the
+// gateway with the same configuration. The node's main table is never
+// changed: a peer's routes live in the gateway's own table.
+func TestOnePeerRefusedAlone(t *testing.T) {
+	l := newLab(t)
+	a, b := l.cluster("a"), l.cluster("b")
+	echoServer(t, b.pod)
+	must(t, a.gw.IP("addr", "add", "172.31.9.9/32", "dev", "lo"))
+	mainBefore := mainTable(t, a.gw)
+	other, err := wgkey.Generate()
+	must(t, err)
+	bad := func(id string, edit func(*gateway.Peer)) gateway.Peer {
+		p := gateway.Peer{ID: id, PublicKey: other.Public(), PodCIDR: pfx("10.111.0.0/16"), ExternalCIDR: pfx("10.112.0.0/16"),
+			LocalPodCIDR: aAsSeenByB.pod, LocalExternalCIDR: aAsSeenByB.external}
+		edit(&p)
+		return p
+	}
+	refusals := map[string]string{
+		"own-key":           "this gateway's own key",
+		"b-key":             "the key of peer b",
+		"loopback":          "not an address a gateway can be at",
+		"endpoint-in-range": "inside 10.81.0.0/16 (the pod range of peer b)",
+		"node-subnet":       "overlaps what this node uses",
+		"node-address":      "overlaps what this node uses",
+		"special":           "a special range",
+		"over-b":            "the pod range of peer b",
+	}
+	cfg := config(a,
+		peer(b, bAsSeenByA, aAsSeenByB, true),
+		bad("own-key", func(p *gateway.Peer) { p.PublicKey = a.key.Public() }),
+		bad("b-key", func(p *gateway.Peer) { p.PublicKey = b.key.Public() }),
+		bad("loopback", func(p *gateway.Peer) { p.Endpoint = "localhost:51820" }),
+		bad("endpoint-in-range", func(p *gateway.Peer) { p.Endpoint = "10.81.0.9:51820" }),
+		// The lab's underlay: the node's connected route.
+		bad("node-subnet", func(p *gateway.Peer) { p.PodCIDR = pfx("192.168.50.0/30") }),
+		// A range over an address of the node that no route covers.
+		bad("node-address", func(p *gateway.Peer) { p.ExternalCIDR = pfx("172.31.9.8/30") }),
+		bad("special", func(p *gateway.Peer) { p.ExternalCIDR = pfx("169.254.169.252/30") }),
+		bad("over-b", func(p *gateway.Peer) { p.PodCIDR = pfx("10.80.0.0/12") }),
+	)
+	must(t, a.proc.Apply(cfg))
+	must(t, b.proc.Apply(config(b, peer(a, aAsSeenByB, bAsSeenByA, false))))
+	check := func(when string) {
+		t.Helper()
+		waitEstablished(t, a, "b", 5*time.Second)
+		must(t, exchange(t.Context(), a.pod, translated(bAsSeenByA), 8000))
+		st, err := a.proc.Status()
+		must(t, err)
+		seen := map[string]bool{}
+		for _, p := range st.Peers {
+			want, isBad := refusals[p.ID]
+			seen[p.ID] = true
+			switch {
+			case !isBad && p.Refused != "":
+				t.Errorf("%s: peer %s refused: %s", when, p.ID, p.Refused)
+			case isBad && !strings.Contains(p.Refused, want):
+				t.Errorf("%s: peer %s: refused %q, want a reason naming %q", when, p.ID, p.Refused, want)
+			case isBad && p.Established:
+				t.Errorf("%s: refused peer %s shows established", when, p.ID)
+			}
+		}
+		for id := range refusals {
+			if !seen[id] {
+				t.Errorf("%s: peer %s missing from the status %+v", when, id, st.Peers)
+			}
+		}
+		if after := mainTable(t, a.gw); !slices.Equal(after, mainBefore) {
+			t.Errorf("%s: the node's main table changed:\n%v\nwas\n%v", when, after, mainBefore)
+		}
+	}
+	check("first apply")
+	a.proc.Kill()
+	a.proc = gatewaytest.Start(t, a.gw)
+	must(t, a.proc.Apply(cfg))
+	check("after a restart")
+}
+
+// mainTable lists the IPv4 routes of ns's main table.
+func mainTable(t *testing.T, ns *netlab.Namespace) []string {
+	t.Helper()
+	var out []string
+	must(t, ns.Do(func() error {
+		routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
+		for _, r := range routes {
+			out = append(out, r.String())
+		}
+		return err
+	}))
+	slices.Sort(out)
 	return out
 }

@@ -3,20 +3,38 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/liqo-go/liqo/internal/network/ipam"
+	"github.com/liqo-go/liqo/internal/network/noderouting"
 )
 
-// RouteProtocol marks the routes a gateway installs (rtnetlink's protocol
-// field), so that it finds its own among the others and leaves theirs.
-const RouteProtocol = netlink.RouteProtocol(0x6c) // 'l'
+// RouteProtocol marks the routes and rules a gateway installs
+// (rtnetlink's protocol field), so that it finds its own among the others
+// and leaves theirs.
+const RouteProtocol = 0x6c // 'l'
+
+// RouteTable is the routing table of the gateway's routes to the peers'
+// ranges, and RulePriority the priority of its first policy rule
+// (noderouting.Table).
+const (
+	RouteTable   = 108
+	RulePriority = 31080
+)
+
+// routeAgentProtocol marks the route agent's routes (routeagent's
+// RouteProtocol; that package imports this one): they are Liqo's, not the
+// node's own, when the gateway looks at what the node uses.
+const routeAgentProtocol = 0x6d
+
+// routeTable is the gateway's table; port is the tunnel's UDP port, whose
+// packets never go into the tunnel (0 when only removing).
+func routeTable(port uint16) noderouting.Table {
+	return noderouting.Table{ID: RouteTable, Protocol: RouteProtocol, Priority: RulePriority, SourcePort: port}
+}
 
 // setUpLink gives the tunnel interface its address (a /32: the gateway's
 // own, not a range) and brings it up.
@@ -45,41 +63,6 @@ func setUpLink(name string, addr netip.Addr) error {
 		return fmt.Errorf("bringing %s up: %w", name, err)
 	}
 	return nil
-}
-
-// syncRoutes makes the routes through the tunnel interface exactly want,
-// each with the gateway's tunnel address as the source it prefers.
-func syncRoutes(name string, src netip.Addr, want []netip.Prefix) error {
-	link, err := netlink.LinkByName(name)
-	if err != nil {
-		return fmt.Errorf("finding the tunnel interface %s: %w", name, err)
-	}
-	have, err := netlink.RouteListFiltered(netlink.FAMILY_V4,
-		&netlink.Route{LinkIndex: link.Attrs().Index, Protocol: RouteProtocol},
-		netlink.RT_FILTER_OIF|netlink.RT_FILTER_PROTOCOL)
-	if err != nil {
-		return fmt.Errorf("listing the routes through %s: %w", name, err)
-	}
-	wanted := map[netip.Prefix]bool{}
-	var errs []error
-	for _, p := range want {
-		wanted[p.Masked()] = true
-		r := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: ipam.IPNet(p), Src: net.IP(src.AsSlice()),
-			Scope: netlink.SCOPE_LINK, Protocol: RouteProtocol}
-		if err := netlink.RouteReplace(r); err != nil {
-			errs = append(errs, fmt.Errorf("route to %s through %s: %w", p, name, err))
-		}
-	}
-	for _, r := range have {
-		p, ok := ipam.FromIPNet(r.Dst)
-		if ok && wanted[p] {
-			continue
-		}
-		if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
-			errs = append(errs, fmt.Errorf("removing the route to %s through %s: %w", r.Dst, name, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // underlayMTU is the MTU of the link of the default route, or 1500 when

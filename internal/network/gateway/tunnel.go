@@ -71,17 +71,13 @@ func openTunnel(log logr.Logger, name string, mtu int, serveUAPI bool) (*tunnel,
 }
 
 // configure sets the key, the port and the peers, replacing any peer not
-// listed. Endpoints are resolved here; a name that does not resolve fails
-// the whole configuration, so that nothing half-applied stays.
-func (t *tunnel) configure(ctx context.Context, key wgkey.Key, port int, peers []Peer) error {
+// listed. The peers' endpoints are addresses (admission resolved them).
+func (t *tunnel) configure(key wgkey.Key, port int, peers []Peer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "private_key=%s\nlisten_port=%d\nreplace_peers=true\n", key.Hex(), port)
 	resolved := map[wgkey.Key]string{}
 	for _, p := range peers {
-		text, err := peerConfig(ctx, p)
-		if err != nil {
-			return err
-		}
+		text := peerConfig(p)
 		resolved[p.PublicKey] = text
 		b.WriteString(text)
 	}
@@ -96,22 +92,18 @@ func (t *tunnel) configure(ctx context.Context, key wgkey.Key, port int, peers [
 }
 
 // peerConfig is a peer's part of the configuration protocol.
-func peerConfig(ctx context.Context, p Peer) (string, error) {
+func peerConfig(p Peer) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "public_key=%s\nreplace_allowed_ips=true\n", p.PublicKey.Hex())
 	if p.Client() {
-		ep, err := resolveEndpoint(ctx, p.Endpoint)
-		if err != nil {
-			return "", fmt.Errorf("peer %s: %w", p.ID, err)
-		}
 		keepalive := p.Keepalive
 		if keepalive == 0 {
 			keepalive = DefaultKeepalive
 		}
-		fmt.Fprintf(&b, "endpoint=%s\npersistent_keepalive_interval=%d\n", ep, int(keepalive.Seconds()))
+		fmt.Fprintf(&b, "endpoint=%s\npersistent_keepalive_interval=%d\n", p.Endpoint, int(keepalive.Seconds()))
 	}
 	fmt.Fprintf(&b, "allowed_ip=%s\nallowed_ip=%s\n", p.PodCIDR, p.ExternalCIDR)
-	return b.String(), nil
+	return b.String()
 }
 
 // resolveEndpoint turns host:port into ip:port, refusing addresses a

@@ -5,57 +5,64 @@ package routeagent
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
-	"github.com/liqo-go/liqo/internal/network/ipam"
+	"github.com/liqo-go/liqo/internal/network/gateway"
+	"github.com/liqo-go/liqo/internal/network/noderouting"
 )
 
-// RouteProtocol marks the routes the route agent installs (rtnetlink's
-// protocol field), apart from the gateway's (gateway.RouteProtocol) and
-// everyone else's: it finds and removes its own, and only those.
-const RouteProtocol = netlink.RouteProtocol(0x6d) // 'm'
+// RouteProtocol marks the routes and rules the route agent installs
+// (rtnetlink's protocol field), apart from the gateway's
+// (gateway.RouteProtocol) and everyone else's: it finds and removes its
+// own, and only those.
+const RouteProtocol = 0x6d // 'm'
+
+// RouteTable is the routing table of the route agent's routes, and
+// RulePriority the priority of its first policy rule (noderouting.Table):
+// the node's own routes always win over them.
+const (
+	RouteTable   = 109
+	RulePriority = 31090
+)
+
+var table = noderouting.Table{ID: RouteTable, Protocol: RouteProtocol, Priority: RulePriority}
 
 // Sync makes the route agent's routes in this network namespace exactly
-// one per range, each through gw. With no valid gw, or a gw that is an
-// address of this node (the gateway runs here and routes the ranges into
-// its tunnel itself), it removes them all. It reports whether routes
-// through gw are in place.
+// one per range, each via gw, in its own table. With no valid gw, or a gw
+// that is an address of this node (the gateway runs here and routes the
+// ranges into its tunnel itself), it removes them all. A range that
+// overlaps what the node uses (its addresses, its main table's routes) is
+// not routed, and named in the error; the others are. It reports whether
+// routes via gw are in place.
 func Sync(gw netip.Addr, ranges []netip.Prefix) (bool, error) {
 	local, err := isLocal(gw)
 	if err != nil {
 		return false, err
 	}
-	want := map[netip.Prefix]bool{}
+	var routes []noderouting.Route
 	var errs []error
 	if gw.Is4() && !local {
+		inUse, err := noderouting.InUse(RouteProtocol, gateway.RouteProtocol)
+		if err != nil {
+			return false, err
+		}
 		for _, p := range ranges {
 			if !p.Addr().Is4() {
 				continue
 			}
-			want[p.Masked()] = true
-			r := &netlink.Route{Dst: ipam.IPNet(p), Gw: net.IP(gw.AsSlice()), Protocol: RouteProtocol}
-			if err := netlink.RouteReplace(r); err != nil {
-				errs = append(errs, fmt.Errorf("route to %s via the gateway's node %s: %w", p, gw, err))
+			if c, ok := noderouting.Conflict(p, inUse); ok {
+				errs = append(errs, fmt.Errorf("%s is not routed: it overlaps %s, which this node uses", p, c))
+				continue
 			}
+			routes = append(routes, noderouting.Route{Dst: p, Gw: gw})
 		}
 	}
-	have, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: RouteProtocol}, netlink.RT_FILTER_PROTOCOL)
-	if err != nil {
-		return false, fmt.Errorf("listing the route agent's routes: %w", err)
+	if err := table.Sync(routes); err != nil {
+		errs = append(errs, fmt.Errorf("routes via the gateway's node %s: %w", gw, err))
 	}
-	for _, r := range have {
-		if p, ok := ipam.FromIPNet(r.Dst); ok && want[p] && r.Gw.Equal(net.IP(gw.AsSlice())) {
-			continue
-		}
-		if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
-			errs = append(errs, fmt.Errorf("removing the route to %s via %s: %w", r.Dst, r.Gw, err))
-		}
-	}
-	return len(want) > 0 && len(errs) == 0, errors.Join(errs...)
+	return len(routes) > 0 && len(errs) == 0, errors.Join(errs...)
 }
 
 // isLocal says whether a is an address of an interface in this namespace.

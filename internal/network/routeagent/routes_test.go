@@ -5,10 +5,12 @@ package routeagent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +89,19 @@ func TestRoutesThroughTheGatewaysNode(t *testing.T) {
 		t.Errorf("on the gateway's node: routed %v, routes %v", routed, got)
 	}
 
+	// A range over the node's own routes (somebody else's) is refused,
+	// named, and the others stay routed; the node's route stays whole.
+	_ = node.Do(func() (err error) {
+		routed, err = Sync(gw, append(slices.Clip(ranges), netip.MustParsePrefix("10.50.128.0/17")))
+		if err == nil || !strings.Contains(err.Error(), "10.50.128.0/17 is not routed: it overlaps 10.50.0.0/16") {
+			t.Errorf("a range over the node's route: %v, want it refused", err)
+		}
+		return nil
+	})
+	if got := agentRoutes(t, node); routed || !slices.Equal(got, []string{"10.8.0.0/16 via 192.168.77.1", "10.9.0.0/16 via 192.168.77.1"}) {
+		t.Errorf("with a range refused: routed %v, routes %v", routed, got)
+	}
+
 	// A peer gone: its range is unrouted, the other stays.
 	must(t, node.Do(func() (err error) { _, err = Sync(gw, ranges[1:]); return err }))
 	if got := agentRoutes(t, node); !slices.Equal(got, []string{"10.9.0.0/16 via 192.168.77.1"}) {
@@ -133,8 +148,11 @@ func agentRoutes(t *testing.T, ns *netlab.Namespace) []string {
 	t.Helper()
 	var out []string
 	must(t, ns.Do(func() error {
-		rs, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: RouteProtocol}, netlink.RT_FILTER_PROTOCOL)
+		rs, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: RouteProtocol}, netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
 		for _, r := range rs {
+			if r.Table != RouteTable {
+				out = append(out, fmt.Sprintf("a route in table %d", r.Table))
+			}
 			out = append(out, r.Dst.String()+" via "+r.Gw.String())
 		}
 		return err

@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,9 +69,12 @@ type Reconciler struct {
 
 	mu sync.Mutex
 	// applied is the generation of each TunnelEndpoint in the last
-	// configuration applied; failed, the error of the last Apply.
+	// configuration applied; failed, the error of the last Apply;
+	// invalid, the TunnelEndpoints left out of it because they could not
+	// be read, and why.
 	applied map[string]int64
 	failed  error
+	invalid map[string]error
 }
 
 // allKey is the one request of the reconciler.
@@ -77,7 +82,7 @@ var allKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "all"}}
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	cfg, generations, err := r.config(ctx)
+	cfg, generations, invalid, err := r.config(ctx)
 	if err == nil {
 		err = r.DataPlane.Apply(ctx, cfg)
 	}
@@ -85,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	// What failed to apply is not what runs: the data plane keeps the
 	// last configuration it took.
 	if r.failed = err; err == nil {
-		r.applied = generations
+		r.applied, r.invalid = generations, invalid
 	}
 	r.mu.Unlock()
 	return ctrl.Result{}, err
@@ -93,53 +98,63 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 
 // config builds the data plane's configuration. A TunnelEndpoint whose
 // peer has not said yet how it sees this cluster is left out: its
-// translation is not known.
-func (r *Reconciler) config(ctx context.Context) (gateway.Config, map[string]int64, error) {
+// translation is not known; so is one that cannot be read (invalid names
+// it, with why), alone. The peers come oldest first: when two claim one
+// key or range, the data plane keeps the one that was there first.
+func (r *Reconciler) config(ctx context.Context) (gateway.Config, map[string]int64, map[string]error, error) {
 	cfg := gateway.Config{ListenPort: r.ListenPort, MTU: r.MTU, UAPI: r.UAPI}
 	var teps netv1alpha1.TunnelEndpointList
 	if err := r.Client.List(ctx, &teps); err != nil {
-		return cfg, nil, err
+		return cfg, nil, nil, err
 	}
+	slices.SortStableFunc(teps.Items, func(a, b netv1alpha1.TunnelEndpoint) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	generations := map[string]int64{}
+	invalid := map[string]error{}
 	for _, tep := range teps.Items {
 		if !Applies(&tep) {
 			continue
 		}
+		generations[tep.Name] = tep.Generation
 		p, err := peer(&tep)
 		if err != nil {
-			return cfg, nil, fmt.Errorf("TunnelEndpoint %s: %w", tep.Name, err)
+			invalid[tep.Name] = err
+			continue
 		}
 		cfg.Peers = append(cfg.Peers, p)
-		generations[tep.Name] = tep.Generation
 	}
 	if len(cfg.Peers) == 0 {
 		// No tunnel to run: the key and the ranges are not needed (the
 		// key is made with the first peering).
-		return cfg, generations, nil
+		return cfg, generations, invalid, nil
 	}
 	var cc configv1alpha1.ClusterConfig
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: configv1alpha1.ClusterConfigName}, &cc); err != nil {
-		return cfg, nil, fmt.Errorf("reading the ClusterConfig: %w", err)
+		return cfg, nil, nil, fmt.Errorf("reading the ClusterConfig: %w", err)
 	}
 	var err error
 	if cfg.PodCIDR, err = netip.ParsePrefix(cc.Spec.NetworkConfig.PodCIDR); err != nil {
-		return cfg, nil, fmt.Errorf("the ClusterConfig's spec.networkConfig.podCIDR: %w", err)
+		return cfg, nil, nil, fmt.Errorf("the ClusterConfig's spec.networkConfig.podCIDR: %w", err)
 	}
 	external := cc.Spec.NetworkConfig.ExternalCIDR
 	if external == "" {
 		external = configv1alpha1.DefaultExternalCIDR
 	}
 	if cfg.ExternalCIDR, err = netip.ParsePrefix(external); err != nil {
-		return cfg, nil, fmt.Errorf("the ClusterConfig's spec.networkConfig.externalCIDR: %w", err)
+		return cfg, nil, nil, fmt.Errorf("the ClusterConfig's spec.networkConfig.externalCIDR: %w", err)
 	}
 	var secret corev1.Secret
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: netv1alpha1.GatewayKeySecret}, &secret); err != nil {
-		return cfg, nil, fmt.Errorf("reading the gateway's key: %w", err)
+		return cfg, nil, nil, fmt.Errorf("reading the gateway's key: %w", err)
 	}
 	if cfg.PrivateKey, err = wgkey.Parse(string(secret.Data[netv1alpha1.GatewayKeyField])); err != nil {
-		return cfg, nil, fmt.Errorf("the gateway's key in %s/%s: %w", r.Namespace, netv1alpha1.GatewayKeySecret, err)
+		return cfg, nil, nil, fmt.Errorf("the gateway's key in %s/%s: %w", r.Namespace, netv1alpha1.GatewayKeySecret, err)
 	}
-	return cfg, generations, nil
+	return cfg, generations, invalid, nil
 }
 
 // Applies says whether the data plane carries tep's peer: not while it is
@@ -215,13 +230,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // appliedGeneration says whether the TunnelEndpoint name, at generation,
-// is in the configuration the data plane runs, and the error of the last
-// Apply.
-func (r *Reconciler) appliedGeneration(name string) (int64, bool, error) {
+// is in the configuration the data plane runs, the error of the last
+// Apply, and why name was left out of it if it was.
+func (r *Reconciler) appliedGeneration(name string) (int64, bool, error, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	g, ok := r.applied[name]
-	return g, ok, r.failed
+	return g, ok, r.failed, r.invalid[name]
 }
 
 // ReportInterval is how often the Reporter reads the data plane.
@@ -306,16 +321,21 @@ func (p *Reporter) report(ctx context.Context) error {
 // or went down.
 func (p *Reporter) write(ctx context.Context, tep *netv1alpha1.TunnelEndpoint, ps gateway.PeerStatus, has bool) error {
 	before := tep.DeepCopy()
-	generation, applied, failed := p.Reconciler.appliedGeneration(tep.Name)
+	generation, applied, failed, invalid := p.Reconciler.appliedGeneration(tep.Name)
 	cond := metav1.Condition{Type: netv1alpha1.ConditionEstablished, ObservedGeneration: tep.Generation}
+	current := generation == tep.Generation
 	switch {
 	case tep.Spec.LocalSeenAs == nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, netv1alpha1.ReasonWaitingForPeer, "The peer has not said yet how it sees this cluster"
-	case failed != nil && (!applied || generation != tep.Generation):
+	case failed != nil && (!applied || !current):
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, netv1alpha1.ReasonGatewayError, failed.Error()
-	case !applied || generation != tep.Generation || !has:
+	case applied && current && invalid != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, netv1alpha1.ReasonRefused, "The gateway cannot read this TunnelEndpoint: "+invalid.Error()
+	case !applied || !current || !has:
 		// Not applied yet: say nothing new.
 		return nil
+	case ps.Refused != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, netv1alpha1.ReasonRefused, "The gateway refused this peer: "+ps.Refused
 	case ps.Established:
 		cond.Status, cond.Reason = metav1.ConditionTrue, netv1alpha1.ReasonConnected
 		cond.Message = "The peer's gateway answers through the tunnel"
@@ -339,7 +359,18 @@ func (p *Reporter) write(ctx context.Context, tep *netv1alpha1.TunnelEndpoint, p
 	if has && ps.Endpoint != "" {
 		tep.Status.PeerAddress = ps.Endpoint
 	}
+	tep.Status.RangesInUse = nil
+	for _, r := range ps.RangesInUse {
+		if len(tep.Status.RangesInUse) < 32 && !slices.Contains(tep.Status.RangesInUse, r.String()) {
+			tep.Status.RangesInUse = append(tep.Status.RangesInUse, r.String())
+		}
+	}
 	up := cond.Status == metav1.ConditionTrue
+	if old := meta.FindStatusCondition(before.Status.Conditions, netv1alpha1.ConditionEstablished); cond.Reason == netv1alpha1.ReasonRefused &&
+		(old == nil || old.Reason != cond.Reason || old.Message != cond.Message) && p.Recorder != nil {
+		ctrl.LoggerFrom(ctx).Info("Peer refused", "peer", tep.Name, "message", cond.Message)
+		p.Recorder.Eventf(tep, nil, corev1.EventTypeWarning, "TunnelRefused", "Established", "%s", cond.Message)
+	}
 	if was, known := p.last[tep.Name]; (known && was != up || !known && up) && p.Recorder != nil {
 		ctrl.LoggerFrom(ctx).Info("Tunnel", "peer", tep.Name, "established", up, "reason", cond.Reason, "message", cond.Message,
 			"probing", ps.ID, "latency", ps.Latency.String(), "peerAddress", ps.Endpoint)

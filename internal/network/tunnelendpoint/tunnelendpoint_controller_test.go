@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,4 +195,118 @@ func TestTunnelEndpointsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	condition(netv1alpha1.ReasonGatewayError)
+}
+
+// TestOnePeerRefusedAlone: a TunnelEndpoint the gateway cannot read (the
+// all-zero key) is left out of the configuration, alone, and says why; a
+// peer the data plane refuses says why too, with the node's ranges in
+// its way in the status, and a Warning event; the other peer is applied
+// and reported as usual. Peers go to the data plane oldest first.
+func TestOnePeerRefusedAlone(t *testing.T) {
+	cfg := envtest.Start(t, "gateway")
+	ctx := t.Context()
+	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName},
+		Spec: configv1alpha1.ClusterConfigSpec{NetworkConfig: configv1alpha1.NetworkConfig{PodCIDR: "10.100.0.0/14"}}}); err != nil {
+		t.Fatal(err)
+	}
+	key, err := wgkey.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: netv1alpha1.GatewayKeySecret},
+		Data: map[string][]byte{netv1alpha1.GatewayKeyField: []byte(key.String())}}); err != nil {
+		t.Fatal(err)
+	}
+	dp := &recorder{}
+	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
+		r := &Reconciler{Client: mgr.GetClient(), Namespace: install.DefaultNamespace, DataPlane: dp, ListenPort: 51820}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return mgr.Add(&Reporter{Client: mgr.GetClient(), Reconciler: r, Recorder: mgr.GetEventRecorder("liqo-gateway"), Interval: 100 * time.Millisecond})
+	})
+	good, err := wgkey.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(name, publicKey, pods string) *netv1alpha1.TunnelEndpoint {
+		t.Helper()
+		tep := &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: netv1alpha1.TunnelEndpointSpec{
+			ClusterID: name, PublicKey: publicKey,
+			Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/14", ExternalCIDR: "10.70.0.0/16"},
+			RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: pods, ExternalCIDR: "10.70.0.0/16"},
+			LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"},
+		}}
+		if err := c.Create(ctx, tep); err != nil {
+			t.Fatal(err)
+		}
+		return tep
+	}
+	// Creation times have a resolution of a second: the good peer is
+	// older than the others by more than that.
+	first := create("good", good.Public().String(), "10.0.0.0/14")
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var now metav1.Time
+		if now = metav1.Now(); now.Unix() <= first.CreationTimestamp.Unix() {
+			return fmt.Errorf("%s is not yet a second after %s", now, first.CreationTimestamp)
+		}
+		return nil
+	})
+	zero := create("zero-key", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "10.20.0.0/14")
+	overNode := create("over-node", good.Public().String(), "10.24.0.0/14")
+
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		last, ok := dp.last()
+		if !ok || len(last.Peers) != 2 || last.Peers[0].ID != "good" || last.Peers[1].ID != "over-node" {
+			return fmt.Errorf("applied %+v, want good then over-node, without zero-key", last.Peers)
+		}
+		return nil
+	})
+	dp.set(nil, gateway.Status{Peers: []gateway.PeerStatus{
+		{ID: "good", Established: true, Latency: time.Millisecond},
+		{ID: "over-node", Refused: "podCIDR: 10.24.0.0/14 overlaps what this node uses", RangesInUse: []netip.Prefix{netip.MustParsePrefix("10.25.0.0/16")}},
+	}})
+	for _, tc := range []struct {
+		tep           *netv1alpha1.TunnelEndpoint
+		reason, reads string
+		rangesInUse   []string
+	}{
+		{first, netv1alpha1.ReasonConnected, "answers", nil},
+		{zero, netv1alpha1.ReasonRefused, "all-zero", nil},
+		{overNode, netv1alpha1.ReasonRefused, "overlaps what this node uses", []string{"10.25.0.0/16"}},
+	} {
+		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(tc.tep), tc.tep); err != nil {
+				return err
+			}
+			cond := meta.FindStatusCondition(tc.tep.Status.Conditions, netv1alpha1.ConditionEstablished)
+			if cond == nil || cond.Reason != tc.reason || !strings.Contains(cond.Message, tc.reads) || !slices.Equal(tc.tep.Status.RangesInUse, tc.rangesInUse) {
+				return fmt.Errorf("%s: Established %+v, ranges in use %v; want %s saying %q, %v", tc.tep.Name, cond, tc.tep.Status.RangesInUse, tc.reason, tc.reads, tc.rangesInUse)
+			}
+			return nil
+		})
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var evs eventsv1.EventList
+		if err := c.List(ctx, &evs); err != nil {
+			return err
+		}
+		refused := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Reason == "TunnelRefused" && e.Type == corev1.EventTypeWarning {
+				refused[e.Regarding.Name] = true
+			}
+		}
+		if !refused["zero-key"] || !refused["over-node"] || refused["good"] {
+			return fmt.Errorf("TunnelRefused events for %v, want zero-key and over-node", refused)
+		}
+		return nil
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"golang.org/x/crypto/curve25519"
@@ -32,7 +33,8 @@ func Generate() (Key, error) {
 	return k, nil
 }
 
-// Parse reads a key in base64, naming what is wrong with it.
+// Parse reads a key in base64, naming what is wrong with it. The all-zero
+// key is refused: it is what an unset key reads as, and no peer has it.
 func Parse(s string) (Key, error) {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
@@ -40,6 +42,9 @@ func Parse(s string) (Key, error) {
 	}
 	if len(b) != KeyLen {
 		return Key{}, fmt.Errorf("a WireGuard key has %d bytes, not %d", KeyLen, len(b))
+	}
+	if Key(b).IsZero() {
+		return Key{}, errors.New("the all-zero key is no WireGuard key")
 	}
 	return Key(b), nil
 }

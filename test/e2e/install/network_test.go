@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -389,7 +390,7 @@ func waitAgentRoutes(t *testing.T, netns string, peers []string, c client.Client
 		want = append(want, ranges[id]...)
 	}
 	framework.Eventually(t, 30*time.Second, func() error {
-		out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "proto", strconv.Itoa(int(routeagent.RouteProtocol))).CombinedOutput()
+		out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "table", strconv.Itoa(routeagent.RouteTable), "proto", strconv.Itoa(int(routeagent.RouteProtocol))).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("ip route: %w: %s", err, out)
 		}
@@ -410,13 +411,11 @@ func peerLeft(t *testing.T, netns, id string, ranges []string) []string {
 	t.Helper()
 	var left []string
 	for _, proto := range []int{int(gateway.RouteProtocol), int(routeagent.RouteProtocol)} {
-		out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "proto", strconv.Itoa(proto)).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip route: %v: %s", err, out)
-		}
-		for _, r := range ranges {
-			if strings.Contains(string(out), r+" ") {
-				left = append(left, fmt.Sprintf("a route to %s (protocol %d)", r, proto))
+		for _, line := range ownRoutesAndRules(t, netns, proto) {
+			for _, r := range ranges {
+				if strings.Contains(line, r+" ") {
+					left = append(left, fmt.Sprintf("a route or rule for %s (protocol %d): %s", r, proto, line))
+				}
 			}
 		}
 	}
@@ -661,12 +660,8 @@ func dataPlaneLeft(t *testing.T, netns string) []string {
 		left = append(left, "interface: "+strings.TrimSpace(string(out)))
 	}
 	for _, proto := range []int{int(gateway.RouteProtocol), int(routeagent.RouteProtocol)} {
-		out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "proto", strconv.Itoa(proto)).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip route: %v: %s", err, out)
-		}
-		if s := strings.TrimSpace(string(out)); s != "" {
-			left = append(left, fmt.Sprintf("routes (protocol %d): %s", proto, s))
+		if own := ownRoutesAndRules(t, netns, proto); len(own) > 0 {
+			left = append(left, fmt.Sprintf("routes and rules (protocol %d): %s", proto, strings.Join(own, "; ")))
 		}
 	}
 	out, err := exec.CommandContext(t.Context(), "ip", "netns", "exec", netns, "nft", "list", "tables").CombinedOutput()
@@ -679,4 +674,25 @@ func dataPlaneLeft(t *testing.T, netns string) []string {
 		}
 	}
 	return left
+}
+
+// ownRoutesAndRules lists the routes (in any table) and the policy rules
+// of protocol proto in the node's namespace, one per line.
+func ownRoutesAndRules(t *testing.T, netns string, proto int) []string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), "ip", "-n", netns, "route", "show", "table", "all", "proto", strconv.Itoa(proto)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip route: %v: %s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	out, err = exec.CommandContext(t.Context(), "ip", "-n", netns, "-d", "rule").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip rule: %v: %s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasSuffix(strings.TrimSpace(line), fmt.Sprintf("proto %d", proto)) {
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
+	return slices.DeleteFunc(lines, func(l string) bool { return l == "" })
 }
