@@ -20,6 +20,7 @@ import (
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/testenv"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -38,7 +39,7 @@ func BenchmarkNetworkEstablished(b *testing.B) {
 		b.Fatal(err)
 	}
 	if err := localcluster.RealNodesSupported(bin); err != nil {
-		b.Skipf("no real nodes here: %v", err)
+		testenv.Unsupported(b, "no real nodes: "+err.Error())
 	}
 	gatewayImage, err := framework.PlaygroundGatewayImage(b.Context(), b.TempDir())
 	if err != nil {

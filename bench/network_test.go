@@ -26,6 +26,7 @@ import (
 	"github.com/liqo-go/liqo/internal/network/gateway"
 	"github.com/liqo-go/liqo/internal/network/gateway/gatewaytest"
 	"github.com/liqo-go/liqo/internal/network/wgkey"
+	"github.com/liqo-go/liqo/internal/testenv"
 )
 
 // The addresses of the network benchmark: two pods, each behind its
@@ -142,11 +143,11 @@ func median(ms []netMeasure) netMeasure {
 func startNetBench(b *testing.B) *netBench {
 	b.Helper()
 	if err := netlab.Supported(); err != nil {
-		b.Skipf("no network benchmark here: %v", err)
+		testenv.Unsupported(b, "no network benchmark: "+err.Error())
 	}
 	for _, tool := range []string{"iperf3", "wg"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			b.Skipf("no network benchmark here: %s is missing (make system-deps)", tool)
+			testenv.Unsupported(b, "no network benchmark: "+tool+" is missing (make system-deps)")
 		}
 	}
 	bin, err := localcluster.FindBinDir()

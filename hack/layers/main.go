@@ -28,6 +28,8 @@ const Module = "github.com/liqo-go/liqo"
 // Layers lists the groups of packages, bottom layer first. Keep
 // docs/development.md in step.
 var Layers = [][]string{
+	// What a test does on a machine that lacks what it needs.
+	{"internal/testenv"},
 	// The API: types and the protocol's names (labels, annotations,
 	// finalizers, condition types and reasons).
 	{"api", "deployments"},

@@ -18,6 +18,8 @@ import (
 	"github.com/go-logr/logr/testr"
 	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liqo-go/liqo/internal/testenv"
 )
 
 func skipShort(t *testing.T) {
@@ -278,7 +280,7 @@ func TestStartPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	if all.Count() < 2 {
-		t.Skip("needs 2 CPUs to tell a pinned process from an unpinned one")
+		testenv.Unsupported(t, "needs 2 CPUs to tell a pinned process from an unpinned one")
 	}
 	last := -1
 	for c := range 1024 {

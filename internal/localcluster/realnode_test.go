@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	"github.com/liqo-go/liqo/internal/testenv"
 )
 
 func skipWithoutRealNodes(t *testing.T) {
@@ -29,7 +31,7 @@ func skipWithoutRealNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := RealNodesSupported(bin); err != nil {
-		t.Skipf("no real nodes on this machine: %v", err)
+		testenv.Unsupported(t, "no real nodes: "+err.Error())
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/liqo-go/liqo/internal/network/gateway"
 	"github.com/liqo-go/liqo/internal/network/gateway/gatewaytest"
 	"github.com/liqo-go/liqo/internal/network/wgkey"
+	"github.com/liqo-go/liqo/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -67,7 +68,7 @@ func newLab(t *testing.T) *lab {
 		t.Skip("builds network namespaces")
 	}
 	if err := netlab.Supported(); err != nil {
-		t.Skipf("no network namespaces here: %v", err)
+		testenv.Unsupported(t, "no network namespaces: "+err.Error())
 	}
 	// Each lab is namespaces of its own: the tests run side by side.
 	t.Parallel()

@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/liqo-go/liqo/internal/netlab"
+	"github.com/liqo-go/liqo/internal/testenv"
 )
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
@@ -27,7 +28,7 @@ func TestPeerRoutesNeverShadowTheNodes(t *testing.T) {
 		t.Skip("builds network namespaces")
 	}
 	if err := netlab.Supported(); err != nil {
-		t.Skipf("no network namespaces here: %v", err)
+		testenv.Unsupported(t, "no network namespaces: "+err.Error())
 	}
 	t.Parallel()
 	node, lan, tunnel := netlab.ForTest(t, "node"), netlab.ForTest(t, "lan"), netlab.ForTest(t, "tun")
@@ -107,7 +108,7 @@ func TestInUse(t *testing.T) {
 		t.Skip("builds network namespaces")
 	}
 	if err := netlab.Supported(); err != nil {
-		t.Skipf("no network namespaces here: %v", err)
+		testenv.Unsupported(t, "no network namespaces: "+err.Error())
 	}
 	t.Parallel()
 	node, lan := netlab.ForTest(t, "node"), netlab.ForTest(t, "lan")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/liqo-go/liqo/internal/netlab"
 	"github.com/liqo-go/liqo/internal/network/ipam"
+	"github.com/liqo-go/liqo/internal/testenv"
 )
 
 // TestRoutesThroughTheGatewaysNode, with real packets in bare network
@@ -31,7 +32,7 @@ func TestRoutesThroughTheGatewaysNode(t *testing.T) {
 		t.Skip("builds network namespaces")
 	}
 	if err := netlab.Supported(); err != nil {
-		t.Skipf("no network namespaces here: %v", err)
+		testenv.Unsupported(t, "no network namespaces: "+err.Error())
 	}
 	t.Parallel()
 	gwNode, node, pod := netlab.ForTest(t, "gwnode"), netlab.ForTest(t, "node"), netlab.ForTest(t, "pod")

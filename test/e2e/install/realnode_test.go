@@ -34,6 +34,7 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/uninstall"
 	liqoinstall "github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/internal/testenv"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -172,7 +173,7 @@ func skipWithoutRealNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := localcluster.RealNodesSupported(bin); err != nil {
-		t.Skipf("no real nodes on this machine: %v", err)
+		testenv.Unsupported(t, "no real nodes: "+err.Error())
 	}
 }
 
