@@ -31,6 +31,7 @@ import (
 	ctlplayground "github.com/liqo-go/liqo/internal/ctl/playground"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/testenv"
 )
 
 // Suite is a running set of clusters shared by a package's tests.
@@ -65,6 +66,11 @@ type Options struct {
 	// OnReady, when set, runs once the suite is up and before any test:
 	// the place to measure what must be measured from the start.
 	OnReady func(s *Suite) error
+	// Network gives each cluster a real node, with the chart's gateway
+	// and route agent built from the working tree, instead of kwok
+	// workers (playground.Options.Network). On a machine without real
+	// nodes the suite is skipped, and fails in CI.
+	Network bool
 }
 
 // Main is the body of a suite's TestMain: it builds the binaries, starts
@@ -76,6 +82,16 @@ func Main(m *testing.M, opts Options, suite **Suite) int {
 	if testing.Short() {
 		fmt.Println("skipping end-to-end suite in -short mode")
 		return 0
+	}
+	if opts.Network {
+		if err := realNodesSupported(); err != nil {
+			if testenv.InCI() {
+				fmt.Fprintf(os.Stderr, "CI=true and this machine cannot run this suite: no real nodes: %v\n", err)
+				return 1
+			}
+			fmt.Printf("skipping end-to-end suite: no real nodes: %v\n", err)
+			return 0
+		}
 	}
 	// controller-runtime's clients log through this; without it they warn.
 	ctrllog.SetLogger(stdoutLogger())
@@ -121,7 +137,7 @@ func start(dir string, opts Options) (*Suite, error) {
 	if opts.Clusters == 0 {
 		opts.Clusters = 2
 	}
-	if opts.NodesPerCluster == 0 {
+	if opts.NodesPerCluster == 0 && !opts.Network {
 		opts.NodesPerCluster = 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -129,6 +145,12 @@ func start(dir string, opts Options) (*Suite, error) {
 	bin, err := BuildControllerManager(ctx, dir)
 	if err != nil {
 		return nil, err
+	}
+	var gatewayImage string
+	if opts.Network {
+		if gatewayImage, err = PlaygroundGatewayImage(ctx, filepath.Join(dir, "images")); err != nil {
+			return nil, err
+		}
 	}
 	var supervisor []string
 	if opts.Supervise {
@@ -152,6 +174,8 @@ func start(dir string, opts Options) (*Suite, error) {
 		ClusterConfig:            opts.ClusterConfig,
 		ControllerManagerArgs:    opts.ControllerManagerArgs,
 		ControllerManagerArgsFor: opts.ControllerManagerArgsFor,
+		Network:                  opts.Network,
+		GatewayImage:             gatewayImage,
 		Out:                      os.Stdout,
 		Log:                      stdoutLogger(),
 	})
@@ -159,6 +183,15 @@ func start(dir string, opts Options) (*Suite, error) {
 		return nil, err
 	}
 	return &Suite{Playground: p, Dir: dir, ControllerManagerBin: bin, ReadyAt: time.Now()}, nil
+}
+
+// realNodesSupported says why this machine cannot run real nodes, or nil.
+func realNodesSupported() error {
+	bin, err := localcluster.FindBinDir()
+	if err != nil {
+		return err
+	}
+	return localcluster.RealNodesSupported(bin)
 }
 
 // reapAndCheck kills anything still running from dir and reports whether
