@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-go/liqo/api"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
@@ -80,6 +82,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The admission policies for consumers' pods read this cluster's
+	// ClusterConfig, which a controller manager always makes.
+	if err := shared.c.Create(ctx, &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	shared.mem = memory.New()
 	_, stopManager, err := envtest.RunManager(cfg, func(mgr ctrl.Manager) error {
 		if err := node.IndexPods(ctx, mgr); err != nil {
@@ -91,6 +99,7 @@ func run(m *testing.M) int {
 		if err := (&pods.Reflector{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Providers: shared.mem, LocalClusterID: testConsumer, Workers: 4,
 			Translate: translation.FromPeers(mgr.GetClient()),
+			Agreed:    translation.Agreed(mgr.GetClient()),
 		}).SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -228,13 +237,14 @@ func TestPodReflection(t *testing.T) {
 	if remote.Spec.NodeName != "" || remote.Spec.ServiceAccountName != "" {
 		t.Errorf("provider pod keeps the consumer's node %q or service account %q", remote.Spec.NodeName, remote.Spec.ServiceAccountName)
 	}
-	w.running(t, pod.Name, "10.200.0.7")
+	ensureTunnel(t, w.c)
+	w.running(t, pod.Name, "10.201.0.7")
 	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
 		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err
 		}
-		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP != "10.200.0.7" {
-			return fmt.Errorf("local pod %s with IP %q, want Running with the provider's 10.200.0.7", pod.Status.Phase, pod.Status.PodIP)
+		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP != "10.51.0.7" {
+			return fmt.Errorf("local pod %s with IP %q, want Running with the provider's 10.201.0.7 as seen here, 10.51.0.7", pod.Status.Phase, pod.Status.PodIP)
 		}
 		return nil
 	})
@@ -245,7 +255,9 @@ func TestPodReflection(t *testing.T) {
 
 // TestPodAddressesTranslated: a provider pod whose range the network
 // fabric remapped shows at the address this cluster reaches it at, also
-// when the agreement comes after the pod runs.
+// when the agreement comes after the pod runs (before it, no address is
+// shown); an address outside the agreed ranges is never shown, nor is the
+// provider's node address; a condition says why.
 func TestPodAddressesTranslated(t *testing.T) {
 	w := startReflectors(t)
 	// No agreement yet (another test may have made one).
@@ -255,21 +267,61 @@ func TestPodAddressesTranslated(t *testing.T) {
 	pod := w.offloadedPod(t, "remapped")
 	w.remotePod(t, pod.Name, nil)
 	w.running(t, pod.Name, "10.201.3.9")
-	shows := func(ip string) {
+	shows := func(pod *corev1.Pod, ip, reason string) {
 		t.Helper()
 		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
 			if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 				return err
 			}
-			if pod.Status.PodIP != ip || len(pod.Status.PodIPs) != 1 || pod.Status.PodIPs[0].IP != ip {
-				return fmt.Errorf("local pod shows %q %v, want %s", pod.Status.PodIP, pod.Status.PodIPs, ip)
+			var cond *corev1.PodCondition
+			for i := range pod.Status.Conditions {
+				if pod.Status.Conditions[i].Type == offloadingv1alpha1.ConditionPodAddress {
+					cond = &pod.Status.Conditions[i]
+				}
+			}
+			want := 1
+			if ip == "" {
+				want = 0
+			}
+			if pod.Status.PodIP != ip || len(pod.Status.PodIPs) != want || want == 1 && pod.Status.PodIPs[0].IP != ip ||
+				cond == nil || cond.Reason != reason || pod.Status.HostIP != "" {
+				return fmt.Errorf("local pod shows %q %v, host %q, condition %+v; want %q, no host, reason %s", pod.Status.PodIP, pod.Status.PodIPs, pod.Status.HostIP, cond, ip, reason)
 			}
 			return nil
 		})
 	}
-	shows("10.201.3.9")
+	// Before any agreement: the provider's address is not reachable, and
+	// not shown.
+	shows(pod, "", offloadingv1alpha1.ReasonNoNetwork)
 	ensureTunnel(t, w.c)
-	shows("10.51.3.9")
+	shows(pod, "10.51.3.9", offloadingv1alpha1.ReasonAddressTranslated)
+
+	// A provider that reports an address outside its agreed ranges (this
+	// cluster's own service range, say) points nothing here at it.
+	elsewhere := w.offloadedPod(t, "elsewhere")
+	w.remotePod(t, elsewhere.Name, nil)
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, elsewhere.Name, func(o client.Object) {
+		p := o.(*corev1.Pod)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP, p.Status.PodIPs = "10.96.0.10", []corev1.PodIP{{IP: "10.96.0.10"}, {IP: "10.201.3.10"}}
+		p.Status.HostIP, p.Status.HostIPs = "10.0.0.1", []corev1.HostIP{{IP: "10.0.0.1"}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(elsewhere), elsewhere); err != nil {
+			return err
+		}
+		for _, c := range elsewhere.Status.Conditions {
+			if c.Type == offloadingv1alpha1.ConditionPodAddress && c.Reason == offloadingv1alpha1.ReasonAddressOutsideRanges &&
+				strings.Contains(c.Message, "10.96.0.10") && elsewhere.Status.PodIP == "10.51.3.10" &&
+				len(elsewhere.Status.PodIPs) == 1 && elsewhere.Status.HostIP == "" && len(elsewhere.Status.HostIPs) == 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("local pod shows %q %v, host %q, conditions %+v; want only 10.51.3.10, no host, and why", elsewhere.Status.PodIP,
+			elsewhere.Status.PodIPs, elsewhere.Status.HostIP, elsewhere.Status.Conditions)
+	})
 }
 
 // ensureTunnel makes the provider's TunnelEndpoint, as the network fabric

@@ -36,9 +36,9 @@ type Options struct {
 	Removed func(provider string)
 	// PodWorkers is how many pods are reflected at once; zero means 32.
 	PodWorkers int
-	// NoTranslation shows provider pod addresses as the providers have
-	// them, even where the network fabric remapped their ranges, and
-	// reflects no EndpointSlice into the providers.
+	// NoTranslation leaves the network fabric out: provider pod
+	// addresses are not shown (nothing is agreed to reach them), and no
+	// EndpointSlice is reflected into the providers.
 	NoTranslation bool
 }
 
@@ -70,6 +70,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		// A provider's pods show at the addresses this cluster reaches
 		// them at, as agreed in the provider's TunnelEndpoint.
 		podReflector.Translate = translation.FromPeers(mgr.GetClient())
+		podReflector.Agreed = translation.Agreed(mgr.GetClient())
 	}
 	if err := podReflector.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the pod reflector: %w", err)

@@ -63,6 +63,25 @@ const ConditionReady = "Ready"
 // cannot admit.
 const ReasonProviderRejected = "ProviderRejected"
 
+// The pod condition that says whether a provider pod's address is shown
+// on the consumer's pod, and its reasons. The consumer shows a provider
+// pod's IP only as the network fabric agreed it: inside the provider's
+// pod or external range, translated into how the consumer sees them.
+// Any other address is the provider's choice, and the consumer's
+// EndpointSlices would send its own clients there.
+const (
+	ConditionPodAddress = "offloading.liqo.io/PodAddress"
+	// ReasonAddressTranslated: the provider's address, as this cluster
+	// reaches it through the tunnel.
+	ReasonAddressTranslated = "Translated"
+	// ReasonNoNetwork: no network is agreed with the provider: its
+	// addresses would not be reachable.
+	ReasonNoNetwork = "NoNetwork"
+	// ReasonAddressOutsideRanges: the provider reported an address
+	// outside the ranges agreed with it.
+	ReasonAddressOutsideRanges = "OutsideAgreedRanges"
+)
+
 // ReadyRemoteNamespace returns the namespace no offloads to in provider,
 // once the provider reported it Ready.
 func (no *NamespaceOffloading) ReadyRemoteNamespace(provider string) (string, bool) {

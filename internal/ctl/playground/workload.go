@@ -107,7 +107,11 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string, netw
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATUS\tIP\tNODE")
 	for _, p := range pods.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Status.Phase, p.Status.PodIP, p.Spec.NodeName)
+		ip := p.Status.PodIP
+		if ip == "" {
+			ip = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Status.Phase, ip, p.Spec.NodeName)
 	}
 	if err := tw.Flush(); err != nil || len(pods.Items) == 0 {
 		return err
@@ -115,6 +119,8 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string, netw
 	if network {
 		fmt.Fprintf(out, "Every cluster gives its pods addresses of %s: the providers' pods are listed at the addresses\n"+
 			"the consumer reaches them at, through the tunnels (each provider's range remapped, as the consumer chose).\n", localcluster.PodCIDR)
+	} else {
+		fmt.Fprintln(out, "Without the network, no address is shown for the providers' pods: nothing here could reach them.")
 	}
 	// What `kubectl logs` shows: the consumer's API server asks the virtual
 	// node's kubelet API, which asks the provider's API server.

@@ -42,6 +42,16 @@ func FromPeers(r client.Reader) func(ctx context.Context, peerID string, addr ne
 	}
 }
 
+// Agreed returns, for any peer, whether the two sides agreed on the
+// network (the peer answered how it sees this cluster), reading the
+// peers' TunnelEndpoints from r (a cache).
+func Agreed(r client.Reader) func(ctx context.Context, peerID string) bool {
+	return func(ctx context.Context, peerID string) bool {
+		var tep netv1alpha1.TunnelEndpoint
+		return r.Get(ctx, client.ObjectKey{Name: peerID}, &tep) == nil && tep.Spec.LocalSeenAs != nil
+	}
+}
+
 // ToPeers returns ToPeer for any peer, reading the peers' TunnelEndpoints
 // from r (a cache): false where there is none.
 func ToPeers(r client.Reader) func(ctx context.Context, peerID string, addr netip.Addr) (netip.Addr, bool) {

@@ -65,9 +65,13 @@ type Reflector struct {
 	// Workers is how many pods are reflected at once; zero means 32.
 	Workers int
 	// Translate shows the address of a provider pod as this cluster
-	// reaches it, through the network fabric; nil, or false, shows it as
-	// the provider has it (no agreement on the network yet).
+	// reaches it, through the network fabric; nil, or false (no agreement
+	// on the network yet, an address outside the ranges agreed), hides
+	// it.
 	Translate func(ctx context.Context, providerID string, addr netip.Addr) (netip.Addr, bool)
+	// Agreed says whether the network fabric has an agreement with the
+	// provider, to tell why an address is hidden; nil means never.
+	Agreed func(ctx context.Context, providerID string) bool
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -161,26 +165,59 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	return result, nil
 }
 
-// translate sets the pod addresses of st to how this cluster reaches them:
-// the provider's pod range remapped, when the two overlap.
+// translate sets the pod addresses of st to how this cluster reaches them
+// through the network fabric, and says so in a condition. An address the
+// fabric cannot translate (no agreement with the provider yet, or outside
+// the ranges agreed with it) is not shown: the provider chose it, and this
+// cluster's EndpointSlices would send its own clients to it. The
+// provider's node addresses (hostIP) are never shown.
 func (r *Reflector) translate(ctx context.Context, providerID string, st *corev1.PodStatus) {
-	if r.Translate == nil {
+	st.HostIP, st.HostIPs = "", nil
+	reported := st.PodIPs
+	if len(reported) == 0 && st.PodIP != "" {
+		reported = []corev1.PodIP{{IP: st.PodIP}}
+	}
+	if len(reported) == 0 {
 		return
 	}
-	one := func(ip string) string {
-		a, err := netip.ParseAddr(ip)
-		if err != nil {
-			return ip
+	var shown []corev1.PodIP
+	var hidden []string
+	for _, ip := range reported {
+		a, err := netip.ParseAddr(ip.IP)
+		if err == nil && r.Translate != nil {
+			if t, ok := r.Translate(ctx, providerID, a); ok {
+				shown = append(shown, corev1.PodIP{IP: t.String()})
+				continue
+			}
 		}
-		if t, ok := r.Translate(ctx, providerID, a); ok {
-			return t.String()
-		}
-		return ip
+		hidden = append(hidden, ip.IP)
 	}
-	st.PodIP = one(st.PodIP)
-	for i := range st.PodIPs {
-		st.PodIPs[i].IP = one(st.PodIPs[i].IP)
+	st.PodIPs, st.PodIP = shown, ""
+	if len(shown) > 0 {
+		st.PodIP = shown[0].IP
 	}
+	cond := corev1.PodCondition{Type: offloadingv1alpha1.ConditionPodAddress, Status: corev1.ConditionTrue,
+		Reason: offloadingv1alpha1.ReasonAddressTranslated, Message: "The provider's address, as this cluster reaches it through the tunnel"}
+	switch {
+	case len(hidden) == 0:
+	case r.Translate == nil || !r.agreed(ctx, providerID):
+		cond.Status, cond.Reason = corev1.ConditionFalse, offloadingv1alpha1.ReasonNoNetwork
+		cond.Message = fmt.Sprintf("No network is agreed with provider %s: its pod addresses (%s) would not be reachable from here, and are not shown", providerID, strings.Join(hidden, ", "))
+	default:
+		cond.Status, cond.Reason = corev1.ConditionFalse, offloadingv1alpha1.ReasonAddressOutsideRanges
+		cond.Message = fmt.Sprintf("Provider %s reported addresses outside the ranges agreed with it (%s): they are not shown", providerID, strings.Join(hidden, ", "))
+	}
+	st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
+}
+
+// agreed says whether the network fabric has an agreement with the
+// provider: any of its addresses translates, its pod range's first one
+// at least.
+func (r *Reflector) agreed(ctx context.Context, providerID string) bool {
+	if r.Agreed == nil {
+		return false
+	}
+	return r.Agreed(ctx, providerID)
 }
 
 // providerOf returns the provider of the virtual node pod is bound to, or
