@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -240,12 +239,9 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:        scheme,
-		WebhookServer: wh.server,
-		// ConfigMaps and Secrets are cached in every namespace: the
-		// virtual kubelet reflects those of offloaded namespaces. Managed
-		// fields are never read, and are most of an object's size.
-		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Scheme:                  scheme,
+		WebhookServer:           wh.server,
+		Cache:                   cacheOptions(),
 		Metrics:                 o.metricsServer(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		PprofBindAddress:        o.PprofBindAddress,
@@ -288,7 +284,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := setupNetwork(mgr, o, direct, id, remotes, store); err != nil {
 		return err
 	}
-	if err := setupOffloading(mgr, direct, id, remotes, sessions, store); err != nil {
+	if err := setupOffloading(ctx, mgr, direct, id, remotes, sessions, store); err != nil {
 		return err
 	}
 	if err := (&clusterconfig.Reconciler{

@@ -21,7 +21,11 @@ import (
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch;create;update;patch
+// The controller manager reads and changes its own policy alone, by name
+// (never those the chart installs for peers); creating one cannot be
+// limited to a name.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,resourceNames=liqo-virtual-nodes,verbs=get;update;patch
 
 // VirtualNodePolicyName names the ValidatingAdmissionPolicy, and its
 // binding, that refuses to delete a virtual node to anyone but the

@@ -99,17 +99,23 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 
 // setupOffloading adds the pod webhook, the NamespaceOffloading controller
 // (consumer) and the NamespaceMap controller (provider).
-func setupOffloading(mgr ctrl.Manager, direct client.Client, clusterID string, remotes *identity.Remotes, sessions *remote.Sessions, store *clusterconfig.Store) error {
+func setupOffloading(ctx context.Context, mgr ctrl.Manager, direct client.Client, clusterID string, remotes *identity.Remotes, sessions *remote.Sessions, store *clusterconfig.Store) error {
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
 		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
+	// The controller manager binds itself, in each namespace it offloads,
+	// the right to request that namespace's service account tokens.
+	self, err := identity.WhoAmI(ctx, mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("learning this controller manager's user name: %w", err)
+	}
 	if err := (&offloading.NamespaceOffloadingReconciler{
-		Client: mgr.GetClient(), Remotes: remotes, LocalClusterID: clusterID, Released: sessions.Release,
+		Client: mgr.GetClient(), Direct: direct, Self: self, Remotes: remotes, LocalClusterID: clusterID, Released: sessions.Release,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceOffloading controller: %w", err)
 	}
 	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
-	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct, Config: config}).SetupWithManager(mgr); err != nil {
+	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct, Config: config, Changes: store.Subscribe()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap controller: %w", err)
 	}
 	return nil

@@ -46,7 +46,11 @@ const (
 	PodWebhookConfigurationName = "liqo-pods"
 )
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;create;update;patch
+// The controller manager reads and changes its own webhook configurations
+// alone, by name; creating one cannot be limited to a name.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=liqo-peeringrequests,verbs=get;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=liqo-pods,verbs=get;update;patch
 
 // webhookSetup is what the manager needs to serve the webhooks.
 type webhookSetup struct {

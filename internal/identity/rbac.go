@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -28,6 +29,39 @@ func EnsureRoleBinding(ctx context.Context, c client.Client, namespace, name, us
 		binding.Labels = labels
 		binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
 		binding.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("RoleBinding %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// EnsureClusterRoleBinding creates or repairs, in namespace, a RoleBinding
+// named name of subject to the ClusterRole clusterRole: the rights of the
+// ClusterRole, in namespace alone. The binder needs no more than `bind`
+// on that ClusterRole. A Role of the same name left by an earlier version
+// goes; so does a binding to anything else (its roleRef cannot change).
+func EnsureClusterRoleBinding(ctx context.Context, c client.Client, namespace, name, clusterRole string, subject rbacv1.Subject, labels map[string]string) error {
+	if err := c.Delete(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing the Role %s/%s of an earlier version: %w", namespace, name, err)
+	}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	err := c.Get(ctx, client.ObjectKeyFromObject(binding), binding)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("RoleBinding %s/%s: %w", namespace, name, err)
+	case binding.RoleRef != ref:
+		if err := c.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("RoleBinding %s/%s to %s: %w", namespace, name, binding.RoleRef.Name, err)
+		}
+		binding = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error {
+		binding.Labels = labels
+		binding.RoleRef = ref
+		binding.Subjects = []rbacv1.Subject{subject}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("RoleBinding %s/%s: %w", namespace, name, err)

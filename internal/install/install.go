@@ -89,6 +89,25 @@ func ClusterRole() (*rbacv1.ClusterRole, error) {
 	return role, nil
 }
 
+// PeerRoles returns the ClusterRoles the controller manager binds, in the
+// namespaces it makes for consumers and in those it offloads, without
+// holding their rights (files/rbac/peers.yaml).
+func PeerRoles() ([]*rbacv1.ClusterRole, error) {
+	data, err := deployments.Chart.ReadFile("liqo/files/rbac/peers.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var roles []*rbacv1.ClusterRole
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.UnmarshalStrict([]byte(doc), role); err != nil {
+			return nil, fmt.Errorf("decoding rbac/peers.yaml: %w", err)
+		}
+		roles = append(roles, role)
+	}
+	return roles, nil
+}
+
 // AdmissionPolicies returns the ValidatingAdmissionPolicies and their
 // bindings that hold peers to what their peering granted.
 func AdmissionPolicies() ([]client.Object, error) {
@@ -154,6 +173,13 @@ func Install(ctx context.Context, cfg *rest.Config, opts Options) error {
 			ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderName},
 			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
 		},
+	}
+	peerRoles, err := PeerRoles()
+	if err != nil {
+		return err
+	}
+	for _, r := range peerRoles {
+		objects = append(objects, r)
 	}
 	policies, err := AdmissionPolicies()
 	if err != nil {

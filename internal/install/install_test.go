@@ -71,7 +71,7 @@ func TestClusterRoleCoversClusterConfig(t *testing.T) {
 }
 
 // TestAdmissionPoliciesDecode checks every policy has its binding and
-// matches peers by username.
+// matches its users (peers, or the controller manager) by name.
 func TestAdmissionPoliciesDecode(t *testing.T) {
 	objects, err := AdmissionPolicies()
 	if err != nil {
@@ -82,8 +82,8 @@ func TestAdmissionPoliciesDecode(t *testing.T) {
 		switch o := o.(type) {
 		case *admissionregistrationv1.ValidatingAdmissionPolicy:
 			policies[o.Name] = true
-			if len(o.Spec.MatchConditions) == 0 || !strings.Contains(o.Spec.MatchConditions[0].Expression, "request.userInfo.username.startsWith('liqo-") {
-				t.Errorf("policy %s does not match peers by username: %+v", o.Name, o.Spec.MatchConditions)
+			if len(o.Spec.MatchConditions) == 0 || !strings.Contains(o.Spec.MatchConditions[0].Expression, "request.userInfo.username.startsWith(") {
+				t.Errorf("policy %s does not match its users by name: %+v", o.Name, o.Spec.MatchConditions)
 			}
 		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 			bound[o.Spec.PolicyName] = true
@@ -91,7 +91,7 @@ func TestAdmissionPoliciesDecode(t *testing.T) {
 			t.Errorf("unexpected %T", o)
 		}
 	}
-	if len(policies) != 4 || !maps.Equal(policies, bound) {
-		t.Fatalf("policies %v, bindings %v: want 4 policies, each bound", policies, bound)
+	if len(policies) != 7 || !maps.Equal(policies, bound) {
+		t.Fatalf("policies %v, bindings %v: want 7 policies, each bound", policies, bound)
 	}
 }

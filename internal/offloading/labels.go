@@ -2,29 +2,18 @@
 
 package offloading
 
-import (
-	rbacv1 "k8s.io/api/rbac/v1"
-)
-
 const (
-	// VirtualKubeletRole is the Role, in each provider namespace, bound to
-	// the consumer's virtual kubelet.
+	// VirtualKubeletRole is the RoleBinding, in each provider namespace,
+	// of the consumer's virtual kubelet to the ClusterRole of the same
+	// name (the chart's files/rbac/peers.yaml).
 	VirtualKubeletRole = "liqo-virtual-kubelet"
+	// TokenRequesterRole is the RoleBinding, in each namespace this
+	// cluster offloads, of the controller manager to the ClusterRole of
+	// the same name: it requests the tokens of that namespace's service
+	// accounts for the offloaded pods that ask, and no other.
+	TokenRequesterRole = "liqo-token-requester" //nolint:gosec // a role's name, not a credential
 )
 
-// +kubebuilder:rbac:groups="",resources=pods;services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
-// +kubebuilder:rbac:groups="",resources=pods/exec;pods/attach;pods/portforward,verbs=get;create
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;patch;delete
-
-// VirtualKubeletRules is what a consumer's virtual kubelet may do in a
-// provider namespace it offloads to: run pods, read their logs, exec into
-// them, and manage the objects they need.
-var VirtualKubeletRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"pods", "services", "configmaps", "secrets"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
-	{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/attach", "pods/portforward"}, Verbs: []string{"get", "create"}},
-	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-}
+// The controller manager binds the peers' ClusterRoles; it holds none of
+// their rights itself.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=liqo-virtual-kubelet;liqo-token-requester,verbs=bind

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,8 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/clusterconfig"
+	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/identity"
 )
 
@@ -38,15 +41,22 @@ import (
 // consumer's ClusterID, binds the consumer's virtual kubelet in each, and
 // deletes the consumer's namespaces no longer asked for. A namespace that
 // exists and is not the consumer's is never touched: the mapping fails.
+// A consumer gets the names generated for it (GeneratedNamespaceName) and
+// those the provider lists in its ForeignCluster for the consumer, no
+// other.
 type NamespaceMapReconciler struct {
 	// Client reads NamespaceMaps and Namespaces (cached) and writes them.
 	Client client.Client
 	// Direct reads and writes Roles and RoleBindings uncached, so that the
 	// provider does not watch every Role in the cluster.
 	Direct client.Client
-	// Config returns the ClusterConfig in force (the Pod Security level);
-	// nil, or a nil result, means baseline.
+	// Config returns the ClusterConfig in force (the Pod Security level,
+	// what a consumer may keep beyond its offer); nil, or a nil result,
+	// means the defaults.
 	Config func() *configv1alpha1.ClusterConfig
+	// Changes receives a value when the ClusterConfig changed: every
+	// NamespaceMap is reconciled again.
+	Changes <-chan struct{}
 }
 
 // Pod Security admission labels of the namespaces made for consumers.
@@ -55,6 +65,17 @@ const (
 	PodSecurityEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
 	defaultPodSecurityLevel        = "baseline"
 )
+
+// consumerQuota is what the ClusterConfig says a consumer may keep beyond
+// its offer.
+func (r *NamespaceMapReconciler) consumerQuota() configv1alpha1.ConsumerQuota {
+	if r.Config != nil {
+		if cc := r.Config(); cc != nil {
+			return cc.Spec.SharingConfig.ConsumerQuota
+		}
+	}
+	return configv1alpha1.ConsumerQuota{}
+}
 
 func (r *NamespaceMapReconciler) podSecurityLevel() string {
 	if r.Config != nil {
@@ -107,6 +128,8 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	status := map[string]offloadingv1alpha1.MappedNamespaceStatus{}
 	claimed := map[string]string{} // provider namespace -> consumer namespace
+	var managed []string           // provider namespaces set up, whose quotas share the offer
+	fresh := map[string]bool{}     // those made on this pass
 	var retry error
 	// The first claim sticks: a provider namespace serves the consumer
 	// namespace it was made for as long as that one asks for it, whatever
@@ -120,6 +143,14 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// The names this cluster lets the consumer choose, beyond the
+	// generated ones: its ForeignCluster for the consumer says.
+	var allowed *discoveryv1alpha1.OffloadedNamespaces
+	if fc, err := foreigncluster.Find(ctx, r.Client, consumer); err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the ForeignCluster of %s: %w", consumer, err)
+	} else if fc != nil {
+		allowed = fc.Spec.OffloadedNamespaces
+	}
 	locals := make([]string, 0, len(desired))
 	for local := range desired {
 		locals = append(locals, local)
@@ -132,6 +163,10 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		switch {
 		case ReservedNamespace(remote):
 			status[local] = failed(remote, fmt.Sprintf("namespace %s is reserved in the provider: choose another remote name", remote))
+			continue
+		case remote != GeneratedNamespaceName(local, consumer) && !allowed.Allows(remote):
+			status[local] = failed(remote, fmt.Sprintf("namespace %s is not a name this provider lets this consumer use: only the generated %s, "+
+				"unless the provider lists the name in its ForeignCluster for this consumer (spec.offloadedNamespaces)", remote, GeneratedNamespaceName(local, consumer)))
 			continue
 		case held && holder != local && desired[holder] == remote:
 			status[local] = failed(remote, fmt.Sprintf("namespace %s is already mapped to %s", remote, holder))
@@ -148,12 +183,34 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		claimed[remote] = local
 		var err error
-		if status[local], err = r.ensureNamespace(ctx, consumer, local, remote, offered); err != nil {
+		var created bool
+		if status[local], created, err = r.ensureNamespace(ctx, consumer, local, remote, offered); err != nil {
 			retry = err
+		}
+		if status[local].Phase == offloadingv1alpha1.RemoteNamespaceReady {
+			managed = append(managed, remote)
+			fresh[remote] = created
 		}
 	}
 	if err := DeleteNamespaces(ctx, r.Client, consumer, func(name string) bool { _, keep := claimed[name]; return keep }); err != nil {
 		return ctrl.Result{}, err
+	}
+	// One offer, one quota: what the consumer may use is shared between
+	// its namespaces.
+	if !gone {
+		var others []string
+		for name := range holders {
+			if !slices.Contains(managed, name) {
+				others = append(others, name)
+			}
+		}
+		quotas, err := r.ensureQuotas(ctx, consumer, managed, others, fresh, QuotaOf(offered, r.consumerQuota()))
+		if err != nil {
+			retry = err
+		}
+		for remote, st := range quotas {
+			status[claimed[remote]] = st
+		}
 	}
 	if gone {
 		return ctrl.Result{}, nil
@@ -218,12 +275,14 @@ func failed(remote, msg string) offloadingv1alpha1.MappedNamespaceStatus {
 }
 
 // ensureNamespace creates (or repairs) the provider namespace remote for
-// the consumer's namespace local, the virtual kubelet's Role in it, and the
-// quota of what the consumer was offered.
-func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, local, remote string, offered corev1.ResourceList) (offloadingv1alpha1.MappedNamespaceStatus, error) {
+// the consumer's namespace local, the virtual kubelet's Role in it, and
+// the LimitRange that gives containers their defaults; created says
+// whether it made the namespace on this pass. The quota comes after
+// (ensureQuotas), shared with the consumer's other namespaces.
+func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, local, remote string, offered corev1.ResourceList) (st offloadingv1alpha1.MappedNamespaceStatus, created bool, err error) {
 	level := r.podSecurityLevel()
 	var ns corev1.Namespace
-	err := r.Client.Get(ctx, client.ObjectKey{Name: remote}, &ns)
+	err = r.Client.Get(ctx, client.ObjectKey{Name: remote}, &ns)
 	switch {
 	case apierrors.IsNotFound(err):
 		ns = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -235,15 +294,19 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 			Annotations: map[string]string{offloadingv1alpha1.OriginNamespaceAnnotation: local},
 		}}
 		if err := r.Client.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return apiFailure(remote, fmt.Sprintf("creating namespace %s: %v", remote, err))
+			st, err := apiFailure(remote, fmt.Sprintf("creating namespace %s: %v", remote, err))
+			return st, false, err
+		} else if err == nil {
+			created = true
 		}
 	case err != nil:
-		return apiFailure(remote, fmt.Sprintf("reading namespace %s: %v", remote, err))
+		st, err := apiFailure(remote, fmt.Sprintf("reading namespace %s: %v", remote, err))
+		return st, false, err
 	case ns.Labels[offloadingv1alpha1.OriginClusterLabel] != consumer:
-		return failed(remote, fmt.Sprintf("namespace %s already exists in the provider and is not this consumer's: choose another remote name", remote)), nil
+		return failed(remote, fmt.Sprintf("namespace %s already exists in the provider and is not this consumer's: choose another remote name", remote)), false, nil
 	case !ns.DeletionTimestamp.IsZero():
 		return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
-			Message: fmt.Sprintf("namespace %s is being deleted; it is created again once gone", remote)}, nil
+			Message: fmt.Sprintf("namespace %s is being deleted; it is created again once gone", remote)}, false, nil
 	case ns.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation] == "" || ns.Labels[PodSecurityEnforceLabel] != level ||
 		ns.Labels[PodSecurityEnforceVersionLabel] != "latest":
 		patch := client.MergeFrom(ns.DeepCopy())
@@ -251,14 +314,18 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 		metav1.SetMetaDataLabel(&ns.ObjectMeta, PodSecurityEnforceLabel, level)
 		metav1.SetMetaDataLabel(&ns.ObjectMeta, PodSecurityEnforceVersionLabel, "latest")
 		if err := r.Client.Patch(ctx, &ns, patch); err != nil {
-			return apiFailure(remote, fmt.Sprintf("labelling namespace %s: %v", remote, err))
+			st, err := apiFailure(remote, fmt.Sprintf("labelling namespace %s: %v", remote, err))
+			return st, false, err
 		}
 	}
-	if err := identity.EnsureRoleBinding(ctx, r.Direct, remote, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+consumer, VirtualKubeletRules,
+	if err := identity.EnsureClusterRoleBinding(ctx, r.Direct, remote, VirtualKubeletRole, VirtualKubeletRole,
+		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: identity.VirtualKubeletUserPrefix + consumer},
 		map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
-		return apiFailure(remote, err.Error())
+		st, err := apiFailure(remote, err.Error())
+		return st, created, err
 	}
-	return r.ensureQuota(ctx, consumer, remote, offered)
+	st, err = r.ensureLimitRange(ctx, consumer, remote, offered)
+	return st, created, err
 }
 
 // DeleteNamespaces deletes the provider namespaces created for consumer,
@@ -283,6 +350,18 @@ func DeleteNamespaces(ctx context.Context, c client.Client, consumer string, kee
 	return nil
 }
 
+// nearlyFull says whether a namespace used three quarters or more of its
+// quota for some resource: its share may need to grow.
+func nearlyFull(q *corev1.ResourceQuota) bool {
+	for name, hard := range q.Status.Hard {
+		h, used := get(name, corev1.ResourceList{name: hard}), get(name, q.Status.Used)
+		if h > 0 && used*4 >= h*3 {
+			return true
+		}
+	}
+	return false
+}
+
 // SetupWithManager registers the reconciler.
 func (r *NamespaceMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Direct == nil {
@@ -305,15 +384,43 @@ func (r *NamespaceMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			Namespace: discoveryv1alpha1.TenantNamespace(o.GetName()), Name: offloadingv1alpha1.NamespaceMapName,
 		}}}
 	})
+	// The names a consumer may use are on its ForeignCluster.
+	fcChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		id := o.GetLabels()[discoveryv1alpha1.ClusterIDLabel]
+		if id == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{
+			Namespace: discoveryv1alpha1.TenantNamespace(id), Name: offloadingv1alpha1.NamespaceMapName,
+		}}}
+	})
+	// The ClusterConfig says what every consumer may keep and which Pod
+	// Security level its namespaces enforce.
+	allMaps := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var maps offloadingv1alpha1.NamespaceMapList
+		if err := r.Client.List(ctx, &maps); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(maps.Items))
+		for _, m := range maps.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+		}
+		return reqs
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&offloadingv1alpha1.NamespaceMap{}).
 		Watches(&corev1.Namespace{}, nsChanged).
-		// The quota controller counting a namespace makes it Ready (only
-		// that: the usage changes with every pod).
+		WatchesRawSource(clusterconfig.ChangeSource(mgr, r.Changes, &offloadingv1alpha1.NamespaceMap{}, allMaps)).
+		Watches(&discoveryv1alpha1.ForeignCluster{}, fcChanged, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The quota controller counting a namespace makes it Ready, and
+		// enforcing a lowered quota lets another namespace's go up; a
+		// namespace that used most of its share gets a new one. (Not
+		// every change of usage: it changes with every pod.)
 		Watches(&corev1.ResourceQuota{}, nsChanged, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*corev1.ResourceQuota), e.ObjectNew.(*corev1.ResourceQuota)
-				return !equality.Semantic.DeepEqual(o.Status.Hard, n.Status.Hard) || !equality.Semantic.DeepEqual(o.Spec.Hard, n.Spec.Hard)
+				return !equality.Semantic.DeepEqual(o.Status.Hard, n.Status.Hard) || !equality.Semantic.DeepEqual(o.Spec.Hard, n.Spec.Hard) ||
+					nearlyFull(n) != nearlyFull(o) || (nearlyFull(n) && !equality.Semantic.DeepEqual(o.Status.Used, n.Status.Used))
 			},
 		})).
 		Watches(&discoveryv1alpha1.PeeringRequest{}, peeringChanged, builder.WithPredicates(predicate.Funcs{

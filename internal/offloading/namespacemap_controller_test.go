@@ -49,7 +49,8 @@ func TestNamespacesGoWithThePeering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const consumer, remote = "consumer-1", "consumer-1-web"
+	const consumer = "consumer-1"
+	remote := GeneratedNamespaceName("web", consumer)
 	pr := &discoveryv1alpha1.PeeringRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: consumer},
 		Spec: discoveryv1alpha1.PeeringRequestSpec{
@@ -60,7 +61,7 @@ func TestNamespacesGoWithThePeering(t *testing.T) {
 	tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(consumer)}}
 	nm := &offloadingv1alpha1.NamespaceMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tenant.Name, Name: offloadingv1alpha1.NamespaceMapName},
-		Spec:       offloadingv1alpha1.NamespaceMapSpec{Mappings: map[string]offloadingv1alpha1.NamespaceName{"web": remote}},
+		Spec:       offloadingv1alpha1.NamespaceMapSpec{Mappings: map[string]offloadingv1alpha1.NamespaceName{"web": offloadingv1alpha1.NamespaceName(remote)}},
 	}
 	for _, o := range []client.Object{pr, tenant, nm} {
 		if err := c.Create(ctx, o); err != nil {

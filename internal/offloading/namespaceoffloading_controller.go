@@ -4,6 +4,8 @@ package offloading
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,6 +49,12 @@ type NamespaceOffloadingReconciler struct {
 	// Client reads NamespaceOffloadings and Nodes (cached) and writes them
 	// and Namespaces.
 	Client client.Client
+	// Direct writes the RoleBinding that lets this controller manager
+	// (Self) request the tokens of the namespace's service accounts,
+	// uncached; with no Self, none is made.
+	Direct client.Client
+	// Self is this controller manager's own user.
+	Self string
 	// Remotes gives the virtual kubelet's client in each provider.
 	Remotes *identity.Remotes
 
@@ -58,8 +67,8 @@ type NamespaceOffloadingReconciler struct {
 }
 
 // RemoteNamespaceName is the provider namespace of the consumer namespace
-// local: <local>-<first 8 characters of the consumer's ClusterID> by
-// default (cut to 63 characters), the same name, or the selected one.
+// local: <local>-<the consumer's suffix> by default (cut to 63
+// characters), the same name, or the selected one.
 func RemoteNamespaceName(local, consumerID string, spec *offloadingv1alpha1.NamespaceOffloadingSpec) string {
 	switch spec.NamespaceMappingStrategy {
 	case offloadingv1alpha1.EnforceSameNameMapping:
@@ -67,11 +76,22 @@ func RemoteNamespaceName(local, consumerID string, spec *offloadingv1alpha1.Name
 	case offloadingv1alpha1.SelectedNameMapping:
 		return spec.RemoteNamespaceName
 	}
+	return GeneratedNamespaceName(local, consumerID)
+}
+
+// GeneratedNamespaceName is the name generated for the consumer namespace
+// local in a provider: <local>-<suffix>, where the suffix is 8 hex digits
+// of the consumer's own (the first 8 characters of its ClusterID when
+// they are hex digits, as a UUID's are, else of a hash of it). A consumer
+// picks its ClusterID, but not hex digits that spell a name such as
+// cert-manager: generated names never take one a provider would choose.
+func GeneratedNamespaceName(local, consumerID string) string {
 	suffix := strings.ToLower(consumerID)
-	if len(suffix) > 8 {
-		suffix = suffix[:8]
+	if len(suffix) < 8 || strings.Trim(suffix[:8], "0123456789abcdef") != "" {
+		sum := sha256.Sum256([]byte(consumerID))
+		suffix = hex.EncodeToString(sum[:])
 	}
-	suffix = strings.Trim(suffix, "-")
+	suffix = suffix[:8]
 	base := local
 	if max := 63 - len(suffix) - 1; len(base) > max {
 		base = strings.TrimRight(base[:max], "-")
@@ -97,6 +117,9 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 		}
 	}
 	if err := r.labelNamespace(ctx, no.Namespace, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.tokenRequester(ctx, no.Namespace, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	s := &offloadingScope{no: &no, entries: no.Status.RemoteNamespaces}
@@ -385,10 +408,31 @@ func (r *NamespaceOffloadingReconciler) release(ctx context.Context, no *offload
 	if err := r.labelNamespace(ctx, no.Namespace, false); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.tokenRequester(ctx, no.Namespace, false); err != nil {
+		return ctrl.Result{}, err
+	}
 	if controllerutil.RemoveFinalizer(no, offloadingv1alpha1.NamespacesFinalizer) {
 		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Update(ctx, no))
 	}
 	return ctrl.Result{}, nil
+}
+
+// tokenRequester binds this controller manager, in namespace, to the
+// ClusterRole liqo-token-requester while the namespace is offloaded (on),
+// and removes the binding after: it requests the tokens of the service
+// accounts of the namespaces it offloads, and holds no such right
+// elsewhere.
+func (r *NamespaceOffloadingReconciler) tokenRequester(ctx context.Context, namespace string, on bool) error {
+	if r.Self == "" || r.Direct == nil {
+		return nil
+	}
+	if !on {
+		err := r.Direct.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: TokenRequesterRole}})
+		return client.IgnoreNotFound(err)
+	}
+	return identity.EnsureClusterRoleBinding(ctx, r.Direct, namespace, TokenRequesterRole, TokenRequesterRole,
+		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: r.Self},
+		map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue})
 }
 
 func (r *NamespaceOffloadingReconciler) labelNamespace(ctx context.Context, name string, on bool) error {

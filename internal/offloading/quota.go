@@ -5,52 +5,98 @@ package offloading
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=resourcequotas/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=discovery.liqo.io,resources=peeringrequests,verbs=get;list;watch
 
 // OfferQuotaName is the ResourceQuota that holds a consumer, in each
-// namespace made for it, to what it was offered.
+// namespace made for it, to its share of what it was offered.
 const OfferQuotaName = "liqo-offer"
 
 // DefaultsLimitRangeName is the LimitRange that gives containers without
-// requests small ones, so that the quota counts them (a quota on
-// requests.cpu refuses pods that request none).
+// requests or limits small ones, so that the quota counts them (a quota
+// on requests.cpu refuses pods that request none).
 const DefaultsLimitRangeName = "liqo-defaults"
 
-// DefaultRequests are what a container that requests nothing is given in a
-// consumer's namespace.
+// DefaultRequests are what a container that requests nothing is given in
+// a consumer's namespace, as requests and as limits: a container that
+// names nothing is small and bounded.
 var DefaultRequests = corev1.ResourceList{
 	corev1.ResourceCPU:    resource.MustParse("10m"),
 	corev1.ResourceMemory: resource.MustParse("32Mi"),
 }
 
-// QuotaOf returns the hard limits of the ResourceQuota for an offer:
-// pods, requests.cpu and requests.memory, each zero when not offered (a
-// consumer never offered anything runs nothing).
-func QuotaOf(offered corev1.ResourceList) corev1.ResourceList {
+// DefaultEphemeralStorage is what a container that names no ephemeral
+// storage is given, as request and limit, where the offer bounds it.
+var DefaultEphemeralStorage = resource.MustParse("128Mi")
+
+// The object counts a consumer may keep when the ClusterConfig says
+// nothing (its defaults).
+const (
+	DefaultSecrets        = 500
+	DefaultConfigMaps     = 500
+	DefaultServices       = 200
+	DefaultEndpointSlices = 400
+)
+
+// The quota names of the objects counted.
+const (
+	quotaEndpointSlices corev1.ResourceName = "count/endpointslices.discovery.k8s.io"
+)
+
+// QuotaOf returns what a consumer may use across all its namespaces here:
+// the offer's pods, CPU and memory as requests and as limits, its
+// ephemeral storage (when the offer names any) as requests and limits,
+// and what consumer (the ClusterConfig's consumerQuota) says of storage
+// claims and object counts. What is not offered is zero, never absent: a
+// quota without a resource would not bound it.
+func QuotaOf(offered corev1.ResourceList, consumer configv1alpha1.ConsumerQuota) corev1.ResourceList {
 	hard := corev1.ResourceList{}
-	for quota, offer := range map[corev1.ResourceName]corev1.ResourceName{
-		corev1.ResourcePods:           corev1.ResourcePods,
-		corev1.ResourceRequestsCPU:    corev1.ResourceCPU,
-		corev1.ResourceRequestsMemory: corev1.ResourceMemory,
-	} {
-		q, ok := offered[offer]
+	offer := func(name corev1.ResourceName) resource.Quantity {
+		q, ok := offered[name]
 		if !ok || q.Sign() < 0 {
-			q = *resource.NewQuantity(0, resource.DecimalSI)
+			return *resource.NewQuantity(0, resource.DecimalSI)
 		}
-		hard[quota] = q
+		return q.DeepCopy()
 	}
+	hard[corev1.ResourcePods] = offer(corev1.ResourcePods)
+	hard[corev1.ResourceRequestsCPU], hard[corev1.ResourceLimitsCPU] = offer(corev1.ResourceCPU), offer(corev1.ResourceCPU)
+	hard[corev1.ResourceRequestsMemory], hard[corev1.ResourceLimitsMemory] = offer(corev1.ResourceMemory), offer(corev1.ResourceMemory)
+	if _, ok := offered[corev1.ResourceEphemeralStorage]; ok {
+		hard[corev1.ResourceRequestsEphemeralStorage] = offer(corev1.ResourceEphemeralStorage)
+		hard[corev1.ResourceLimitsEphemeralStorage] = offer(corev1.ResourceEphemeralStorage)
+	}
+	count := func(p *int64, def int64) resource.Quantity {
+		if p != nil {
+			def = max(*p, 0)
+		}
+		return *resource.NewQuantity(def, resource.DecimalSI)
+	}
+	hard[corev1.ResourcePersistentVolumeClaims] = count(consumer.PersistentVolumeClaims, 0)
+	hard[corev1.ResourceRequestsStorage] = *resource.NewQuantity(0, resource.BinarySI)
+	if consumer.Storage != nil && consumer.Storage.Sign() > 0 {
+		hard[corev1.ResourceRequestsStorage] = consumer.Storage.DeepCopy()
+	}
+	hard[corev1.ResourceSecrets] = count(consumer.Secrets, DefaultSecrets)
+	hard[corev1.ResourceConfigMaps] = count(consumer.ConfigMaps, DefaultConfigMaps)
+	hard[corev1.ResourceServices] = count(consumer.Services, DefaultServices)
+	hard[quotaEndpointSlices] = count(consumer.EndpointSlices, DefaultEndpointSlices)
 	return hard
 }
 
@@ -64,39 +110,252 @@ func offerOf(ctx context.Context, c client.Client, consumer string) (corev1.Reso
 	return pr.Status.OfferedResources, nil
 }
 
-// ensureQuota creates or updates the consumer's ResourceQuota and
-// LimitRange in namespace, and reports the namespace Pending until the
-// API server's quota controller has counted it (pods are refused before),
-// Ready after.
-func (r *NamespaceMapReconciler) ensureQuota(ctx context.Context, consumer, namespace string, offered corev1.ResourceList) (offloadingv1alpha1.MappedNamespaceStatus, error) {
-	labels := map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
+// limitRange gives containers that name nothing small requests and
+// limits, so that the quota on both counts them.
+func limitRange(offered corev1.ResourceList) []corev1.LimitRangeItem {
+	defaults := DefaultRequests.DeepCopy()
+	if _, ok := offered[corev1.ResourceEphemeralStorage]; ok {
+		defaults[corev1.ResourceEphemeralStorage] = DefaultEphemeralStorage.DeepCopy()
+	}
+	return []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, DefaultRequest: defaults, Default: defaults.DeepCopy()}}
+}
+
+// ensureLimitRange creates or repairs the consumer's LimitRange in
+// namespace.
+func (r *NamespaceMapReconciler) ensureLimitRange(ctx context.Context, consumer, namespace string, offered corev1.ResourceList) (offloadingv1alpha1.MappedNamespaceStatus, error) {
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: DefaultsLimitRangeName}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, lr, func() error {
-		lr.Labels = labels
-		lr.Spec.Limits = []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, DefaultRequest: DefaultRequests}}
+		lr.Labels = quotaLabels(consumer)
+		lr.Spec.Limits = limitRange(offered)
 		return nil
 	}); err != nil {
 		return apiFailure(namespace, fmt.Sprintf("LimitRange %s/%s: %v", namespace, DefaultsLimitRangeName, err))
 	}
-	hard := QuotaOf(offered)
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: OfferQuotaName}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, r.Client, quota, func() error {
-		quota.Labels = labels
-		quota.Spec.Hard = hard
-		return nil
-	}); err != nil {
-		return apiFailure(namespace, fmt.Sprintf("ResourceQuota %s/%s: %v", namespace, OfferQuotaName, err))
+	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: namespace, Phase: offloadingv1alpha1.RemoteNamespaceReady}, nil
+}
+
+func quotaLabels(consumer string) map[string]string {
+	return map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
+}
+
+// quotaState is one namespace's quota as the API server has it.
+type quotaState struct {
+	namespace string
+	// spec is what the quota asks; enforced what the API server enforces
+	// (status.hard, which the quota controller copies from spec); used,
+	// what it counted.
+	spec, enforced, used corev1.ResourceList
+}
+
+// balance shares total between the quotas of one consumer's namespaces,
+// resource by resource, so that what they may take together never
+// exceeds total. Each namespace keeps what it uses and gets an even share
+// of what is left. A quota goes down at once; it goes up only out of
+// what no quota holds, counting for each the largest of what it uses,
+// what the API server enforces and what its spec asks: a namespace whose
+// quota just went down may still fill it until the quota controller
+// takes the new one, so another's goes up on a later pass, once it has.
+// With one namespace, it gets total.
+func balance(total corev1.ResourceList, quotas []quotaState) map[string]corev1.ResourceList {
+	out := make(map[string]corev1.ResourceList, len(quotas))
+	for _, q := range quotas {
+		out[q.namespace] = corev1.ResourceList{}
 	}
-	// Pods are refused until the quota controller has counted the
-	// namespace once; after that a change of the offer applies when it
-	// gets to it, the previous limits holding meanwhile, and the namespace
-	// stays Ready (a consumer seeing it Pending would take back what it
-	// reflected there).
-	for name := range hard {
-		if _, counted := quota.Status.Hard[name]; !counted {
-			return offloadingv1alpha1.MappedNamespaceStatus{Namespace: namespace, Phase: offloadingv1alpha1.RemoteNamespacePending,
-				Message: fmt.Sprintf("waiting for the quota controller to count namespace %s", namespace)}, nil
+	names := make([]corev1.ResourceName, 0, len(total))
+	for name := range total {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		value, format := amount(name, total[name])
+		var used int64
+		for _, q := range quotas {
+			used += get(name, q.used)
+		}
+		slack := max(value-used, 0)
+		n := int64(len(quotas))
+		target := make([]int64, len(quotas))
+		for i, q := range quotas {
+			target[i] = get(name, q.used) + slack/n
+			if int64(i) < slack%n {
+				target[i]++
+			}
+		}
+		// Down at once; what every quota then holds.
+		next := make([]int64, len(quotas))
+		var held int64
+		for i, q := range quotas {
+			next[i] = min(target[i], get(name, q.spec))
+			held += max(get(name, q.used), get(name, q.enforced), next[i])
+		}
+		// Up out of what is free.
+		free := max(value-held, 0)
+		for i, q := range quotas {
+			if target[i] <= next[i] {
+				continue
+			}
+			holds := max(get(name, q.used), get(name, q.enforced), next[i])
+			if target[i] <= holds {
+				next[i] = target[i]
+				continue
+			}
+			grant := min(target[i]-holds, free)
+			next[i] = holds + grant
+			free -= grant
+		}
+		for i, q := range quotas {
+			out[q.namespace][name] = quantity(name, next[i], format)
 		}
 	}
-	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: namespace, Phase: offloadingv1alpha1.RemoteNamespaceReady}, nil
+	return out
+}
+
+// amount is q in the unit the quota counts name in: millicores for CPU,
+// whole units (bytes, objects) for the rest.
+func amount(name corev1.ResourceName, q resource.Quantity) (int64, resource.Format) {
+	if isCPU(name) {
+		return q.MilliValue(), q.Format
+	}
+	return q.Value(), q.Format
+}
+
+func get(name corev1.ResourceName, l corev1.ResourceList) int64 {
+	q, ok := l[name]
+	if !ok {
+		return 0
+	}
+	v, _ := amount(name, q)
+	return v
+}
+
+func quantity(name corev1.ResourceName, v int64, format resource.Format) resource.Quantity {
+	if isCPU(name) {
+		return *resource.NewMilliQuantity(v, format)
+	}
+	return *resource.NewQuantity(v, format)
+}
+
+func isCPU(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || strings.HasSuffix(string(name), ".cpu")
+}
+
+// ensureQuotas shares what consumer may use (total) between the quotas of
+// its namespaces managed here, creating those missing; what the quotas of
+// its other namespaces (on their way out) hold is not shared. A quota made
+// in a namespace made on this pass (fresh) is counted here, so that the
+// namespace takes pods at once instead of when the quota controller gets
+// to it. It returns, for each managed namespace, Ready once its quota is
+// enforced, Pending before.
+func (r *NamespaceMapReconciler) ensureQuotas(ctx context.Context, consumer string, managed, others []string, fresh map[string]bool,
+	total corev1.ResourceList,
+) (map[string]offloadingv1alpha1.MappedNamespaceStatus, error) {
+	read := func(ns string) (*corev1.ResourceQuota, error) {
+		var q corev1.ResourceQuota
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: OfferQuotaName}, &q)
+		if apierrors.IsNotFound(err) {
+			return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: OfferQuotaName}}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the quota of %s: %w", ns, err)
+		}
+		return &q, nil
+	}
+	shared := total.DeepCopy()
+	for _, ns := range others {
+		q, err := read(ns)
+		if err != nil {
+			return nil, err
+		}
+		for name, t := range shared {
+			v, format := amount(name, t)
+			held := max(get(name, q.Status.Used), get(name, q.Status.Hard), get(name, q.Spec.Hard))
+			shared[name] = quantity(name, max(v-held, 0), format)
+		}
+	}
+	var states []quotaState
+	current := map[string]*corev1.ResourceQuota{}
+	slices.Sort(managed)
+	for _, ns := range managed {
+		q, err := read(ns)
+		if err != nil {
+			return nil, err
+		}
+		current[ns] = q
+		states = append(states, quotaState{namespace: ns, spec: q.Spec.Hard, enforced: q.Status.Hard, used: q.Status.Used})
+	}
+	out := map[string]offloadingv1alpha1.MappedNamespaceStatus{}
+	var retry error
+	for ns, hard := range balance(shared, states) {
+		q := current[ns]
+		if err := r.writeQuota(ctx, consumer, q, hard, fresh[ns]); err != nil {
+			out[ns], retry = failed(ns, err.Error()), errRetry
+			continue
+		}
+		out[ns] = offloadingv1alpha1.MappedNamespaceStatus{Namespace: ns, Phase: offloadingv1alpha1.RemoteNamespaceReady}
+		for name := range q.Spec.Hard {
+			if _, counted := q.Status.Hard[name]; !counted {
+				out[ns] = offloadingv1alpha1.MappedNamespaceStatus{Namespace: ns, Phase: offloadingv1alpha1.RemoteNamespacePending,
+					Message: fmt.Sprintf("waiting for the quota controller to count namespace %s", ns)}
+				break
+			}
+		}
+	}
+	return out, retry
+}
+
+// writeQuota makes q's spec hard, creating q when it is new; a new quota
+// of a fresh namespace is counted at once.
+func (r *NamespaceMapReconciler) writeQuota(ctx context.Context, consumer string, q *corev1.ResourceQuota, hard corev1.ResourceList, fresh bool) error {
+	if q.ResourceVersion == "" {
+		q.Labels, q.Spec.Hard = quotaLabels(consumer), hard
+		if err := r.Client.Create(ctx, q); err != nil {
+			return fmt.Errorf("ResourceQuota %s/%s: %w", q.Namespace, OfferQuotaName, err)
+		}
+		if !fresh {
+			return nil
+		}
+		used, ok, err := r.countFresh(ctx, q.Namespace, hard)
+		if err != nil || !ok {
+			return err
+		}
+		q.Status = corev1.ResourceQuotaStatus{Hard: hard.DeepCopy(), Used: used}
+		if err := r.Client.Status().Update(ctx, q); err != nil && !apierrors.IsConflict(err) {
+			// A conflict: the quota controller counted it first.
+			return fmt.Errorf("counting ResourceQuota %s/%s: %w", q.Namespace, OfferQuotaName, err)
+		}
+		return nil
+	}
+	if equality.Semantic.DeepEqual(q.Spec.Hard, hard) && equality.Semantic.DeepEqual(q.Labels, quotaLabels(consumer)) {
+		return nil
+	}
+	patch := client.MergeFrom(q.DeepCopy())
+	q.Labels, q.Spec.Hard = quotaLabels(consumer), hard
+	if err := r.Client.Patch(ctx, q, patch); err != nil {
+		return fmt.Errorf("ResourceQuota %s/%s: %w", q.Namespace, OfferQuotaName, err)
+	}
+	return nil
+}
+
+// countFresh is the usage of a namespace made on this pass, read from
+// the API: nothing of the consumer's is there yet, but the API server
+// publishes the cluster's CA in a ConfigMap of every namespace. ok is
+// false when pods run there already: the quota controller counts it.
+func (r *NamespaceMapReconciler) countFresh(ctx context.Context, namespace string, hard corev1.ResourceList) (corev1.ResourceList, bool, error) {
+	used := corev1.ResourceList{}
+	for name := range hard {
+		used[name] = quantity(name, 0, resource.DecimalSI)
+	}
+	var pods corev1.PodList
+	if err := r.Direct.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return nil, false, fmt.Errorf("counting the pods of %s: %w", namespace, err)
+	}
+	if len(pods.Items) > 0 {
+		return nil, false, nil
+	}
+	var cms corev1.ConfigMapList
+	if err := r.Direct.List(ctx, &cms, client.InNamespace(namespace)); err != nil {
+		return nil, false, fmt.Errorf("counting the ConfigMaps of %s: %w", namespace, err)
+	}
+	used[corev1.ResourceConfigMaps] = *resource.NewQuantity(int64(len(cms.Items)), resource.DecimalSI)
+	return used, true, nil
 }

@@ -5,31 +5,45 @@ package offloading
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/liqo-go/liqo/api"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
 // TestQuotaOf: the quota holds the offered pods, CPU and memory as
-// requests, and zero for what was not offered (or offered below zero),
-// never nothing: a quota without a resource would not bound it.
+// requests and limits, ephemeral storage when offered, and what the
+// ClusterConfig says of claims and objects (its defaults when silent);
+// zero for what was not offered (or offered below zero), never nothing: a
+// quota without a resource would not bound it.
 func TestQuotaOf(t *testing.T) {
 	q := resource.MustParse
 	got := QuotaOf(corev1.ResourceList{
 		corev1.ResourcePods: q("110"), corev1.ResourceCPU: q("3500m"), corev1.ResourceEphemeralStorage: q("10Gi"),
 		corev1.ResourceMemory: q("-1Gi"),
-	})
-	want := corev1.ResourceList{corev1.ResourcePods: q("110"), corev1.ResourceRequestsCPU: q("3500m"), corev1.ResourceRequestsMemory: q("0")}
+	}, configv1alpha1.ConsumerQuota{Secrets: ptr.To[int64](7), Storage: ptr.To(q("5Gi"))})
+	want := corev1.ResourceList{
+		corev1.ResourcePods: q("110"), corev1.ResourceRequestsCPU: q("3500m"), corev1.ResourceLimitsCPU: q("3500m"),
+		corev1.ResourceRequestsMemory: q("0"), corev1.ResourceLimitsMemory: q("0"),
+		corev1.ResourceRequestsEphemeralStorage: q("10Gi"), corev1.ResourceLimitsEphemeralStorage: q("10Gi"),
+		corev1.ResourcePersistentVolumeClaims: q("0"), corev1.ResourceRequestsStorage: q("5Gi"),
+		corev1.ResourceSecrets: q("7"), corev1.ResourceConfigMaps: q("500"), corev1.ResourceServices: q("200"),
+		"count/endpointslices.discovery.k8s.io": q("400"),
+	}
 	if len(got) != len(want) {
 		t.Fatalf("QuotaOf = %v, want %v", got, want)
 	}
@@ -38,21 +52,90 @@ func TestQuotaOf(t *testing.T) {
 			t.Fatalf("QuotaOf[%s] = %v, want %v (all: %v)", name, g.String(), w.String(), got)
 		}
 	}
-	for _, v := range QuotaOf(nil) {
-		if !v.IsZero() {
-			t.Fatalf("QuotaOf(nil) = %v, want all zero", QuotaOf(nil))
+	none := QuotaOf(nil, configv1alpha1.ConsumerQuota{})
+	for _, name := range []corev1.ResourceName{corev1.ResourcePods, corev1.ResourceRequestsCPU, corev1.ResourceLimitsCPU,
+		corev1.ResourceRequestsMemory, corev1.ResourceLimitsMemory, corev1.ResourcePersistentVolumeClaims, corev1.ResourceRequestsStorage} {
+		if v, ok := none[name]; !ok || !v.IsZero() {
+			t.Fatalf("QuotaOf(nil)[%s] = %v, want zero (all: %v)", name, v.String(), none)
 		}
 	}
-	if len(QuotaOf(nil)) != 3 {
-		t.Fatalf("QuotaOf(nil) = %v, want the three resources at zero", QuotaOf(nil))
+	if _, ok := none[corev1.ResourceRequestsEphemeralStorage]; ok {
+		t.Fatalf("QuotaOf(nil) bounds ephemeral storage nobody offered: %v", none)
+	}
+}
+
+// TestBalance: one namespace gets the whole offer; several share what is
+// left after what each uses; a quota goes down at once and another goes
+// up only out of what no quota holds (used, enforced or asked), so that
+// two passes, the quota controller between them, move a share.
+func TestBalance(t *testing.T) {
+	q := resource.MustParse
+	l := func(pods, cpu string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourcePods: q(pods), corev1.ResourceRequestsCPU: q(cpu)}
+	}
+	total := l("10", "2")
+	got := balance(total, []quotaState{{namespace: "a"}})
+	if get(corev1.ResourcePods, got["a"]) != 10 || get(corev1.ResourceRequestsCPU, got["a"]) != 2000 {
+		t.Fatalf("one namespace: %v, want the whole offer", got)
+	}
+	// a holds the whole offer and uses 4 pods and 1 CPU; b comes.
+	a := quotaState{namespace: "a", spec: total, enforced: total, used: l("4", "1")}
+	got = balance(total, []quotaState{a, {namespace: "b"}})
+	if p := get(corev1.ResourcePods, got["a"]); p != 7 {
+		t.Errorf("a's pods: %d, want its 4 and half of the 6 left", p)
+	}
+	if p := get(corev1.ResourcePods, got["b"]); p != 0 {
+		t.Errorf("b's pods before a's quota is enforced: %d, want 0 (a may still fill its old one)", p)
+	}
+	// The quota controller enforced a's new quota: b gets the rest.
+	a.spec, a.enforced = got["a"], got["a"]
+	got = balance(total, []quotaState{a, {namespace: "b", spec: got["b"], enforced: got["b"]}})
+	if p, c := get(corev1.ResourcePods, got["b"]), get(corev1.ResourceRequestsCPU, got["b"]); p != 3 || c != 500 {
+		t.Errorf("b once a's quota is enforced: %d pods, %dm; want 3 and 500m", p, c)
+	}
+}
+
+// TestBalanceNeverOvercommits: for random usage and quotas (each pass's
+// output enforced, or not, before the next, usage growing within what is
+// enforced), the namespaces never hold together more than the offer.
+func TestBalanceNeverOvercommits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano()))) //nolint:gosec // a property test, not secrets
+	for run := range 300 {
+		total := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(rng.IntN(50)), resource.DecimalSI)}
+		n := 1 + rng.IntN(4)
+		states := make([]quotaState, n)
+		for i := range states {
+			states[i] = quotaState{namespace: fmt.Sprintf("ns-%d", i)}
+		}
+		for pass := range 20 {
+			out := balance(total, states)
+			var holds int64
+			for i := range states {
+				states[i].spec = out[states[i].namespace]
+				if rng.IntN(2) == 0 {
+					states[i].enforced = states[i].spec
+				}
+				// Pods come, within what is enforced; some go.
+				used, hard := get(corev1.ResourcePods, states[i].used), get(corev1.ResourcePods, states[i].enforced)
+				if used < hard {
+					used += rng.Int64N(hard - used + 1)
+				} else if used > 0 && rng.IntN(3) == 0 {
+					used--
+				}
+				states[i].used = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(used, resource.DecimalSI)}
+				holds += max(used, hard, get(corev1.ResourcePods, states[i].spec))
+			}
+			if holds > get(corev1.ResourcePods, total) {
+				t.Fatalf("run %d pass %d: the namespaces hold %d pods, the offer is %d: %+v", run, pass, holds, get(corev1.ResourcePods, total), states)
+			}
+		}
 	}
 }
 
 // TestEnsureQuotaStaleCache: a LimitRange made by the previous reconcile
 // but not yet in the cache makes the create fail with AlreadyExists. That
 // failure is shown and retried (errRetry), not left for the next resync;
-// once the cache has it the namespace goes on to wait for the quota
-// controller.
+// once the cache has it, the LimitRange is repaired.
 func TestEnsureQuotaStaleCache(t *testing.T) {
 	ctx := t.Context()
 	stale := true
@@ -67,7 +150,7 @@ func TestEnsureQuotaStaleCache(t *testing.T) {
 	r := &NamespaceMapReconciler{Client: c, Direct: c}
 	offer := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}
 
-	st, err := r.ensureQuota(ctx, "consumer", "demo", offer)
+	st, err := r.ensureLimitRange(ctx, "consumer", "demo", offer)
 	if !errors.Is(err, errRetry) {
 		t.Fatalf("stale cache: error %v, want errRetry", err)
 	}
@@ -76,18 +159,14 @@ func TestEnsureQuotaStaleCache(t *testing.T) {
 	}
 
 	stale = false
-	st, err = r.ensureQuota(ctx, "consumer", "demo", offer)
-	if err != nil {
+	if _, err := r.ensureLimitRange(ctx, "consumer", "demo", offer); err != nil {
 		t.Fatalf("fresh cache: %v", err)
-	}
-	if st.Phase != offloadingv1alpha1.RemoteNamespacePending {
-		t.Fatalf("fresh cache: status %+v, want Pending until the quota controller counts the namespace", st)
 	}
 	var lr corev1.LimitRange
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "demo", Name: DefaultsLimitRangeName}, &lr); err != nil {
 		t.Fatal(err)
 	}
-	if len(lr.Spec.Limits) != 1 || lr.Spec.Limits[0].Type != corev1.LimitTypeContainer {
-		t.Fatalf("LimitRange not repaired: %+v", lr.Spec)
+	if len(lr.Spec.Limits) != 1 || lr.Spec.Limits[0].Type != corev1.LimitTypeContainer || lr.Spec.Limits[0].Default.Cpu().Cmp(DefaultRequests[corev1.ResourceCPU]) != 0 {
+		t.Fatalf("LimitRange not repaired with default requests and limits: %+v", lr.Spec)
 	}
 }

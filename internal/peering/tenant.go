@@ -135,7 +135,7 @@ var (
 
 	// virtualKubeletRules: what a consumer's virtual kubelet does in its
 	// tenant namespace: ask for the namespaces it offloads to, where the
-	// provider binds offloading.VirtualKubeletRules, and state the
+	// provider binds the ClusterRole liqo-virtual-kubelet, and state the
 	// consumer's network parameters (the status, how the provider sees
 	// them, is the provider's answer).
 	virtualKubeletRules = []rbacv1.PolicyRule{

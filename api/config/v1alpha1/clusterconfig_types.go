@@ -4,6 +4,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -167,6 +168,67 @@ type SharingConfig struct {
 	// +kubebuilder:default=baseline
 	// +optional
 	PodSecurityLevel string `json:"podSecurityLevel,omitempty"`
+
+	// AllowedPriorityClasses are the PriorityClasses consumers' pods may
+	// run with here; none by default, so that no consumer preempts this
+	// cluster's own pods (the admission policy liqo-offloaded-pods
+	// refuses any other). The API server gives a pod that names no class
+	// the cluster's globalDefault one, if there is one: list it here.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	AllowedPriorityClasses []string `json:"allowedPriorityClasses,omitempty"`
+
+	// AllowedRuntimeClasses are the RuntimeClasses consumers' pods may
+	// name here; none by default.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	AllowedRuntimeClasses []string `json:"allowedRuntimeClasses,omitempty"`
+
+	// ConsumerQuota bounds, for each consumer across all the namespaces
+	// this cluster makes for it, what an offer does not name: storage
+	// claims and object counts. (Pods, CPU and memory, requests and
+	// limits, and ephemeral storage are bounded by the offer itself.)
+	// +optional
+	ConsumerQuota ConsumerQuota `json:"consumerQuota,omitempty"`
+}
+
+// ConsumerQuota is what a consumer may keep here beyond its offer.
+type ConsumerQuota struct {
+	// PersistentVolumeClaims a consumer's pods may make, generic
+	// ephemeral volumes included.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=0
+	// +optional
+	PersistentVolumeClaims *int64 `json:"persistentVolumeClaims,omitempty"`
+	// Storage the claims may request in all.
+	// +kubebuilder:default="0"
+	// +optional
+	Storage *resource.Quantity `json:"storage,omitempty"`
+	// Secrets a consumer may keep.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=500
+	// +optional
+	Secrets *int64 `json:"secrets,omitempty"`
+	// ConfigMaps a consumer may keep (each namespace holds one of its
+	// own, kube-root-ca.crt).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=500
+	// +optional
+	ConfigMaps *int64 `json:"configMaps,omitempty"`
+	// Services a consumer may keep.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=200
+	// +optional
+	Services *int64 `json:"services,omitempty"`
+	// EndpointSlices a consumer may keep.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=400
+	// +optional
+	EndpointSlices *int64 `json:"endpointSlices,omitempty"`
 }
 
 // PeeringConfig holds the policy that decides who may peer with this cluster.

@@ -3,6 +3,9 @@
 package v1alpha1
 
 import (
+	"slices"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,6 +19,39 @@ const (
 	PeeringEnabledYes  PeeringEnabled = "Yes"
 	PeeringEnabledNo   PeeringEnabled = "No"
 )
+
+// OffloadedNamespaces are the provider namespace names a consumer may map
+// its namespaces to. Reserved names (default, liqo, liqo-*, kube-*) stay
+// refused whatever is listed.
+type OffloadedNamespaces struct {
+	// Names the consumer may use.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	Names []string `json:"names,omitempty"`
+	// Prefixes: the consumer may use any name that starts with one of
+	// them.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=62
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9][-a-z0-9]*$`
+	// +listType=set
+	// +optional
+	Prefixes []string `json:"prefixes,omitempty"`
+}
+
+// Allows says whether o lets a consumer use the provider namespace name.
+func (o *OffloadedNamespaces) Allows(name string) bool {
+	if o == nil {
+		return false
+	}
+	if slices.Contains(o.Names, name) {
+		return true
+	}
+	return slices.ContainsFunc(o.Prefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+}
 
 // ForeignClusterSpec is what this cluster knows and wants of a remote one.
 //
@@ -47,6 +83,15 @@ type ForeignClusterSpec struct {
 	// +kubebuilder:default=Auto
 	// +optional
 	NetworkingEnabled PeeringEnabled `json:"networkingEnabled,omitempty"`
+
+	// OffloadedNamespaces lists the namespace names this cluster, as a
+	// provider, lets the remote cluster map its namespaces to, beyond the
+	// names generated for it (<namespace>-<its suffix>), which it always
+	// may use. A mapping with EnforceSameName or SelectedName needs its
+	// name here: without it, a consumer could take a name this cluster
+	// will want later (cert-manager, monitoring) before it does.
+	// +optional
+	OffloadedNamespaces *OffloadedNamespaces `json:"offloadedNamespaces,omitempty"`
 
 	// ForeignAuthURL is the HTTPS URL of the remote cluster's auth service.
 	// +kubebuilder:validation:MaxLength=2048

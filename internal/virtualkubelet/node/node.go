@@ -260,8 +260,10 @@ func (r *Reconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advert
 	node := &corev1.Node{}
 	err = r.Client.Get(ctx, client.ObjectKey{Name: name}, node)
 	if apierrors.IsNotFound(err) {
-		// Born tainted, so that nothing lands on it in between.
-		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{taint}}}
+		// Born tainted, so that nothing lands on it in between, and
+		// labelled virtual: the controller manager may write no other node
+		// (the admission policy liqo-controller-manager-nodes).
+		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{taint}}}
 		if err := r.Client.Create(ctx, node, client.FieldOwner(FieldManager)); err != nil {
 			return nil, fmt.Errorf("creating virtual node %s: %w", name, err)
 		}

@@ -10,17 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
-	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
 )
 
 // RemotePod returns the pod the provider runs for local. What only
 // makes sense in the consumer goes: the node, node selection (it selected
-// the virtual node), priority classes, runtime classes and readiness gates
-// the provider may not have, and the consumer's service account token
-// unless the pod asks for it; the provider's scheduler places the pod on
-// one of its own nodes.
+// the virtual node), tolerations of the consumer's taints, priority
+// classes, runtime classes and readiness gates the provider may not have,
+// and the consumer's service account token unless the pod asks for it;
+// the provider's scheduler places the pod on one of its own nodes.
 func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	spec := local.Spec.DeepCopy()
 	spec.NodeName = ""
@@ -33,7 +32,12 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	spec.RuntimeClassName, spec.Overhead = nil, nil
 	spec.ReadinessGates = nil
 	spec.EphemeralContainers = nil
-	spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint })
+	spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(t corev1.Toleration) bool { return !providerToleration(t) })
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			boundLimits(&cs[i].Resources)
+		}
+	}
 
 	// The consumer's token reaches the provider only when the pod asks
 	// (TokenRequested), from the Secret the pod reflector keeps; the pod
@@ -62,6 +66,33 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 		}
 	}
 	return &corev1.Pod{ObjectMeta: forge.Meta(&local.ObjectMeta, remoteNS, consumerID), Spec: *spec}
+}
+
+// boundLimits gives every resource a container requests a limit, the
+// request itself where it names none: a provider bounds what a consumer
+// uses by its limits as well as its requests (its quota counts both), and
+// its defaults for a container that names no limit are small ones.
+func boundLimits(r *corev1.ResourceRequirements) {
+	for name, q := range r.Requests {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage {
+			continue
+		}
+		if _, ok := r.Limits[name]; !ok {
+			if r.Limits == nil {
+				r.Limits = corev1.ResourceList{}
+			}
+			r.Limits[name] = q.DeepCopy()
+		}
+	}
+}
+
+// providerToleration says whether t is one a provider lets its consumers'
+// pods keep (the admission policy liqo-offloaded-pods refuses any other):
+// how long to stay on a node that is not ready or unreachable, which the
+// API server gives every pod. Tolerating the provider's other taints is
+// the provider's decision, not the consumer's.
+func providerToleration(t corev1.Toleration) bool {
+	return (t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable) && t.Effect == corev1.TaintEffectNoExecute
 }
 
 // podDrifted says whether someone changed the provider pod's labels or

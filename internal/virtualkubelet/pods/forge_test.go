@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -32,14 +33,19 @@ func TestRemotePod(t *testing.T) {
 			Priority:           ptr.To(int32(10)),
 			PriorityClassName:  "high",
 			ServiceAccountName: "builder",
-			Tolerations:        []corev1.Toleration{{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists}, {Key: "other"}},
+			Tolerations: []corev1.Toleration{{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists}, {Key: "other"},
+				{Operator: corev1.TolerationOpExists}, {Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(int64(60))}},
+			RuntimeClassName: ptr.To("gvisor"),
 			Volumes: []corev1.Volume{
 				{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 					Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
 				}}},
 				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
 			},
-			Containers: []corev1.Container{{Name: "app", Image: "web:1", VolumeMounts: []corev1.VolumeMount{
+			Containers: []corev1.Container{{Name: "app", Image: "web:1", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+			}, VolumeMounts: []corev1.VolumeMount{
 				{Name: "kube-api-access-x", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}, {Name: "config", MountPath: "/etc/config"},
 			}}},
 		},
@@ -66,8 +72,14 @@ func TestRemotePod(t *testing.T) {
 	if len(s.Volumes) != 1 || s.Volumes[0].Name != "config" || len(s.Containers[0].VolumeMounts) != 1 || s.Containers[0].VolumeMounts[0].Name != "config" {
 		t.Errorf("the consumer's token volume reached the provider: %+v %+v", s.Volumes, s.Containers[0].VolumeMounts)
 	}
-	if len(s.Tolerations) != 1 || s.Tolerations[0].Key != "other" {
-		t.Errorf("tolerations %+v", s.Tolerations)
+	if len(s.Tolerations) != 1 || s.Tolerations[0].Key != corev1.TaintNodeNotReady || *s.Tolerations[0].TolerationSeconds != 60 {
+		t.Errorf("tolerations %+v, want only the consumer's time on a node not ready", s.Tolerations)
+	}
+	if l := s.Containers[0].Resources.Limits; l.Cpu().String() != "250m" || l.Memory().String() != "128Mi" {
+		t.Errorf("limits %v, want the CPU request as its limit and the memory limit kept", l)
+	}
+	if s.RuntimeClassName != nil {
+		t.Errorf("runtime class %q kept", *s.RuntimeClassName)
 	}
 	if local.Spec.NodeName != "liqo-provider" || len(local.Spec.Volumes) != 2 {
 		t.Error("the local pod was modified")
@@ -132,7 +144,10 @@ func TestRemotePodWithToken(t *testing.T) {
 					}}},
 				},
 			}}}},
-			Containers: []corev1.Container{{Name: "app", Image: "web:1", VolumeMounts: []corev1.VolumeMount{
+			Containers: []corev1.Container{{Name: "app", Image: "web:1", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+			}, VolumeMounts: []corev1.VolumeMount{
 				{Name: "kube-api-access-x", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"},
 			}}},
 		},

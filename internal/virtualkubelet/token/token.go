@@ -25,7 +25,8 @@ import (
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
-// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// The right to request tokens is bound to the controller manager in each
+// namespace it offloads, and there alone (offloading.TokenRequesterRole).
 
 const (
 	// defaultTokenSeconds is the lifetime asked for when the pod's volume

@@ -194,3 +194,17 @@ func requireReady(t *testing.T, n *corev1.Node) {
 		t.Fatal(err)
 	}
 }
+
+// labelled marks obj as a consumer's virtual kubelet marks what it writes
+// in a provider, with the consumer's ID (the admission policy
+// liqo-offloaded-objects refuses anything else): the attacks below then
+// meet the rule they try.
+func labelled[T client.Object](obj T, consumer *playground.Member) T {
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[offloadingv1alpha1.OriginClusterLabel] = consumer.ClusterID
+	obj.SetLabels(l)
+	return obj
+}

@@ -3,69 +3,177 @@
 package malicious_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
-// TestConsumerRunsNoMoreThanOffered: each namespace a provider makes for a
-// consumer carries a ResourceQuota of what it offered that consumer
-// (pods, requests.cpu, requests.memory), so the consumer's virtual
-// kubelet, used directly, cannot run more than the offer: a pod asking
-// for more CPU than offered is refused for the quota, and a pod asking
-// for nothing is given small requests, which the quota counts.
+// TestConsumerRunsNoMoreThanOffered: what a provider offered a consumer
+// bounds what the consumer uses across all the namespaces the provider
+// made for it, not in each: the quotas of its namespaces together never
+// hold more than the offer (pods, CPU and memory as requests and limits)
+// and the ClusterConfig's consumerQuota (claims, storage, object
+// counts). With its virtual kubelet's identity, the consumer cannot run a
+// pod asking for more CPU than offered, nor one whose limits exceed it; a
+// pod naming nothing gets small requests and limits, which the quota
+// counts; no claim (a generic ephemeral volume's included) is made while
+// none is allowed; Secrets beyond the count allowed are refused, whatever
+// namespace they go to. The other provider serves throughout.
 func TestConsumerRunsNoMoreThanOffered(t *testing.T) {
 	peered(t)
-	a, b, _ := members()
+	a, b, c := members()
 	ctx := t.Context()
-	remoteNS := remoteNamespaceOf(t, offload(t, "bounded", offloadingv1alpha1.NamespaceOffloadingSpec{}, 2), b.ClusterID)
+	const secrets = 4
+	framework.SetClusterConfig(t, b, func(spec *configv1alpha1.ClusterConfigSpec) {
+		spec.SharingConfig.ConsumerQuota.Secrets = ptr.To[int64](secrets)
+	})
+	t.Cleanup(func() {
+		framework.SetClusterConfig(t, b, func(spec *configv1alpha1.ClusterConfigSpec) { spec.SharingConfig.ConsumerQuota.Secrets = nil })
+	})
+	first := remoteNamespaceOf(t, offload(t, "bounded-1", offloadingv1alpha1.NamespaceOffloadingSpec{}, 2), b.ClusterID)
+	second := remoteNamespaceOf(t, offload(t, "bounded-2", offloadingv1alpha1.NamespaceOffloadingSpec{}, 2), b.ClusterID)
 	inB := framework.Client(t, b)
 	vk := framework.ClientFor(t, framework.VirtualKubeletConfig(t, a, b))
 
-	var offered corev1.ResourceList
-	framework.Eventually(t, 30*time.Second, func() error {
+	// Every quota of the consumer counted, and together no more than
+	// the offer.
+	var offered, total corev1.ResourceList
+	framework.Eventually(t, time.Minute, func() error {
 		var pr discoveryv1alpha1.PeeringRequest
 		if err := inB.Get(ctx, client.ObjectKey{Name: a.ClusterID}, &pr); err != nil {
 			return err
 		}
 		offered = pr.Status.OfferedResources
-		var quota corev1.ResourceQuota
-		if err := inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: offloading.OfferQuotaName}, &quota); err != nil {
+		if offered.Cpu().IsZero() {
+			return fmt.Errorf("nothing offered yet: %v", offered)
+		}
+		total = offloading.QuotaOf(offered, configv1alpha1.ConsumerQuota{Secrets: ptr.To[int64](secrets)})
+		var quotas corev1.ResourceQuotaList
+		if err := inB.List(ctx, &quotas, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: a.ClusterID}); err != nil {
 			return err
 		}
-		if want := offloading.QuotaOf(offered); offered.Cpu().IsZero() || !equality.Semantic.DeepEqual(quota.Status.Hard, want) {
-			return fmt.Errorf("quota %s/%s counts %v, want %v (the offer: %v)", remoteNS, offloading.OfferQuotaName, quota.Status.Hard, want, offered)
+		held := corev1.ResourceList{}
+		seen := map[string]bool{}
+		for _, q := range quotas.Items {
+			seen[q.Namespace] = true
+			for name, want := range q.Spec.Hard {
+				if have, ok := q.Status.Hard[name]; !ok || have.Cmp(want) != 0 {
+					return fmt.Errorf("quota of %s not enforced yet: %s asks %s, enforces %s", q.Namespace, name, want.String(), have.String())
+				}
+				h := held[name]
+				h.Add(want)
+				held[name] = h
+			}
+		}
+		if !seen[first] || !seen[second] {
+			return fmt.Errorf("quotas in %v, want %s and %s", seen, first, second)
+		}
+		for name, limit := range total {
+			if h, ok := held[name]; !ok || h.Cmp(limit) > 0 {
+				return fmt.Errorf("the consumer's quotas hold %s of %s together, its limit is %s", h.String(), name, limit.String())
+			}
 		}
 		return nil
 	})
 
-	greedy := pausePod(remoteNS, "direct-greedy")
-	more := offered.Cpu().DeepCopy()
-	more.Add(resource.MustParse("1"))
-	greedy.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: more}
-	err := vk.Create(ctx, greedy)
-	if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
-		t.Fatalf("a pod requesting %s CPU, %s offered: %v, want refused for the quota", more.String(), offered.Cpu().String(), err)
-	}
-
-	modest := pausePod(remoteNS, "direct-modest")
-	framework.Allowed(t, "a pod requesting nothing (dry run)", vk.Create(ctx, modest, client.DryRunAll))
-	got := modest.Spec.Containers[0].Resources.Requests
-	for name, want := range offloading.DefaultRequests {
-		if q, ok := got[name]; !ok || q.Cmp(want) != 0 {
-			t.Fatalf("a pod requesting nothing got requests %v, want the defaults %v", got, offloading.DefaultRequests)
+	t.Run("a pod asking for more CPU than offered", func(t *testing.T) {
+		greedy := labelled(pausePod(first, "direct-greedy"), a)
+		more := offered.Cpu().DeepCopy()
+		more.Add(resource.MustParse("1"))
+		greedy.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: more}
+		greedy.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: more}
+		if err := vk.Create(ctx, greedy); err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
+			t.Fatalf("a pod requesting %s CPU, %s offered: %v, want refused for the quota", more.String(), offered.Cpu().String(), err)
 		}
-	}
+	})
+	t.Run("a pod whose limits exceed the offer", func(t *testing.T) {
+		greedy := labelled(pausePod(first, "direct-unlimited"), a)
+		more := offered.Memory().DeepCopy()
+		more.Add(resource.MustParse("1Gi"))
+		greedy.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")}
+		greedy.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: more}
+		if err := vk.Create(ctx, greedy); err == nil || !strings.Contains(err.Error(), "limits.memory") {
+			t.Fatalf("a pod limited to %s memory, %s offered: %v, want refused for the quota on limits", more.String(), offered.Memory().String(), err)
+		}
+	})
+	t.Run("a pod naming nothing is small and bounded", func(t *testing.T) {
+		modest := labelled(pausePod(first, "direct-modest"), a)
+		framework.Allowed(t, "a pod requesting nothing (dry run)", vk.Create(ctx, modest, client.DryRunAll))
+		res := modest.Spec.Containers[0].Resources
+		for name, want := range offloading.DefaultRequests {
+			if q, ok := res.Requests[name]; !ok || q.Cmp(want) != 0 {
+				t.Errorf("a pod requesting nothing got requests %v, want the defaults %v", res.Requests, offloading.DefaultRequests)
+			}
+			if q, ok := res.Limits[name]; !ok || q.Cmp(want) != 0 {
+				t.Errorf("a pod naming no limit got limits %v, want the defaults %v", res.Limits, offloading.DefaultRequests)
+			}
+		}
+	})
+	t.Run("no claim while none is allowed", func(t *testing.T) {
+		// Whoever makes it: the ephemeral volume controller makes a
+		// generic ephemeral volume's claim in the pod's namespace.
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: first, Name: "scratch"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("100Gi")}},
+		}}
+		if err := inB.Create(ctx, pvc, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "exceeded quota") {
+			t.Fatalf("a claim in a consumer's namespace: %v, want refused for the quota", err)
+		}
+	})
+	t.Run("Secrets beyond the count, whatever the namespace", func(t *testing.T) {
+		// A hostile consumer keeps what it stores: its controller manager
+		// is stopped, so that no reflector removes the Secrets as orphans.
+		if err := a.StopControllerManager(); err != nil {
+			t.Fatal(err)
+		}
+		framework.Cleanup(t, func(ctx context.Context) {
+			if err := a.StartControllerManager(ctx); err != nil {
+				t.Errorf("restarting %s's controller manager: %v", a.Name, err)
+			}
+		})
+		made := 0
+		var refusal error
+		for i := range 2 * secrets {
+			ns := []string{first, second}[i%2]
+			s := labelled(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("hoard-%d", i)}, StringData: map[string]string{"k": "v"}}, a)
+			err := vk.Create(ctx, s)
+			if err == nil {
+				made++
+				framework.Cleanup(t, func(ctx context.Context) { _ = inB.Delete(ctx, s) })
+				continue
+			}
+			if !strings.Contains(err.Error(), "exceeded quota") {
+				t.Fatalf("Secret %s/%s: %v", ns, s.Name, err)
+			}
+			refusal = err
+		}
+		if made > secrets || refusal == nil {
+			var quotas corev1.ResourceQuotaList
+			_ = inB.List(ctx, &quotas, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: a.ClusterID})
+			var held []string
+			for _, q := range quotas.Items {
+				held = append(held, fmt.Sprintf("%s: %s of %s (enforcing %s)", q.Namespace, q.Status.Used.Name(corev1.ResourceSecrets, resource.DecimalSI),
+					q.Spec.Hard.Name(corev1.ResourceSecrets, resource.DecimalSI), q.Status.Hard.Name(corev1.ResourceSecrets, resource.DecimalSI)))
+			}
+			t.Fatalf("the consumer made %d Secrets across its namespaces, %d allowed (last refusal: %v); the quotas' Secrets: %s",
+				made, secrets, refusal, strings.Join(held, "; "))
+		}
+		t.Logf("%d Secrets made of %d tried; refused with: %v", made, 2*secrets, refusal)
+	})
+	requireReady(t, waitHeartbeats(t, a, c.ClusterID, 1))
 }

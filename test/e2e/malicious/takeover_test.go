@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -29,6 +30,8 @@ func TestNamespaceCannotTakeOverAnother(t *testing.T) {
 	ctx := t.Context()
 	inA, inB := framework.Client(t, a), framework.Client(t, b)
 	const victim, taker, target = "zz-victim", "aa-taker", "shared-target"
+	// A selected name needs the provider's leave.
+	allowNames(t, b, a, &discoveryv1alpha1.OffloadedNamespaces{Names: []string{target}})
 	spec := offloadingv1alpha1.NamespaceOffloadingSpec{
 		NamespaceMappingStrategy: offloadingv1alpha1.SelectedNameMapping,
 		RemoteNamespaceName:      target,

@@ -48,7 +48,7 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 	// consumer's pods below), each is refused; what slipped through goes
 	// with the namespace when the test ends.
 	t.Run("the virtual kubelet cannot create pods that reach the provider's hosts", func(t *testing.T) {
-		framework.Allowed(t, "an ordinary pod (dry run)", vk.Create(ctx, pausePod(remoteNS, "direct-ordinary"), client.DryRunAll))
+		framework.Allowed(t, "an ordinary pod (dry run)", vk.Create(ctx, labelled(pausePod(remoteNS, "direct-ordinary"), a), client.DryRunAll))
 		for _, tc := range []struct {
 			name   string
 			mutate func(*corev1.PodSpec)
@@ -67,7 +67,7 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				pod := pausePod(remoteNS, "direct-"+tc.name)
+				pod := labelled(pausePod(remoteNS, "direct-"+tc.name), a)
 				tc.mutate(&pod.Spec)
 				framework.Refused(t, "creating a "+tc.name+" pod", vk.Create(ctx, pod))
 			})
@@ -76,7 +76,7 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 
 	t.Run("the virtual kubelet cannot expose the provider's nodes", func(t *testing.T) {
 		port := []corev1.ServicePort{{Name: "http", Port: 80}}
-		plain := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "plain"}, Spec: corev1.ServiceSpec{Ports: port}}
+		plain := labelled(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "plain"}, Spec: corev1.ServiceSpec{Ports: port}}, a)
 		framework.Allowed(t, "creating a ClusterIP Service", vk.Create(ctx, plain))
 		framework.Allowed(t, "deleting it", vk.Delete(ctx, plain))
 		for _, tc := range []struct {
@@ -88,7 +88,7 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 			{"external-ip", corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: port, ExternalIPs: []string{"203.0.113.10"}}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: tc.name}, Spec: tc.spec}
+				svc := labelled(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: tc.name}, Spec: tc.spec}, a)
 				framework.Refused(t, "creating a "+tc.name+" Service", vk.Create(ctx, svc))
 			})
 		}

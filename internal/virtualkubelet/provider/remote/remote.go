@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +33,7 @@ import (
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
@@ -283,6 +285,9 @@ func (s *Sessions) startWatch(ctx context.Context, sess *session, local, remote 
 		provider.EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
 	}}
 	for kind, inf := range w.informers {
+		if err := inf.SetTransform(s.trim(ctx, kind, local)); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Provider objects cached whole", "kind", kind)
+		}
 		ch := s.channels[kind]
 		notify := func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -308,6 +313,71 @@ func (s *Sessions) startWatch(ctx context.Context, sess *session, local, remote 
 	factory.Start(ctx.Done())
 	sess.namespaces[local] = w
 	return w
+}
+
+// trim is the transform of the informers on a provider namespace: an
+// object of the provider that stands for nothing of this cluster's (no
+// local object of its kind and name in local; for a token Secret, no
+// local pod it is for) is kept as its name and origin alone. A provider
+// may label any number of large objects for this cluster; only what
+// this cluster made there, which its own objects bound, is kept whole.
+// Managed fields are never kept. ctx is the watch's.
+func (s *Sessions) trim(ctx context.Context, kind provider.Kind, local string) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		o, ok := obj.(client.Object)
+		if !ok {
+			return obj, nil
+		}
+		o.SetManagedFields(nil)
+		if s.Reader == nil {
+			return o, nil
+		}
+		name, standsFor := o.GetName(), kind
+		if pod, ok := o.GetAnnotations()[forge.TokenForPodAnnotation]; ok && kind == provider.Secrets {
+			name, standsFor = pod, provider.Pods
+		}
+		probe := newObject(standsFor)
+		if probe == nil {
+			return o, nil
+		}
+		err := s.Reader.Get(ctx, client.ObjectKey{Namespace: local, Name: name}, probe)
+		if err == nil || !apierrors.IsNotFound(err) {
+			return o, nil
+		}
+		stub := newObject(kind)
+		keep := map[string]string{}
+		for _, k := range []string{offloadingv1alpha1.OriginUIDAnnotation, offloadingv1alpha1.OriginNamespaceAnnotation, forge.TokenForPodAnnotation} {
+			if v, ok := o.GetAnnotations()[k]; ok && len(v) <= 253 {
+				keep[k] = v
+			}
+		}
+		stub.SetName(o.GetName())
+		stub.SetNamespace(o.GetNamespace())
+		stub.SetUID(o.GetUID())
+		stub.SetResourceVersion(o.GetResourceVersion())
+		stub.SetCreationTimestamp(o.GetCreationTimestamp())
+		stub.SetDeletionTimestamp(o.GetDeletionTimestamp())
+		stub.SetLabels(map[string]string{offloadingv1alpha1.OriginClusterLabel: o.GetLabels()[offloadingv1alpha1.OriginClusterLabel]})
+		stub.SetAnnotations(keep)
+		return stub, nil
+	}
+}
+
+// newObject is an empty object of kind, as the informers hold them.
+func newObject(kind provider.Kind) client.Object {
+	switch kind {
+	case provider.Pods:
+		return &corev1.Pod{}
+	case provider.ConfigMaps:
+		return &corev1.ConfigMap{}
+	case provider.Secrets:
+		return &corev1.Secret{}
+	case provider.Services:
+		return &corev1.Service{}
+	case provider.EndpointSlices:
+		return &discoveryv1.EndpointSlice{}
+	}
+	return nil
 }
 
 // Open implements provider.Providers.

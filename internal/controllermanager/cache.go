@@ -1,0 +1,79 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package controllermanager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+)
+
+// cacheOptions caches what a peer writes here only as far as this
+// cluster needs it, so that no consumer makes the controller manager's
+// memory grow with what it stores: the Secrets, ConfigMaps, Services and
+// EndpointSlices of the namespaces made for consumers (labelled with
+// their origin; the admission policy liqo-offloaded-objects makes sure
+// they are) are not cached at all, nothing here reads them; a consumer's
+// pods are cached as their placement and resources alone, which the
+// Broadcaster counts. This cluster's own objects of those kinds are
+// cached in every namespace: the virtual kubelet reflects those of
+// offloaded namespaces. Managed fields are never read, and are most of an
+// object's size.
+func cacheOptions() cache.Options {
+	notAConsumers, err := labels.NewRequirement(offloadingv1alpha1.OriginClusterLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err) // a constant, valid key
+	}
+	own := cache.ByObject{Label: labels.NewSelector().Add(*notAConsumers)}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:             own,
+			&corev1.ConfigMap{}:          own,
+			&corev1.Service{}:            own,
+			&discoveryv1.EndpointSlice{}: own,
+			&corev1.Pod{}:                {Transform: trimConsumerPod},
+		},
+	}
+}
+
+// trimConsumerPod keeps of a pod a consumer runs here its name, its
+// placement, its containers' resources and its phase; any other pod
+// whole, without its managed fields.
+func trimConsumerPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	consumer, ok := pod.Labels[offloadingv1alpha1.OriginClusterLabel]
+	if !ok {
+		return pod, nil
+	}
+	trim := func(cs []corev1.Container) []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i, c := range cs {
+			out[i] = corev1.Container{Name: c.Name, Resources: c.Resources}
+		}
+		return out
+	}
+	return &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
+			Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: pod.Spec.NodeName, Containers: trim(pod.Spec.Containers), InitContainers: trim(pod.Spec.InitContainers),
+			Overhead: pod.Spec.Overhead,
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}, nil
+}
