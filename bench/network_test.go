@@ -320,13 +320,16 @@ func (nb *netBench) gateways() (func(), []int) {
 	// The server first, as a peering does (the provider's side is
 	// ready when the consumer's dials): the client's first handshake
 	// is answered.
+	// Each side exposes its pod to the other, as a peering does.
 	must(b, pb.Apply(gateway.Config{PrivateKey: keyB, ListenPort: 51820, PodCIDR: podsB, ExternalCIDR: extB, Peers: []gateway.Peer{{
 		ID: "a", PublicKey: keyA.Public(),
 		PodCIDR: podsA, ExternalCIDR: extA, LocalPodCIDR: podsB, LocalExternalCIDR: extB,
+		Exposed: []netip.Prefix{netip.PrefixFrom(netPodB, 32)},
 	}}}))
 	must(b, pa.Apply(gateway.Config{PrivateKey: keyA, ListenPort: 51820, PodCIDR: podsA, ExternalCIDR: extA, Peers: []gateway.Peer{{
 		ID: "b", PublicKey: keyB.Public(), Endpoint: netip.AddrPortFrom(netGwB, 51820).String(),
 		PodCIDR: podsB, ExternalCIDR: extB, LocalPodCIDR: podsA, LocalExternalCIDR: extA,
+		Exposed: []netip.Prefix{netip.PrefixFrom(netPodA, 32)},
 	}}}))
 	nb.gatewayA = pa
 	nb.waitTunnel(true, 10*time.Second)

@@ -20,8 +20,8 @@ import (
 // EndpointSlices of the namespaces made for consumers (labelled with
 // their origin; the admission policy liqo-offloaded-objects makes sure
 // they are) are not cached at all, nothing here reads them; a consumer's
-// pods are cached as their placement and resources alone, which the
-// Broadcaster counts. This cluster's own objects of those kinds are
+// pods are cached as their placement, resources and addresses alone,
+// which the Broadcaster counts and the network exposes. This cluster's own objects of those kinds are
 // cached in every namespace: the virtual kubelet reflects those of
 // offloaded namespaces. Managed fields are never read, and are most of an
 // object's size.
@@ -44,8 +44,9 @@ func cacheOptions() cache.Options {
 }
 
 // trimConsumerPod keeps of a pod a consumer runs here its name, its
-// placement, its containers' resources and its phase; any other pod
-// whole, without its managed fields.
+// placement, its containers' resources, its phase and its addresses (the
+// gateway lets the consumer reach them); any other pod whole, without its
+// managed fields.
 func trimConsumerPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -74,6 +75,6 @@ func trimConsumerPod(obj any) (any, error) {
 			NodeName: pod.Spec.NodeName, Containers: trim(pod.Spec.Containers), InitContainers: trim(pod.Spec.InitContainers),
 			Overhead: pod.Spec.Overhead,
 		},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP, PodIPs: pod.Status.PodIPs},
 	}, nil
 }

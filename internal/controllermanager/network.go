@@ -19,6 +19,7 @@ import (
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/network/exposure"
 	"github.com/liqo-go/liqo/internal/network/publishing"
 	"github.com/liqo-go/liqo/internal/network/remapping"
 	"github.com/liqo-go/liqo/internal/peering"
@@ -91,6 +92,9 @@ func setupNetwork(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 			}
 		}
 		return nil, nil
+	}
+	if err := (&exposure.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the exposure controller: %w", err)
 	}
 	if err := (&publishing.Reconciler{
 		Client: mgr.GetClient(), LocalClusterID: clusterID, Namespace: o.Namespace, Config: config, Changes: store.Subscribe(),

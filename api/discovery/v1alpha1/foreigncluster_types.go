@@ -84,6 +84,15 @@ type ForeignClusterSpec struct {
 	// +optional
 	NetworkingEnabled PeeringEnabled `json:"networkingEnabled,omitempty"`
 
+	// NetworkReach is what the remote cluster may open connections to
+	// through the tunnel: Peering (the default), the pods the peering
+	// exposes to it (those this cluster runs for it, and its own in the
+	// namespaces it offloads to it); AllPods, every pod of this cluster.
+	// +kubebuilder:validation:Enum=Peering;AllPods
+	// +kubebuilder:default=Peering
+	// +optional
+	NetworkReach string `json:"networkReach,omitempty"`
+
 	// OffloadedNamespaces lists the namespace names this cluster, as a
 	// provider, lets the remote cluster map its namespaces to, beyond the
 	// names generated for it (<namespace>-<its suffix>), which it always

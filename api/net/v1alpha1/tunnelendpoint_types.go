@@ -48,7 +48,36 @@ type TunnelEndpointSpec struct {
 	Local *Ranges `json:"local,omitempty"`
 	// +optional
 	LocalSeenAs *Ranges `json:"localSeenAs,omitempty"`
+	// Reach is what the peer may open connections to through the tunnel:
+	// Peering (the default), the pods this peering exposes to it
+	// (Exposed); AllPods, every pod of this cluster, when an operator
+	// opted in on the peer's ForeignCluster. Answers to connections this
+	// cluster opened always pass.
+	// +kubebuilder:validation:Enum=Peering;AllPods
+	// +optional
+	Reach NetworkReach `json:"reach,omitempty"`
+	// Exposed are this cluster's pod addresses (its own view, /32s) the
+	// peer may open connections to with Peering reach: as a provider, the
+	// pods it runs for the peer; as a consumer, its pods in the
+	// namespaces it offloads to the peer (the endpoints of the Services
+	// the peer's copies point to).
+	// +kubebuilder:validation:MaxItems=16384
+	// +kubebuilder:validation:items:MaxLength=18
+	// +listType=set
+	// +optional
+	Exposed []string `json:"exposed,omitempty"`
 }
+
+// NetworkReach says what a peer may reach through the tunnel.
+type NetworkReach string
+
+// The reaches.
+const (
+	// ReachPeering: what the peering exposes to the peer.
+	ReachPeering NetworkReach = "Peering"
+	// ReachAllPods: every pod of this cluster.
+	ReachAllPods NetworkReach = "AllPods"
+)
 
 // TunnelEndpointStatus is how the tunnel is doing, written by the gateway.
 type TunnelEndpointStatus struct {

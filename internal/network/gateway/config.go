@@ -84,6 +84,14 @@ type Peer struct {
 	// Keepalive is how often a client sends a keepalive; DefaultKeepalive
 	// when zero. A server sends none.
 	Keepalive time.Duration `json:"keepalive,omitempty"`
+	// ReachAll lets the peer open connections to every pod of this
+	// cluster; otherwise only to the addresses of Exposed (this
+	// cluster's own view of its pods). Answers to connections this
+	// cluster opened pass either way.
+	ReachAll bool `json:"reachAll,omitempty"`
+	// Exposed are this cluster's pod addresses the peer may open
+	// connections to, as /32s.
+	Exposed []netip.Prefix `json:"exposed,omitempty"`
 }
 
 // TunnelAddress is the gateway's own address in the tunnel: the first host

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -67,11 +68,22 @@ func (f *firewall) apply(cfg Config, changed map[string]bool) error {
 	}
 	for _, p := range cfg.Peers {
 		if _, ok := existing[PeerTable(p.ID)]; !ok || changed[PeerTable(p.ID)] {
-			f.peerTable(c, cfg, p)
+			if err := f.peerTable(c, cfg, p); err != nil {
+				return err
+			}
 		}
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("programming nftables: %w", err)
+	}
+	// The addresses a peer may reach change with the pods: the elements
+	// of its set follow, its rules and connections stay.
+	for _, p := range cfg.Peers {
+		if _, ok := existing[PeerTable(p.ID)]; ok && !changed[PeerTable(p.ID)] && !p.ReachAll {
+			if err := syncExposed(c, p); err != nil {
+				return err
+			}
+		}
 	}
 	// Connections to or from a peer whose translation was just (re)made
 	// start over in conntrack: an entry made before, with another mapping
@@ -180,9 +192,41 @@ func (f *firewall) gatewayTable(c *nftables.Conn, cfg Config) {
 // gateway's tunnel address in the peer's view. Identity mappings are
 // written too, so that nothing else (kube-proxy's masquerade) translates
 // the connection afterwards.
-func (f *firewall) peerTable(c *nftables.Conn, cfg Config, p Peer) {
+func (f *firewall) peerTable(c *nftables.Conn, cfg Config, p Peer) error {
 	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: PeerTable(p.ID)})
 	peerRanges := []netip.Prefix{p.PodCIDR, p.ExternalCIDR}
+
+	// What the peer may open connections to: the addresses exposed to
+	// it, unless it reaches every pod. Its answers to connections this
+	// side opened (conntrack's reply direction) pass.
+	if !p.ReachAll {
+		set := &nftables.Set{Table: t, Name: ExposedSet, KeyType: nftables.TypeIPAddr}
+		if err := c.AddSet(set, exposedElements(p.Exposed)); err != nil {
+			return fmt.Errorf("the set of what peer %s may reach: %w", p.ID, err)
+		}
+		reach := c.AddChain(&nftables.Chain{Name: "reach", Table: t, Type: nftables.ChainTypeFilter,
+			Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter})
+		for _, src := range peerRanges {
+			// A packet conntrack does not follow has no direction to
+			// tell: it goes nowhere.
+			c.AddRule(&nftables.Rule{Table: t, Chain: reach, Exprs: concat(
+				ifname(expr.MetaKeyIIFNAME, f.iface), in(saddr, src),
+				[]expr.Any{
+					&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
+					&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+						Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitINVALID | expr.CtStateBitUNTRACKED), Xor: binaryutil.NativeEndian.PutUint32(0)},
+					&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
+					&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
+				})})
+			c.AddRule(&nftables.Rule{Table: t, Chain: reach, Exprs: concat(
+				ifname(expr.MetaKeyIIFNAME, f.iface), in(saddr, src), originalDirection(),
+				[]expr.Any{
+					&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: daddr, Len: 4},
+					&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID, Invert: true},
+					&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
+				})})
+		}
+	}
 
 	pre := c.AddChain(&nftables.Chain{Name: "prerouting", Table: t, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityNATDest})
@@ -219,6 +263,69 @@ func (f *firewall) peerTable(c *nftables.Conn, cfg Config, p Peer) {
 		c.AddRule(&nftables.Rule{Table: t, Chain: out1, Exprs: concat(
 			ifname(expr.MetaKeyOIFNAME, f.iface), in(daddr, r), []expr.Any{&expr.Counter{}})})
 	}
+	return nil
+}
+
+// ExposedSet is the set, in each peer's table, of the addresses the peer
+// may open connections to.
+const ExposedSet = "exposed"
+
+func exposedElements(exposed []netip.Prefix) []nftables.SetElement {
+	var out []nftables.SetElement
+	for _, p := range exposed {
+		if p.Addr().Is4() && p.Bits() == 32 {
+			out = append(out, nftables.SetElement{Key: p.Addr().AsSlice()})
+		}
+	}
+	return out
+}
+
+// syncExposed makes the elements of p's set exactly p.Exposed.
+func syncExposed(c *nftables.Conn, p Peer) error {
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: PeerTable(p.ID)}
+	set, err := c.GetSetByName(t, ExposedSet)
+	if err != nil {
+		return fmt.Errorf("the set of what peer %s may reach: %w", p.ID, err)
+	}
+	have, err := c.GetSetElements(set)
+	if err != nil {
+		return fmt.Errorf("the elements of what peer %s may reach: %w", p.ID, err)
+	}
+	want := map[netip.Addr]bool{}
+	for _, e := range exposedElements(p.Exposed) {
+		a, _ := netip.AddrFromSlice(e.Key)
+		want[a] = true
+	}
+	var stale []nftables.SetElement
+	for _, e := range have {
+		a, ok := netip.AddrFromSlice(e.Key)
+		if ok && want[a] {
+			delete(want, a)
+			continue
+		}
+		stale = append(stale, nftables.SetElement{Key: e.Key})
+	}
+	var fresh []nftables.SetElement
+	for a := range want {
+		fresh = append(fresh, nftables.SetElement{Key: a.AsSlice()})
+	}
+	if len(stale) == 0 && len(fresh) == 0 {
+		return nil
+	}
+	if len(stale) > 0 {
+		if err := c.SetDeleteElements(set, stale); err != nil {
+			return err
+		}
+	}
+	if len(fresh) > 0 {
+		if err := c.SetAddElements(set, fresh); err != nil {
+			return err
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("updating what peer %s may reach: %w", p.ID, err)
+	}
+	return nil
 }
 
 // counters are packets and bytes seen by the rules of a chain.
@@ -238,18 +345,25 @@ func (f *firewall) peerCounters(id string) (in, out counters, err error) {
 	return in, out, err
 }
 
-// refused reads how many packets from the tunnel the gateway table
-// dropped: to somewhere other than this cluster's pods, or to the gateway
-// other than at its tunnel address.
-func (f *firewall) refused() (uint64, error) {
+// refused reads how many packets from the tunnel the gateway dropped: to
+// somewhere other than this cluster's pods, to the gateway other than at
+// its tunnel address, or to a pod not exposed to the peer that sent it.
+func (f *firewall) refused(peers []Peer) (uint64, error) {
 	c, err := nftables.New()
 	if err != nil {
 		return 0, fmt.Errorf("opening nftables: %w", err)
 	}
-	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: GatewayTable}
 	var total uint64
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: GatewayTable}
 	for _, chain := range []string{"forward", "input"} {
 		n, err := chainCounters(c, t, chain)
+		if err != nil {
+			return 0, err
+		}
+		total += n.packets
+	}
+	for _, p := range peers {
+		n, err := chainCounters(c, &nftables.Table{Family: nftables.TableFamilyIPv4, Name: PeerTable(p.ID)}, "reach")
 		if err != nil {
 			return 0, err
 		}
@@ -283,6 +397,14 @@ const (
 	saddr = 12
 	daddr = 16
 )
+
+// originalDirection matches a packet of a connection's opener.
+func originalDirection() []expr.Any {
+	return []expr.Any{
+		&expr.Ct{Register: 1, Key: expr.CtKeyDIRECTION},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0}}, // IP_CT_DIR_ORIGINAL
+	}
+}
 
 // replyDirection matches a packet that answers a connection opened from
 // this side (conntrack's reply direction).

@@ -153,10 +153,16 @@ func (g *Gateway) changedTables(cfg Config) map[string]bool {
 	for _, p := range prev.Peers {
 		before[p.ID] = p
 	}
-	// A peer's rules are its four ranges: a new key or endpoint leaves
-	// them, and its connections, as they are.
-	ranges := func(p Peer) [4]netip.Prefix {
-		return [4]netip.Prefix{p.PodCIDR, p.ExternalCIDR, p.LocalPodCIDR, p.LocalExternalCIDR}
+	// A peer's rules are its four ranges and whether it reaches every
+	// pod: a new key or endpoint leaves them, and its connections, as
+	// they are; so do new exposed addresses, which change the elements
+	// of its set alone.
+	type rules struct {
+		ranges [4]netip.Prefix
+		all    bool
+	}
+	ranges := func(p Peer) rules {
+		return rules{[4]netip.Prefix{p.PodCIDR, p.ExternalCIDR, p.LocalPodCIDR, p.LocalExternalCIDR}, p.ReachAll}
 	}
 	for _, p := range cfg.Peers {
 		if old, ok := before[p.ID]; !ok || ranges(old) != ranges(p) {
@@ -226,7 +232,8 @@ type PeerStatus struct {
 type Status struct {
 	Peers []PeerStatus `json:"peers,omitempty"`
 	// Refused counts packets out of the tunnel dropped for going anywhere
-	// but this cluster's pods or the gateway's tunnel address.
+	// but this cluster's pods or the gateway's tunnel address, or opening
+	// a connection to a pod not exposed to their peer.
 	Refused uint64 `json:"refused"`
 }
 
@@ -261,7 +268,7 @@ func (g *Gateway) Status() (Status, error) {
 		st.Peers = append(st.Peers, ps)
 	}
 	st.Peers = append(st.Peers, g.refused...)
-	refused, err := g.fw.refused()
+	refused, err := g.fw.refused(g.applied.Peers)
 	if err != nil {
 		errs = append(errs, err)
 	}

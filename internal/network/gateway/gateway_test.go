@@ -137,6 +137,8 @@ func peer(remote *cluster, seen, seenBy view, client bool) gateway.Peer {
 		ID: remote.name, PublicKey: remote.key.Public(),
 		PodCIDR: seen.pod, ExternalCIDR: seen.external,
 		LocalPodCIDR: seenBy.pod, LocalExternalCIDR: seenBy.external,
+		// The pod of every cluster is what its peering exposes.
+		Exposed: []netip.Prefix{netip.PrefixFrom(podAddr, 32)},
 	}
 	if client {
 		p.Endpoint = netip.AddrPortFrom(remote.wan, 51820).String()
@@ -654,4 +656,52 @@ func mainTable(t *testing.T, ns *netlab.Namespace) []string {
 	}))
 	slices.Sort(out)
 	return out
+}
+
+// TestPeerReachesWhatIsExposed: a peer opens connections to the pods
+// exposed to it, and to no other pod of this cluster (refusals counted);
+// answers to connections this side opened pass whatever is exposed; a
+// newly exposed address is reachable without the peer's established
+// connections being dropped; with AllPods reach, every pod is.
+func TestPeerReachesWhatIsExposed(t *testing.T) {
+	l := newLab(t)
+	a, b := l.cluster("a"), l.cluster("b")
+	// A second pod of b's, unexposed, at 10.100.0.11.
+	hidden := netip.MustParseAddr("10.100.0.11")
+	must(t, b.pod.IP("addr", "add", hidden.String()+"/16", "dev", "eth0"))
+	echoServer(t, b.pod)
+	echoServer(t, a.pod)
+	toB := peer(b, bAsSeenByA, aAsSeenByB, true)
+	toA := peer(a, aAsSeenByB, bAsSeenByA, false)
+	must(t, a.proc.Apply(config(a, toB)))
+	must(t, b.proc.Apply(config(b, toA)))
+	waitEstablished(t, a, "b", 5*time.Second)
+	hiddenInA := netip.AddrFrom4([4]byte{10, 81, 0, 11})
+
+	must(t, exchange(t.Context(), a.pod, translated(bAsSeenByA), 8000))
+	before := refused(t, b)
+	if err := attempt(t.Context(), a.pod, hiddenInA); err == nil {
+		t.Errorf("a's pod reached b's unexposed pod %s", hidden)
+	}
+	if n := refused(t, b); n <= before {
+		t.Errorf("b's gateway refused %d packets, %d before: the attempt was not counted", n, before)
+	}
+	// b opens a connection to a's pod: a exposes it; the answers pass
+	// b's gateway, whatever b exposes.
+	toA.Exposed = nil
+	must(t, b.proc.Apply(config(b, toA)))
+	must(t, exchange(t.Context(), b.pod, translated(aAsSeenByB), 8000))
+	if err := attempt(t.Context(), a.pod, translated(bAsSeenByA)); err == nil {
+		t.Error("a's pod reached b's pod no longer exposed")
+	}
+
+	// Exposed again, and the hidden one too: reachable; then every pod.
+	toA.Exposed = []netip.Prefix{netip.PrefixFrom(podAddr, 32), netip.PrefixFrom(hidden, 32)}
+	must(t, b.proc.Apply(config(b, toA)))
+	must(t, exchange(t.Context(), a.pod, hiddenInA, 1400))
+	must(t, exchange(t.Context(), a.pod, translated(bAsSeenByA), 1400))
+	toA.Exposed, toA.ReachAll = nil, true
+	must(t, b.proc.Apply(config(b, toA)))
+	waitEstablished(t, a, "b", 5*time.Second)
+	must(t, exchange(t.Context(), a.pod, hiddenInA, 1400))
 }

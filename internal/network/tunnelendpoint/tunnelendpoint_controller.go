@@ -188,6 +188,12 @@ func peer(tep *netv1alpha1.TunnelEndpoint) (gateway.Peer, error) {
 	if ep := tep.Spec.Endpoint; ep != nil {
 		p.Endpoint = netipJoin(ep.Host, ep.Port)
 	}
+	p.ReachAll = tep.Spec.Reach == netv1alpha1.ReachAllPods
+	for _, e := range tep.Spec.Exposed {
+		if a, err := netip.ParsePrefix(e); err == nil && a.Addr().Is4() && a.Bits() == 32 {
+			p.Exposed = append(p.Exposed, a)
+		}
+	}
 	for _, f := range []struct {
 		field, cidr string
 		into        *netip.Prefix

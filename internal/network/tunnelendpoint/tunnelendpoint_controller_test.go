@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -140,6 +141,7 @@ func TestTunnelEndpointsApplied(t *testing.T) {
 
 	patch := client.MergeFrom(tep.DeepCopy())
 	tep.Spec.LocalSeenAs = &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"}
+	tep.Spec.Exposed = []string{"10.100.0.7/32", "10.100.0.0/24"}
 	if err := c.Patch(ctx, tep, patch); err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +152,10 @@ func TestTunnelEndpointsApplied(t *testing.T) {
 		}
 		want := gateway.Peer{ID: "provider-1", PublicKey: peerKey.Public(), Endpoint: "10.254.2.10:51820",
 			PodCIDR: netip.MustParsePrefix("10.0.0.0/14"), ExternalCIDR: netip.MustParsePrefix("10.4.0.0/16"),
-			LocalPodCIDR: netip.MustParsePrefix("10.8.0.0/14"), LocalExternalCIDR: netip.MustParsePrefix("10.12.0.0/16")}
-		if last.Peers[0] != want || last.PrivateKey != key || last.PodCIDR != netip.MustParsePrefix("10.100.0.0/14") ||
+			LocalPodCIDR: netip.MustParsePrefix("10.8.0.0/14"), LocalExternalCIDR: netip.MustParsePrefix("10.12.0.0/16"),
+			// Addresses only: a range is no pod.
+			Exposed: []netip.Prefix{netip.MustParsePrefix("10.100.0.7/32")}}
+		if !reflect.DeepEqual(last.Peers[0], want) || last.PrivateKey != key || last.PodCIDR != netip.MustParsePrefix("10.100.0.0/14") ||
 			last.ExternalCIDR != netip.MustParsePrefix(configv1alpha1.DefaultExternalCIDR) || last.ListenPort != 51820 {
 			return fmt.Errorf("applied %+v, want the peer %+v", last, want)
 		}
