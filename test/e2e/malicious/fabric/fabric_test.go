@@ -89,6 +89,7 @@ func routeGet(t *testing.T, m *playground.Member, addr netip.Addr) string {
 func TestStatedRangesAreNotRoutedAsStated(t *testing.T) {
 	peered(t)
 	a, b, _ := members()
+	before := mainTables(t)
 	const public = "8.8.8.0/30"
 	stateExternal(t, b, public)
 	seen := seenAs(t, a, b, public)
@@ -97,7 +98,7 @@ func TestStatedRangesAreNotRoutedAsStated(t *testing.T) {
 	}
 	waitTunnels(t, time.Minute, pair{a, b}, pair{b, a})
 	notRouted(t, a, netip.MustParsePrefix(public), netip.MustParseAddr("8.8.8.1"))
-	undisturbed(t, b)
+	undisturbed(t, b, before)
 }
 
 // TestNodesSubnetCutsNoNodeOff: a provider states the underlay the nodes
@@ -107,6 +108,7 @@ func TestStatedRangesAreNotRoutedAsStated(t *testing.T) {
 func TestNodesSubnetCutsNoNodeOff(t *testing.T) {
 	peered(t)
 	a, b, c := members()
+	before := mainTables(t)
 	stateExternal(t, c, localcluster.UnderlayCIDR)
 	underlay := netip.MustParsePrefix(localcluster.UnderlayCIDR)
 	for _, m := range []*playground.Member{a, b} {
@@ -121,7 +123,7 @@ func TestNodesSubnetCutsNoNodeOff(t *testing.T) {
 			t.Errorf("%s's node sends the underlay into the tunnel: %s", m.Name, got)
 		}
 	}
-	undisturbed(t, c)
+	undisturbed(t, c, before)
 }
 
 // TestOnePeerCannotStopTheGateway: a provider stops its own controller
@@ -136,6 +138,7 @@ func TestOnePeerCannotStopTheGateway(t *testing.T) {
 	a, b, c := members()
 	ctx := t.Context()
 	inA := framework.Client(t, a)
+	before := mainTables(t)
 	if err := b.StopControllerManager(); err != nil {
 		t.Fatal(err)
 	}
@@ -244,5 +247,5 @@ func TestOnePeerCannotStopTheGateway(t *testing.T) {
 		return fmt.Errorf("no TunnelUp of %s from a gateway started after %s", c.Name, restarted)
 	})
 	refused()
-	undisturbed(t, b)
+	undisturbed(t, b, before)
 }

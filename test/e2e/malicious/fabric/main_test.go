@@ -58,9 +58,7 @@ func members() (a, b, c *playground.Member) {
 
 var (
 	peerOnce sync.Once
-	// mainTables are the nodes' main routing tables once the tunnels
-	// were up, before any attack.
-	mainTables map[string][]string
+	peeredOK bool
 )
 
 // peered peers a with b and c, b with c, once for the suite, and waits
@@ -76,14 +74,23 @@ func peered(t *testing.T) {
 		framework.WaitVirtualNodesReady(t, a, b, c)
 		framework.WaitVirtualNodesReady(t, b, c)
 		waitTunnels(t, 2*time.Minute, pairs()...)
-		mainTables = map[string][]string{}
-		for _, m := range suite.Members {
-			mainTables[m.Name] = mainTable(t, m)
-		}
+		peeredOK = true
 	})
-	if mainTables == nil {
+	if !peeredOK {
 		t.Fatal("the suite's peerings failed in an earlier test")
 	}
+}
+
+// mainTables are the nodes' main routing tables, by cluster: taken before
+// an attack, compared after (a pod's first start adds its node's CNI
+// bridge route, so they are taken anew by each test).
+func mainTables(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, m := range suite.Members {
+		out[m.Name] = mainTable(t, m)
+	}
+	return out
 }
 
 // pair is one side of a tunnel: m's TunnelEndpoint to peer.
@@ -153,10 +160,11 @@ func mainTable(t *testing.T, m *playground.Member) []string {
 }
 
 // undisturbed checks what an attack by attacker must leave as it was:
-// every other cluster's node keeps its main routing table and stays
-// Ready through heartbeats (renewals of its Lease) after the attack took
-// effect, and the tunnels between the others stay established.
-func undisturbed(t *testing.T, attacker *playground.Member) {
+// every other cluster's node keeps its main routing table (as before,
+// taken before the attack) and stays Ready through heartbeats (renewals
+// of its Lease) after the attack took effect, and the tunnels between the
+// others stay established.
+func undisturbed(t *testing.T, attacker *playground.Member, before map[string][]string) {
 	t.Helper()
 	var others []*playground.Member
 	for _, m := range suite.Members {
@@ -167,8 +175,8 @@ func undisturbed(t *testing.T, attacker *playground.Member) {
 	waitTunnels(t, time.Minute, without(attacker)...)
 	for _, m := range others {
 		heartbeats(t, m, 2)
-		if got := mainTable(t, m); !slices.Equal(got, mainTables[m.Name]) {
-			t.Errorf("%s's node: the main routing table changed:\n%s\nwas\n%s", m.Name, strings.Join(got, "\n"), strings.Join(mainTables[m.Name], "\n"))
+		if got := mainTable(t, m); !slices.Equal(got, before[m.Name]) {
+			t.Errorf("%s's node: the main routing table changed:\n%s\nwas\n%s", m.Name, strings.Join(got, "\n"), strings.Join(before[m.Name], "\n"))
 		}
 	}
 	waitTunnels(t, 10*time.Second, without(attacker)...)
