@@ -16,10 +16,12 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,6 +82,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctrl.LoggerFrom(ctx).V(1).Info("Exposed to peer", "peer", peer, "reach", reach, "addresses", len(exposed))
 	return ctrl.Result{}, nil
 }
+
+// PodBatch is how long the exposure of a peer waits after a pod changed,
+// so that the pods of a burst are written at once: a pod is reachable
+// from the peer this long after it got its address, at most (a peer's
+// connection attempt meanwhile is retried, as TCP does).
+const PodBatch = 500 * time.Millisecond
 
 // maxExposed is how many addresses a TunnelEndpoint lists at most (its
 // schema's bound).
@@ -181,7 +189,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	peerRequest := func(id string) reconcile.Request {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Name: id}}
 	}
-	podPeers := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	peersOf := func(ctx context.Context, o client.Object) []reconcile.Request {
 		if id := o.GetLabels()[offloadingv1alpha1.OriginClusterLabel]; id != "" {
 			return []reconcile.Request{peerRequest(id)}
 		}
@@ -190,7 +198,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return nil
 		}
 		return offloadingPeers(&no, peerRequest)
-	})
+	}
+	// Pods start by the hundred: a peer's addresses are written once per
+	// PodBatch at most, not once per pod.
+	later := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range peersOf(ctx, o) {
+			q.AddAfter(req, PodBatch)
+		}
+	}
+	podPeers := handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			later(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			later(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			later(ctx, e.Object, q)
+		},
+	}
 	// A pod matters when it gets or loses an address, and when it goes.
 	addressChanged := predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
