@@ -15,8 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,7 +82,8 @@ func TestPeerCannotGrowOurMemory(t *testing.T) {
 				if keep {
 					s.Finalizers = []string{"liqo.test/keep"}
 				}
-				if err := cl.Create(ctx, s); err != nil {
+				// Writers by the hundred conflict on the namespace's quota.
+				if err := retry.OnError(retry.DefaultBackoff, apierrors.IsConflict, func() error { return cl.Create(ctx, s.DeepCopy()) }); err != nil {
 					errs <- err
 				}
 			})
