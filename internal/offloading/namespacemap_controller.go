@@ -367,33 +367,25 @@ func (r *NamespaceMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Direct == nil {
 		return fmt.Errorf("NamespaceMapReconciler needs Client and Direct")
 	}
+	// mapOf is the NamespaceMap of the consumer a label or a name gives.
+	mapOf := func(consumer func(client.Object) string) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			id := consumer(o)
+			if id == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{
+				Namespace: discoveryv1alpha1.TenantNamespace(id), Name: offloadingv1alpha1.NamespaceMapName,
+			}}}
+		})
+	}
 	// A consumer's namespace deleted or changed by hand is repaired.
-	nsChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		consumer := o.GetLabels()[offloadingv1alpha1.OriginClusterLabel]
-		if consumer == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{
-			Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: offloadingv1alpha1.NamespaceMapName,
-		}}}
-	})
+	nsChanged := mapOf(func(o client.Object) string { return o.GetLabels()[offloadingv1alpha1.OriginClusterLabel] })
 	// A new offer changes the quota of every namespace of the consumer;
 	// the end of its peering releases them.
-	peeringChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{
-			Namespace: discoveryv1alpha1.TenantNamespace(o.GetName()), Name: offloadingv1alpha1.NamespaceMapName,
-		}}}
-	})
+	peeringChanged := mapOf(client.Object.GetName)
 	// The names a consumer may use are on its ForeignCluster.
-	fcChanged := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		id := o.GetLabels()[discoveryv1alpha1.ClusterIDLabel]
-		if id == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{
-			Namespace: discoveryv1alpha1.TenantNamespace(id), Name: offloadingv1alpha1.NamespaceMapName,
-		}}}
-	})
+	fcChanged := mapOf(func(o client.Object) string { return o.GetLabels()[discoveryv1alpha1.ClusterIDLabel] })
 	// The ClusterConfig says what every consumer may keep and which Pod
 	// Security level its namespaces enforce.
 	allMaps := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {

@@ -71,11 +71,11 @@ func (d *recorder) set(fail error, st gateway.Status) {
 	d.fail, d.status = fail, st
 }
 
-// TestTunnelEndpointsApplied: the gateway applies the TunnelEndpoints
-// whose peer answered, with this cluster's ranges and key; reports the
-// tunnel's state in each status, with an event when it comes up or goes
-// down; and says why when the data plane refuses its configuration.
-func TestTunnelEndpointsApplied(t *testing.T) {
+// startGateway runs the reconciler and the reporter against a real API
+// server, with this cluster's ClusterConfig and the gateway's key, over
+// a recording data plane.
+func startGateway(t *testing.T) (client.Client, wgkey.Key, *recorder) {
+	t.Helper()
 	cfg := envtest.Start(t, "gateway")
 	ctx := t.Context()
 	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
@@ -106,6 +106,16 @@ func TestTunnelEndpointsApplied(t *testing.T) {
 		}
 		return mgr.Add(&Reporter{Client: mgr.GetClient(), Reconciler: r, Recorder: mgr.GetEventRecorder("liqo-gateway"), Interval: 100 * time.Millisecond})
 	})
+	return c, key, dp
+}
+
+// TestTunnelEndpointsApplied: the gateway applies the TunnelEndpoints
+// whose peer answered, with this cluster's ranges and key; reports the
+// tunnel's state in each status, with an event when it comes up or goes
+// down; and says why when the data plane refuses its configuration.
+func TestTunnelEndpointsApplied(t *testing.T) {
+	ctx := t.Context()
+	c, key, dp := startGateway(t)
 
 	peerKey, err := wgkey.Generate()
 	if err != nil {
@@ -207,35 +217,8 @@ func TestTunnelEndpointsApplied(t *testing.T) {
 // its way in the status, and a Warning event; the other peer is applied
 // and reported as usual. Peers go to the data plane oldest first.
 func TestOnePeerRefusedAlone(t *testing.T) {
-	cfg := envtest.Start(t, "gateway")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName},
-		Spec: configv1alpha1.ClusterConfigSpec{NetworkConfig: configv1alpha1.NetworkConfig{PodCIDR: "10.100.0.0/14"}}}); err != nil {
-		t.Fatal(err)
-	}
-	key, err := wgkey.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: netv1alpha1.GatewayKeySecret},
-		Data: map[string][]byte{netv1alpha1.GatewayKeyField: []byte(key.String())}}); err != nil {
-		t.Fatal(err)
-	}
-	dp := &recorder{}
-	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
-		r := &Reconciler{Client: mgr.GetClient(), Namespace: install.DefaultNamespace, DataPlane: dp, ListenPort: 51820}
-		if err := r.SetupWithManager(mgr); err != nil {
-			return err
-		}
-		return mgr.Add(&Reporter{Client: mgr.GetClient(), Reconciler: r, Recorder: mgr.GetEventRecorder("liqo-gateway"), Interval: 100 * time.Millisecond})
-	})
+	c, _, dp := startGateway(t)
 	good, err := wgkey.Generate()
 	if err != nil {
 		t.Fatal(err)
