@@ -209,6 +209,12 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			retry = err
 		}
 		for remote, st := range quotas {
+			if st.Phase != offloadingv1alpha1.RemoteNamespaceFailed {
+				bound, err := r.bindVirtualKubelet(ctx, consumer, remote)
+				if err != nil {
+					st, retry = bound, err
+				}
+			}
 			status[claimed[remote]] = st
 		}
 	}
@@ -275,10 +281,11 @@ func failed(remote, msg string) offloadingv1alpha1.MappedNamespaceStatus {
 }
 
 // ensureNamespace creates (or repairs) the provider namespace remote for
-// the consumer's namespace local, the virtual kubelet's Role in it, and
-// the LimitRange that gives containers their defaults; created says
-// whether it made the namespace on this pass. The quota comes after
-// (ensureQuotas), shared with the consumer's other namespaces.
+// the consumer's namespace local and the LimitRange that gives containers
+// their defaults; created says whether it made the namespace on this
+// pass. The quota comes after (ensureQuotas), shared with the consumer's
+// other namespaces, and the virtual kubelet's rights last
+// (bindVirtualKubelet).
 func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, local, remote string, offered corev1.ResourceList) (st offloadingv1alpha1.MappedNamespaceStatus, created bool, err error) {
 	level := r.podSecurityLevel()
 	var ns corev1.Namespace
@@ -318,14 +325,20 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 			return st, false, err
 		}
 	}
+	st, err = r.ensureLimitRange(ctx, consumer, remote, offered)
+	return st, created, err
+}
+
+// bindVirtualKubelet binds the consumer's virtual kubelet in remote, once
+// its LimitRange and quota are there: never a moment when it could run a
+// pod unbounded.
+func (r *NamespaceMapReconciler) bindVirtualKubelet(ctx context.Context, consumer, remote string) (offloadingv1alpha1.MappedNamespaceStatus, error) {
 	if err := identity.EnsureClusterRoleBinding(ctx, r.Direct, remote, VirtualKubeletRole, VirtualKubeletRole,
 		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: identity.VirtualKubeletUserPrefix + consumer},
 		map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
-		st, err := apiFailure(remote, err.Error())
-		return st, created, err
+		return apiFailure(remote, err.Error())
 	}
-	st, err = r.ensureLimitRange(ctx, consumer, remote, offered)
-	return st, created, err
+	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespaceReady}, nil
 }
 
 // DeleteNamespaces deletes the provider namespaces created for consumer,

@@ -249,9 +249,11 @@ func isCPU(name corev1.ResourceName) bool {
 func (r *NamespaceMapReconciler) ensureQuotas(ctx context.Context, consumer string, managed, others []string, fresh map[string]bool,
 	total corev1.ResourceList,
 ) (map[string]offloadingv1alpha1.MappedNamespaceStatus, error) {
+	// Read from the API server, not the cache: a share computed from a
+	// quota the cache has not yet seen written could give out twice.
 	read := func(ns string) (*corev1.ResourceQuota, error) {
 		var q corev1.ResourceQuota
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: OfferQuotaName}, &q)
+		err := r.Direct.Get(ctx, client.ObjectKey{Namespace: ns, Name: OfferQuotaName}, &q)
 		if apierrors.IsNotFound(err) {
 			return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: OfferQuotaName}}, nil
 		}

@@ -44,6 +44,13 @@ const (
 	ReasonRefused = "Refused"
 )
 
+// NodeRangesAnnotation remembers, on a TunnelEndpoint, the routes and
+// addresses of the gateway's node that were in the way of the peer's
+// ranges (status.rangesInUse, as the gateway reported them over time):
+// the remapping keeps away from all of them, not only from those the
+// gateway reports now.
+const NodeRangesAnnotation = "net.liqo.io/node-ranges"
+
 // GatewayKeySecret is the Secret, in the Liqo namespace, holding the
 // gateway's WireGuard private key (key "privateKey"), kept across
 // restarts so peers need not learn a new key.

@@ -159,9 +159,10 @@ func checkRange(field string, p netip.Prefix) error {
 // gateway carries. A peer is refused, alone, when its parameters would
 // disturb this node or another peer: a key that is no key, this
 // gateway's own or one an earlier peer holds; an endpoint that is not an
-// address a gateway can be at; ranges that overlap this cluster's, an
-// earlier peer's, a special range (ipam.Special), or anything the node
-// already uses (inUse: its addresses and its routes). Earlier means
+// address a gateway can be at (special, this node's, inside this
+// cluster's ranges or the peer's own); ranges that overlap this
+// cluster's, an earlier peer's, a special range (ipam.Special), or
+// anything the node already uses (inUse: its addresses and its routes). Earlier means
 // before in the configuration's order: the peer that was there first
 // keeps what a later one claims too.
 type admission struct {
@@ -199,9 +200,6 @@ func (a *admission) admit(ctx context.Context, p Peer) {
 	a.ids[p.ID] = true
 	a.keys[p.PublicKey] = p.ID
 	a.taken = append(a.taken, taken{p.PodCIDR, "the pod range of peer " + p.ID}, taken{p.ExternalCIDR, "the external range of peer " + p.ID})
-	if ep, err := netip.ParseAddrPort(p.Endpoint); err == nil {
-		a.taken = append(a.taken, taken{netip.PrefixFrom(ep.Addr(), 32), "the endpoint of peer " + p.ID})
-	}
 	a.accept = append(a.accept, p)
 }
 
@@ -263,10 +261,18 @@ func (a *admission) check(ctx context.Context, p *Peer) ([]netip.Prefix, error) 
 		if err != nil {
 			return nil, fmt.Errorf("endpoint: %w", err)
 		}
+		// Not checked against the other peers': an endpoint is no range
+		// of the peer's (the tunnel's own packets never enter a tunnel,
+		// see noderouting.Table.SourcePort), so two peers may share one
+		// (behind one NAT), and no peer can refuse another by naming its
+		// address.
 		at := netip.PrefixFrom(ep.Addr(), 32)
-		for _, t := range append(slices.Clip(a.taken), taken{p.PodCIDR, "the peer's own pod range"}, taken{p.ExternalCIDR, "the peer's own external range"}) {
+		for _, t := range []taken{
+			{a.cfg.PodCIDR, "this cluster's pod range"}, {a.cfg.ExternalCIDR, "this cluster's external range"},
+			{p.PodCIDR, "the peer's own pod range"}, {p.ExternalCIDR, "the peer's own external range"},
+		} {
 			if t.p.Overlaps(at) {
-				return nil, fmt.Errorf("endpoint: %s is inside %s (%s), which the tunnels carry", ep.Addr(), t.p, t.by)
+				return nil, fmt.Errorf("endpoint: %s is inside %s (%s)", ep.Addr(), t.p, t.by)
 			}
 		}
 		if slices.Contains(a.inUse, at) {

@@ -174,13 +174,28 @@ func (f *firewall) gatewayTable(c *nftables.Conn, cfg Config) {
 	c.AddRule(&nftables.Rule{Table: t, Chain: forward, Exprs: concat(
 		ifname(expr.MetaKeyIIFNAME, f.iface), notIn(daddr, cfg.PodCIDR),
 		[]expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}})})
+	// The gateway itself answers a peer's probes (ICMP echo at its tunnel
+	// address) and nothing else: it runs in a node's network namespace,
+	// where the kubelet and whatever else the node serves listen.
 	input := c.AddChain(&nftables.Chain{Name: "input", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter})
 	c.AddRule(&nftables.Rule{Table: t, Chain: input, Exprs: concat(
 		ifname(expr.MetaKeyIIFNAME, f.iface), replyDirection(), []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}})})
 	c.AddRule(&nftables.Rule{Table: t, Chain: input, Exprs: concat(
-		ifname(expr.MetaKeyIIFNAME, f.iface), notIn(daddr, netip.PrefixFrom(TunnelAddress(cfg.ExternalCIDR), 32)),
-		[]expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}})})
+		ifname(expr.MetaKeyIIFNAME, f.iface), in(daddr, netip.PrefixFrom(TunnelAddress(cfg.ExternalCIDR), 32)), icmpEchoRequest(),
+		[]expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}})})
+	c.AddRule(&nftables.Rule{Table: t, Chain: input, Exprs: concat(
+		ifname(expr.MetaKeyIIFNAME, f.iface), []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}})})
+}
+
+// icmpEchoRequest matches an ICMP echo request.
+func icmpEchoRequest() []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_ICMP}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{8}}, // echo request
+	}
 }
 
 // peerTable: the translation between this cluster's ranges and how the
@@ -201,7 +216,10 @@ func (f *firewall) peerTable(c *nftables.Conn, cfg Config, p Peer) error {
 	// side opened (conntrack's reply direction) pass.
 	if !p.ReachAll {
 		set := &nftables.Set{Table: t, Name: ExposedSet, KeyType: nftables.TypeIPAddr}
-		if err := c.AddSet(set, exposedElements(p.Exposed)); err != nil {
+		if err := c.AddSet(set, nil); err != nil {
+			return fmt.Errorf("the set of what peer %s may reach: %w", p.ID, err)
+		}
+		if err := inChunks(exposedElements(p.Exposed), func(e []nftables.SetElement) error { return c.SetAddElements(set, e) }); err != nil {
 			return fmt.Errorf("the set of what peer %s may reach: %w", p.ID, err)
 		}
 		reach := c.AddChain(&nftables.Chain{Name: "reach", Table: t, Type: nftables.ChainTypeFilter,
@@ -280,6 +298,23 @@ func exposedElements(exposed []netip.Prefix) []nftables.SetElement {
 	return out
 }
 
+// setChunk is how many elements go in one netlink message: the message
+// carries them in one attribute, whose length is 16 bits (about 4000
+// addresses).
+const setChunk = 1000
+
+// inChunks calls do on elements, setChunk at a time.
+func inChunks(elements []nftables.SetElement, do func([]nftables.SetElement) error) error {
+	for len(elements) > 0 {
+		n := min(len(elements), setChunk)
+		if err := do(elements[:n]); err != nil {
+			return err
+		}
+		elements = elements[n:]
+	}
+	return nil
+}
+
 // syncExposed makes the elements of p's set exactly p.Exposed.
 func syncExposed(c *nftables.Conn, p Peer) error {
 	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: PeerTable(p.ID)}
@@ -312,15 +347,11 @@ func syncExposed(c *nftables.Conn, p Peer) error {
 	if len(stale) == 0 && len(fresh) == 0 {
 		return nil
 	}
-	if len(stale) > 0 {
-		if err := c.SetDeleteElements(set, stale); err != nil {
-			return err
-		}
+	if err := inChunks(stale, func(e []nftables.SetElement) error { return c.SetDeleteElements(set, e) }); err != nil {
+		return err
 	}
-	if len(fresh) > 0 {
-		if err := c.SetAddElements(set, fresh); err != nil {
-			return err
-		}
+	if err := inChunks(fresh, func(e []nftables.SetElement) error { return c.SetAddElements(set, e) }); err != nil {
+		return err
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("updating what peer %s may reach: %w", p.ID, err)

@@ -343,7 +343,8 @@ func TestCoincidingViewsServerFirst(t *testing.T) {
 }
 
 // TestGatewayLetsAPeerReachPodsOnly: through the tunnel, a peer reaches
-// this cluster's pods and the gateway's tunnel address, nothing else: not
+// this cluster's pods, and the gateway's tunnel address with probes,
+// nothing else: not a service of the gateway's node at that address, not
 // the gateway at another of its addresses, not a network behind it. A
 // packet whose source is outside what was agreed with the peer, even with
 // the peer's real key, and a packet under a key nobody agreed to, reach
@@ -361,10 +362,22 @@ func TestGatewayLetsAPeerReachPodsOnly(t *testing.T) {
 	must(t, b.proc.Apply(config(b, peer(a, aAsSeenByB, bAsSeenByA, false))))
 	waitEstablished(t, a, "b", 5*time.Second)
 
+	// A service of b's gateway node (the kubelet, say), at the
+	// gateway's tunnel address: the gateway answers probes there, and
+	// nothing else.
+	reached["b's gateway node"] = echoServer(t, b.gw)
+	refusedBefore := refused(t, b)
+	if err := attempt(t.Context(), a.pod, gateway.TunnelAddress(bAsSeenByA.external)); err == nil {
+		t.Errorf("a's pod reached a service of b's gateway node at its tunnel address")
+	}
+	if n := refused(t, b); n <= refusedBefore {
+		t.Errorf("b's gateway refused %d packets, %d before: the attempt was not counted", n, refusedBefore)
+	}
+
 	// b's gateway on the pods' link, in a's view: an address of b's pod
 	// range, but the gateway's own.
 	gwInAView := netip.AddrFrom4([4]byte{10, 81, 0, 1})
-	refusedBefore := refused(t, b)
+	refusedBefore = refused(t, b)
 	if err := attempt(t.Context(), a.pod, gwInAView); err == nil {
 		t.Errorf("a's pod reached b's gateway at %s (%s in b)", gwInAView, gatewayPodSide)
 	}
@@ -563,7 +576,7 @@ func dataPlane(t *testing.T, ns *netlab.Namespace) []string {
 
 // TestOnePeerRefusedAlone: peers whose parameters would disturb the node
 // or another peer (a key that is the gateway's own or an earlier peer's,
-// an endpoint that resolves to loopback or sits inside a peer's range,
+// an endpoint that resolves to loopback or sits inside its own range,
 // ranges over the node's own subnet or address, a special range) are
 // each refused, with the reason in the status, while the good peer's
 // tunnel is established and carries traffic, also after a restart of the
@@ -587,7 +600,7 @@ func TestOnePeerRefusedAlone(t *testing.T) {
 		"own-key":           "this gateway's own key",
 		"b-key":             "the key of peer b",
 		"loopback":          "not an address a gateway can be at",
-		"endpoint-in-range": "inside 10.81.0.0/16 (the pod range of peer b)",
+		"endpoint-in-range": "inside 10.111.0.0/16 (the peer's own pod range)",
 		"node-subnet":       "overlaps what this node uses",
 		"node-address":      "overlaps what this node uses",
 		"special":           "a special range",
@@ -598,7 +611,7 @@ func TestOnePeerRefusedAlone(t *testing.T) {
 		bad("own-key", func(p *gateway.Peer) { p.PublicKey = a.key.Public() }),
 		bad("b-key", func(p *gateway.Peer) { p.PublicKey = b.key.Public() }),
 		bad("loopback", func(p *gateway.Peer) { p.Endpoint = "localhost:51820" }),
-		bad("endpoint-in-range", func(p *gateway.Peer) { p.Endpoint = "10.81.0.9:51820" }),
+		bad("endpoint-in-range", func(p *gateway.Peer) { p.Endpoint = "10.111.0.9:51820" }),
 		// The lab's underlay: the node's connected route.
 		bad("node-subnet", func(p *gateway.Peer) { p.PodCIDR = pfx("192.168.50.0/30") }),
 		// A range over an address of the node that no route covers.

@@ -102,10 +102,13 @@ func (t Table) Sync(routes []Route) error {
 	want := map[netip.Prefix]bool{}
 	for _, r := range routes {
 		r.Dst = r.Dst.Masked()
-		want[r.Dst] = true
 		if err := netlink.RouteReplace(t.route(r)); err != nil {
+			// No rule either: a rule to a table without the route would
+			// send the range on to the main table's default route.
 			errs = append(errs, fmt.Errorf("route to %s in table %d: %w", r.Dst, t.ID, err))
+			continue
 		}
+		want[r.Dst] = true
 	}
 	have, err := t.ownRoutes()
 	if err != nil {

@@ -116,6 +116,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			tep.Labels = map[string]string{}
 		}
 		tep.Labels[discoveryv1alpha1.ClusterIDLabel] = peer
+		// Kept: the gateway reports only what is in the way of the
+		// ranges it was last given, and a decision that forgot the
+		// earlier ones could go back to them.
+		if known := formatRanges(nodeRanges(tep)); known != "" {
+			metav1.SetMetaDataAnnotation(&tep.ObjectMeta, netv1alpha1.NodeRangesAnnotation, known)
+		}
 		return nil
 	}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing the TunnelEndpoint of %s: %w", peer, err)
@@ -281,10 +287,8 @@ func (r *Reconciler) decide(ctx context.Context, peer, key string, remote ranges
 	var previous ranges
 	for _, tep := range teps.Items {
 		// What the gateway found in the way on its node is in use,
-		// whichever peer it found it for.
-		if inUse, err := ipam.ParsePrefixes(tep.Status.RangesInUse); err == nil {
-			used = append(used, inUse...)
-		}
+		// whichever peer it found it for, now or before.
+		used = append(used, nodeRanges(&tep)...)
 		if tep.Name != peer && tep.Spec.PublicKey == key {
 			ctrl.LoggerFrom(ctx).Info("A peer states the key of another peer's gateway", "peer", peer, "holder", tep.Name)
 			return ranges{}, errKeyTaken
@@ -350,6 +354,30 @@ func (r *Reconciler) inUse(ctx context.Context) ([]netip.Prefix, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxNodeRanges is how many node ranges a TunnelEndpoint remembers.
+const maxNodeRanges = 32
+
+// nodeRanges are the ranges of the gateway's node in the way of tep's
+// peer: those the gateway reports now and those remembered from before,
+// the latest first, maxNodeRanges at most.
+func nodeRanges(tep *netv1alpha1.TunnelEndpoint) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range append(slices.Clone(tep.Status.RangesInUse), strings.Split(tep.Annotations[netv1alpha1.NodeRangesAnnotation], ",")...) {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(s)); err == nil && !slices.Contains(out, p.Masked()) && len(out) < maxNodeRanges {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+func formatRanges(ranges []netip.Prefix) string {
+	out := make([]string, len(ranges))
+	for i, r := range ranges {
+		out[i] = r.String()
+	}
+	return strings.Join(out, ",")
 }
 
 // endpointAddr is a gateway endpoint given as an IPv4 address, as a /32.

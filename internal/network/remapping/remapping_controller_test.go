@@ -379,4 +379,22 @@ func TestPeerRangesCheckedAgainstThisCluster(t *testing.T) {
 		}
 		return nil
 	})
+	// The gateway then finds the new range in the way too, and reports
+	// only that one: the first is remembered, and neither is taken again.
+	tep = e.tunnel("holder")
+	second := tep.Spec.RemoteSeenAs.PodCIDR
+	patch = client.MergeFrom(tep.DeepCopy())
+	tep.Status.RangesInUse = []string{second}
+	if err := e.c.Status().Patch(ctx, tep, patch); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		now := netip.MustParsePrefix(e.tunnel("holder").Spec.RemoteSeenAs.PodCIDR)
+		for _, avoid := range []string{was, second} {
+			if ipam.Overlaps(now, netip.MustParsePrefix(avoid)) {
+				return fmt.Errorf("holder seen as %s, over the node's %s", now, avoid)
+			}
+		}
+		return nil
+	})
 }

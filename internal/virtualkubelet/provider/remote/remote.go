@@ -35,6 +35,7 @@ import (
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
 )
 
 // Sessions holds the virtual kubelet's connection to each provider: a
@@ -333,7 +334,9 @@ func (s *Sessions) trim(ctx context.Context, kind provider.Kind, local string) c
 			return o, nil
 		}
 		name, standsFor := o.GetName(), kind
-		if pod, ok := o.GetAnnotations()[forge.TokenForPodAnnotation]; ok && kind == provider.Secrets {
+		// A token Secret stands for its pod, under the one name the
+		// virtual kubelet gives it.
+		if pod, ok := o.GetAnnotations()[forge.TokenForPodAnnotation]; ok && kind == provider.Secrets && o.GetName() == token.SecretName(pod) {
 			name, standsFor = pod, provider.Pods
 		}
 		probe := newObject(standsFor)
