@@ -24,10 +24,10 @@ import (
 // consumer's own DNS Service, say) and a node address, gets neither shown
 // on the consumer's pod: the consumer's Service selecting that pod lists
 // no endpoint at that address, and the pod's condition names the address
-// and why it is not shown.
+// and why it is not shown. The other provider serves throughout.
 func TestProviderCannotPointOurServicesAnywhere(t *testing.T) {
 	peered(t)
-	a, b, _ := members()
+	a, b, c := members()
 	ctx := t.Context()
 	const ns = "pointed"
 	remoteNS := remoteNamespaceOf(t, offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{}, 2), b.ClusterID)
@@ -94,4 +94,5 @@ func TestProviderCannotPointOurServicesAnywhere(t *testing.T) {
 			}
 		}
 	}
+	requireReady(t, waitHeartbeats(t, a, c.ClusterID, 1))
 }
