@@ -66,7 +66,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		reach = netv1alpha1.ReachAllPods
 	}
 	var exposed []string
-	if reach == netv1alpha1.ReachPeering {
+	// Before the peer answered, no gateway applies the TunnelEndpoint:
+	// nothing to list (and nothing to write while a burst of pods runs in
+	// a cluster without a network).
+	if reach == netv1alpha1.ReachPeering && tep.Spec.LocalSeenAs != nil {
 		if exposed, err = r.exposed(ctx, peer); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -87,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // so that the pods of a burst are written at once: a pod is reachable
 // from the peer this long after it got its address, at most (a peer's
 // connection attempt meanwhile is retried, as TCP does).
-const PodBatch = 500 * time.Millisecond
+const PodBatch = time.Second
 
 // maxExposed is how many addresses a TunnelEndpoint lists at most (its
 // schema's bound).

@@ -22,7 +22,7 @@ import (
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
-// TestExposedToThePeer: a peer's TunnelEndpoint lists the pods this
+// TestExposedToThePeer: once the peer answered, its TunnelEndpoint lists the pods this
 // cluster runs for it and this cluster's own pods in the namespaces it
 // offloads to it, not a pod on a virtual node (it runs in a provider), on
 // the host's network, finished, or of a namespace offloaded elsewhere or
@@ -120,6 +120,13 @@ func TestExposedToThePeer(t *testing.T) {
 			}
 			return nil
 		})
+	}
+	// Before the peer answered, no gateway applies it: nothing listed.
+	expect(netv1alpha1.ReachPeering)
+	patch := client.MergeFrom(tep.DeepCopy())
+	tep.Spec.LocalSeenAs = &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"}
+	if err := c.Patch(ctx, tep, patch); err != nil {
+		t.Fatal(err)
 	}
 	expect(netv1alpha1.ReachPeering, "10.100.0.1/32", "10.100.0.3/32")
 
