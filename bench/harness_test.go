@@ -4,15 +4,14 @@ package bench
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/liqo-go/liqo/internal/localcluster"
+	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
 // BenchmarkClusterStart starts and stops one local cluster (etcd, API
@@ -37,7 +36,7 @@ func BenchmarkClusterStart(b *testing.B) {
 		starts = append(starts, c.StartDuration)
 		var rss float64
 		for _, p := range c.Processes() {
-			rss += residentMB(b, p.PID)
+			rss += framework.ResidentMiB(b, p.PID)
 		}
 		rssMB = append(rssMB, rss)
 		if err := c.Stop(); err != nil {
@@ -49,26 +48,6 @@ func BenchmarkClusterStart(b *testing.B) {
 	b.ReportMetric(starts[len(starts)-1].Seconds(), "max-start-s")
 	b.ReportMetric(mean(rssMB), "rss-MB/cluster")
 	b.Logf("starts: %v; resident memory per cluster (MB): %.0f", starts, rssMB)
-}
-
-// residentMB reads a process's resident set size from /proc.
-func residentMB(b *testing.B, pid int) float64 {
-	b.Helper()
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		b.Fatalf("reading memory of pid %d: %v", pid, err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				b.Fatalf("parsing %q: %v", line, err)
-			}
-			return kb / 1024
-		}
-	}
-	b.Fatalf("no VmRSS for pid %d", pid)
-	return 0
 }
 
 func mean(xs []float64) float64 {

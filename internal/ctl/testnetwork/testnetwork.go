@@ -10,9 +10,7 @@
 package testnetwork
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -351,15 +349,7 @@ func readResults(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) 
 	if err != nil {
 		return nil, fmt.Errorf("reading the results of %s: %w", pod.Name, err)
 	}
-	var out []netcheck.Result
-	sc := bufio.NewScanner(strings.NewReader(string(logs)))
-	for sc.Scan() {
-		var r netcheck.Result
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.URL != "" {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return netcheck.ParseResults(logs), nil
 }
 
 // poll asks done every half second until it says so, fails, or ctx ends;

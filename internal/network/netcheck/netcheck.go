@@ -8,6 +8,8 @@
 package netcheck
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,6 +75,20 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	return errors.New("usage: check serve ADDR NAME | check get URL [URL]")
+}
+
+// ParseResults reads what `check get` printed (its pod's log): one Result
+// per JSON line; any other line is skipped.
+func ParseResults(logs []byte) []Result {
+	var out []Result
+	sc := bufio.NewScanner(bytes.NewReader(logs))
+	for sc.Scan() {
+		var r Result
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.URL != "" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // get asks url until it answers (within FirstAnswerWithin), then times

@@ -51,7 +51,8 @@ import (
 
 // Reconciler answers the peers' NetworkConfigs.
 type Reconciler struct {
-	// Client reads the NetworkConfigs (cached) and writes.
+	// Client reads the NetworkConfigs, nodes and the API server's
+	// EndpointSlices (cached) and writes.
 	Client client.Client
 	// APIReader lists the TunnelEndpoints uncached: two peers decided one
 	// after the other must not get one range because the cache lagged.
@@ -340,7 +341,7 @@ func (r *Reconciler) inUse(ctx context.Context) ([]netip.Prefix, error) {
 		}
 	}
 	var apiServer discoveryv1.EndpointSliceList
-	if err := r.APIReader.List(ctx, &apiServer, client.InNamespace(metav1.NamespaceDefault),
+	if err := r.Client.List(ctx, &apiServer, client.InNamespace(metav1.NamespaceDefault),
 		client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err != nil {
 		return nil, fmt.Errorf("listing the API server's addresses: %w", err)
 	}

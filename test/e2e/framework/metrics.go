@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -124,4 +127,24 @@ func Metric(t testing.TB, m *playground.Member, name string, labels map[string]s
 		}
 	}
 	return sum
+}
+
+// ResidentMiB is a process's resident set size (VmRSS), in MiB.
+func ResidentMiB(tb testing.TB, pid int) float64 {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		tb.Fatalf("reading the memory of pid %d: %v", pid, err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				tb.Fatalf("parsing %q: %v", line, err)
+			}
+			return kb / 1024
+		}
+	}
+	tb.Fatalf("no VmRSS for pid %d", pid)
+	return 0
 }

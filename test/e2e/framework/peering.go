@@ -154,3 +154,18 @@ func SetClusterConfig(t testing.TB, m *playground.Member, change func(*configv1a
 		return nil
 	})
 }
+
+// StopControllerManager stops m's controller manager until the test ends,
+// as a peer turned hostile stops what would repair its own writes (its
+// reflectors, its publishing); cleanup starts it again.
+func StopControllerManager(t testing.TB, m *playground.Member) {
+	t.Helper()
+	if err := m.StopControllerManager(); err != nil {
+		t.Fatal(err)
+	}
+	Cleanup(t, func(ctx context.Context) {
+		if err := m.StartControllerManager(ctx); err != nil {
+			t.Errorf("restarting %s's controller manager: %v", m.Name, err)
+		}
+	})
+}

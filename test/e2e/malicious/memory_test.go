@@ -7,9 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,14 +115,7 @@ func TestPeerCannotGrowOurMemory(t *testing.T) {
 	t.Run("what a consumer stores in the provider", func(t *testing.T) {
 		// A hostile consumer keeps what it stores: its controller manager
 		// is stopped, so that no reflector removes the Secrets as orphans.
-		if err := a.StopControllerManager(); err != nil {
-			t.Fatal(err)
-		}
-		framework.Cleanup(t, func(ctx context.Context) {
-			if err := a.StartControllerManager(ctx); err != nil {
-				t.Errorf("restarting %s's controller manager: %v", a.Name, err)
-			}
-		})
+		framework.StopControllerManager(t, a)
 		vk := framework.ClientFor(t, framework.VirtualKubeletConfig(t, a, b))
 		before, after := hoard(t, vk, "consumer-hoard", false, b, func() {
 			// Counted by b's quota: b's own watches have them too, if
@@ -156,21 +147,8 @@ func TestPeerCannotGrowOurMemory(t *testing.T) {
 func controllerManagerMiB(t *testing.T, m *playground.Member) float64 {
 	t.Helper()
 	for _, p := range m.Processes() {
-		if p.Name != playground.ControllerManager {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "status"))
-		if err != nil {
-			t.Fatalf("reading the memory of %s's controller manager: %v", m.Name, err)
-		}
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-				if err != nil {
-					t.Fatalf("parsing %q: %v", line, err)
-				}
-				return kb / 1024
-			}
+		if p.Name == playground.ControllerManager {
+			return framework.ResidentMiB(t, p.PID)
 		}
 	}
 	t.Fatalf("no controller manager process in %s", m.Name)

@@ -138,14 +138,7 @@ func TestConsumerRunsNoMoreThanOffered(t *testing.T) {
 	t.Run("Secrets beyond the count, whatever the namespace", func(t *testing.T) {
 		// A hostile consumer keeps what it stores: its controller manager
 		// is stopped, so that no reflector removes the Secrets as orphans.
-		if err := a.StopControllerManager(); err != nil {
-			t.Fatal(err)
-		}
-		framework.Cleanup(t, func(ctx context.Context) {
-			if err := a.StartControllerManager(ctx); err != nil {
-				t.Errorf("restarting %s's controller manager: %v", a.Name, err)
-			}
-		})
+		framework.StopControllerManager(t, a)
 		made := 0
 		var refusal error
 		for i := range 2 * secrets {

@@ -3,7 +3,6 @@
 package fabric_test
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"os/exec"
@@ -139,16 +138,10 @@ func TestOnePeerCannotStopTheGateway(t *testing.T) {
 	ctx := t.Context()
 	inA := framework.Client(t, a)
 	before := mainTables(t)
-	if err := b.StopControllerManager(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := b.StartControllerManager(context.Background()); err != nil {
-			t.Errorf("restarting %s's controller manager: %v", b.Name, err)
-		}
-		// Its controller manager states its parameters again.
-		waitTunnels(t, 2*time.Minute, pairs()...)
-	})
+	// Its controller manager, back at cleanup, states its parameters
+	// again (cleanups run last registered first).
+	t.Cleanup(func() { waitTunnels(t, 2*time.Minute, pairs()...) })
+	framework.StopControllerManager(t, b)
 	asB := framework.ClientFor(t, framework.ProviderConfig(t, b, a.ClusterID))
 	own := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID), Name: netv1alpha1.NetworkConfigName(b.ClusterID)}
 	var original netv1alpha1.NetworkConfigSpec

@@ -27,6 +27,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,7 +118,7 @@ func waitTunnels(t *testing.T, within time.Duration, ps ...pair) {
 			if err != nil {
 				return err
 			}
-			if cond.Status != "True" {
+			if cond.Status != metav1.ConditionTrue {
 				return fmt.Errorf("%s's tunnel to %s: %s %s: %s", p.m.Name, p.peer.Name, cond.Status, cond.Reason, cond.Message)
 			}
 		}
@@ -127,7 +128,7 @@ func waitTunnels(t *testing.T, within time.Duration, ps ...pair) {
 
 // established is the Established condition of m's TunnelEndpoint to
 // peerID, for its current generation.
-func established(t *testing.T, m *playground.Member, peerID string) (*struct{ Status, Reason, Message string }, error) {
+func established(t *testing.T, m *playground.Member, peerID string) (*metav1.Condition, error) {
 	t.Helper()
 	var tep netv1alpha1.TunnelEndpoint
 	// Not t.Context(): cleanups wait for tunnels too.
@@ -138,7 +139,7 @@ func established(t *testing.T, m *playground.Member, peerID string) (*struct{ St
 	if cond == nil || cond.ObservedGeneration != tep.Generation {
 		return nil, fmt.Errorf("%s's TunnelEndpoint %s: no Established condition for generation %d: %+v", m.Name, peerID, tep.Generation, cond)
 	}
-	return &struct{ Status, Reason, Message string }{string(cond.Status), cond.Reason, cond.Message}, nil
+	return cond, nil
 }
 
 // node runs ip(8) in the network namespace of m's real node.

@@ -3,12 +3,9 @@
 package fabric_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -79,12 +76,8 @@ func results(t *testing.T, m *playground.Member, pod *corev1.Pod) map[string]net
 		t.Fatal(err)
 	}
 	out := map[string]netcheck.Result{}
-	sc := bufio.NewScanner(strings.NewReader(string(logs)))
-	for sc.Scan() {
-		var r netcheck.Result
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.URL != "" {
-			out[r.URL] = r
-		}
+	for _, r := range netcheck.ParseResults(logs) {
+		out[r.URL] = r
 	}
 	return out
 }
