@@ -4,6 +4,7 @@ package malicious_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +94,32 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 				svc := labelled(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: tc.name}, Spec: tc.spec}, a)
 				framework.Refused(t, "creating a "+tc.name+" Service", vk.Create(ctx, svc))
 			})
+		}
+	})
+
+	// What a consumer writes here carries its own ID: the controller
+	// manager caches none of it (cache.go), and the exposure and the
+	// quota count it as that consumer's.
+	t.Run("the virtual kubelet cannot write objects that pass for the provider's or another consumer's", func(t *testing.T) {
+		_, _, c := members()
+		objects := func() []client.Object {
+			return []client.Object{
+				pausePod(remoteNS, "direct-unlabelled"),
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "direct-unlabelled"}, StringData: map[string]string{"k": "v"}},
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "direct-unlabelled"}, Data: map[string]string{"k": "v"}},
+				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "direct-unlabelled"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}},
+			}
+		}
+		for _, obj := range objects() {
+			what := fmt.Sprintf("creating a %T with no origin label", obj)
+			err := vk.Create(ctx, obj)
+			framework.Refused(t, what, err)
+			if !strings.Contains(err.Error(), "metadata.labels[offloading.liqo.io/origin-cluster-id]") {
+				t.Errorf("%s: %v, want the refusal to name the label", what, err)
+			}
+		}
+		for _, obj := range objects() {
+			framework.Refused(t, fmt.Sprintf("creating a %T labelled as %s's", obj, c.Name), vk.Create(ctx, labelled(obj, c)))
 		}
 	})
 
