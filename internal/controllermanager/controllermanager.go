@@ -270,21 +270,21 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	// One setup per area, in the order of the layers (docs/development.md),
 	// but for offloading, which is handed the virtual kubelet's clients and
-	// sessions.
+	// providers.
 	if err := setupPeering(mgr, o, direct, id, authURL, authServer, store, wh); err != nil {
 		return err
 	}
 	if err := setupSharing(mgr, o, direct, id, store); err != nil {
 		return err
 	}
-	remotes, sessions, err := setupVirtualKubelet(ctx, mgr, o, id, wh)
+	remotes, providers, err := setupVirtualKubelet(ctx, mgr, o, id, wh)
 	if err != nil {
 		return err
 	}
 	if err := setupNetwork(mgr, o, direct, id, remotes, store); err != nil {
 		return err
 	}
-	if err := setupOffloading(ctx, mgr, direct, id, remotes, sessions, store); err != nil {
+	if err := setupOffloading(ctx, mgr, direct, id, remotes, providers, store); err != nil {
 		return err
 	}
 	if err := (&clusterconfig.Reconciler{

@@ -99,7 +99,7 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 
 // setupOffloading adds the pod webhook, the NamespaceOffloading controller
 // (consumer) and the NamespaceMap controller (provider).
-func setupOffloading(ctx context.Context, mgr ctrl.Manager, direct client.Client, clusterID string, remotes *identity.Remotes, sessions *remote.Sessions, store *clusterconfig.Store) error {
+func setupOffloading(ctx context.Context, mgr ctrl.Manager, direct client.Client, clusterID string, remotes *identity.Remotes, providers provider.Providers, store *clusterconfig.Store) error {
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
 		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
@@ -110,7 +110,7 @@ func setupOffloading(ctx context.Context, mgr ctrl.Manager, direct client.Client
 		return fmt.Errorf("learning this controller manager's user name: %w", err)
 	}
 	if err := (&offloading.NamespaceOffloadingReconciler{
-		Client: mgr.GetClient(), Direct: direct, Self: self, Remotes: remotes, LocalClusterID: clusterID, Released: sessions.Release,
+		Client: mgr.GetClient(), Direct: direct, Self: self, Remotes: remotes, LocalClusterID: clusterID, Released: providers.Release,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceOffloading controller: %w", err)
 	}
@@ -123,24 +123,27 @@ func setupOffloading(ctx context.Context, mgr ctrl.Manager, direct client.Client
 
 // setupVirtualKubelet adds the virtual kubelet: provider sessions, virtual
 // nodes, pod and object reflection, and the kubelet API. It returns the
-// clients towards the providers and the sessions, which offloading uses.
-func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clusterID string, wh *webhookSetup) (*identity.Remotes, *remote.Sessions, error) {
+// clients towards the providers and the providers, which offloading uses.
+func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clusterID string, wh *webhookSetup) (*identity.Remotes, provider.Providers, error) {
 	remotes := &identity.Remotes{Client: mgr.GetClient(), Namespace: o.Namespace, Scheme: mgr.GetScheme()}
 	sessions := &remote.Sessions{Remotes: remotes, Reader: mgr.GetClient(), LocalClusterID: clusterID}
 	if err := mgr.Add(sessions); err != nil {
 		return nil, nil, err
 	}
-	server, addr, err := setupKubeletServer(mgr, o, sessions, wh)
+	// The remote clusters behind the peerings are the one kind of
+	// provider a cluster runs; the broker adds its own backends here.
+	router := &provider.Router{Default: sessions}
+	server, addr, err := setupKubeletServer(mgr, o, router, wh)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := virtualkubelet.Setup(ctx, mgr, virtualkubelet.Options{
-		LocalClusterID: clusterID, Providers: sessions, Health: sessions, Kubelet: server, KubeletAddress: addr,
+		LocalClusterID: clusterID, Providers: router, Health: router, Kubelet: server, KubeletAddress: addr,
 		Removed: func(p string) { sessions.StopAfter(p, time.Minute) },
 	}); err != nil {
 		return nil, nil, err
 	}
-	return remotes, sessions, nil
+	return remotes, router, nil
 }
 
 // setupKubeletServer listens for the virtual nodes' kubelet API, and
