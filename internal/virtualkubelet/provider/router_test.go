@@ -3,6 +3,7 @@
 package provider_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/memory"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/providertest"
 )
 
 // TestRouter: each provider's calls reach the backend Select names for
@@ -121,5 +123,35 @@ func getWithin(t *testing.T, q workqueue.TypedRateLimitingInterface[reconcile.Re
 	case <-time.After(d):
 		t.Fatalf("no event within %s", d)
 		return reconcile.Request{}, true
+	}
+}
+
+// TestRouterContract: a router is itself a provider as the contract says,
+// for a provider of either backend.
+func TestRouterContract(t *testing.T) {
+	for _, id := range []string{"peer-1", "offer-1"} {
+		t.Run(id, func(t *testing.T) {
+			peers, offers := memory.New(), memory.New()
+			r := &provider.Router{
+				Default: peers, Backends: map[string]provider.Backend{"offers": offers},
+				Select: func(p string) string {
+					if strings.HasPrefix(p, "offer-") {
+						return "offers"
+					}
+					return ""
+				},
+			}
+			owner := peers
+			if id == "offer-1" {
+				owner = offers
+			}
+			providertest.Run(t, providertest.Harness{
+				Providers: r, Provider: id, LocalClusterID: "consumer", Local: "web", Remote: "consumer-web", Node: "n1",
+				Remove: func(_ context.Context, kind provider.Kind, name string) error {
+					owner.Remove(id, kind, "consumer-web", name)
+					return nil
+				},
+			})
+		})
 	}
 }

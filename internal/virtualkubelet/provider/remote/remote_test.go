@@ -1,0 +1,104 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package remote_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-go/liqo/api"
+	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/providertest"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/remote"
+)
+
+// TestContract: the remote-cluster provider answers as the contract says,
+// against a real API server. One API server is both clusters here: the
+// local namespace and the identity Secret on one side, the provider
+// namespace, reached with that identity, on the other.
+func TestContract(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	cfg, stop, err := envtest.StartShared("remote-provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("stopping the API server: %v", err)
+		}
+	})
+	ctx := t.Context()
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		liqoNS, local, remoteNS = "liqo", "web", "consumer-web"
+		providerID, consumerID  = "provider-1", "consumer-1"
+		node                    = "provider-node"
+	)
+	objs := []client.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: identity.RemoteSecretName(providerID)},
+			Data: map[string][]byte{
+				identity.ServerKey: []byte(cfg.Host), identity.CAKey: cfg.CAData,
+				identity.VirtualKubeletCertKey: cfg.CertData, identity.VirtualKubeletKeyKey: cfg.KeyData,
+			},
+		},
+	}
+	for _, ns := range []string{liqoNS, local, remoteNS} {
+		objs = append([]client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
+		}, objs...)
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sessions := &remote.Sessions{
+		Remotes: &identity.Remotes{Client: c, Namespace: liqoNS, Scheme: c.Scheme()}, Reader: c, LocalClusterID: consumerID,
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- sessions.Start(sctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("sessions: %v", err)
+		}
+	})
+
+	providertest.Run(t, providertest.Harness{
+		Providers: sessions, Provider: providerID, LocalClusterID: consumerID, Local: local, Remote: remoteNS, Node: node,
+		// The local pod the provider's stands for; without it the cache
+		// keeps a provider's pod as its name alone.
+		Stands: func(ctx context.Context, kind provider.Kind, name string) error {
+			if kind != provider.Pods {
+				return fmt.Errorf("the suite offloads pods only, not %s", kind)
+			}
+			return c.Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: local, Name: name},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+			})
+		},
+		Remove: func(ctx context.Context, kind provider.Kind, name string) error {
+			if kind != provider.Pods {
+				return fmt.Errorf("the suite removes pods only, not %s", kind)
+			}
+			return c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: name}}, client.GracePeriodSeconds(0))
+		},
+	})
+}
