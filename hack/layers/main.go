@@ -38,7 +38,7 @@ var Layers = [][]string{
 	// installing the CRDs, the test clusters and networks, reconciler
 	// phases.
 	{"internal/clusterid", "internal/identity", "internal/auth", "internal/remotewatch",
-		"internal/install", "internal/localcluster", "internal/netlab", "internal/phase", "internal/metricsauth"},
+		"internal/install", "internal/localcluster", "internal/netlab", "internal/phase", "internal/kubeauth"},
 	// The ClusterConfig in force (its tests install the CRDs on a test
 	// cluster).
 	{"internal/clusterconfig"},

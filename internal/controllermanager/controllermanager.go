@@ -28,7 +28,7 @@ import (
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/clusterid"
 	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/metricsauth"
+	"github.com/liqo-go/liqo/internal/kubeauth"
 	"github.com/liqo-go/liqo/internal/peering"
 )
 
@@ -167,7 +167,7 @@ func (o *Options) metricsServer() metricsserver.Options {
 	m := metricsserver.Options{BindAddress: o.MetricsBindAddress}
 	if o.MetricsSecure {
 		m.SecureServing = true
-		m.FilterProvider = metricsauth.Filter
+		m.FilterProvider = kubeauth.Filter
 		m.CertDir = o.MetricsCertDir
 	}
 	return m

@@ -25,7 +25,7 @@ import (
 	"github.com/liqo-go/liqo/api"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/metricsauth"
+	"github.com/liqo-go/liqo/internal/kubeauth"
 	"github.com/liqo-go/liqo/internal/network/gateway"
 	"github.com/liqo-go/liqo/internal/network/tunnelendpoint"
 )
@@ -43,7 +43,7 @@ type Options struct {
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
 	// MetricsSecure serves them over HTTPS to callers the API server
-	// authenticates and authorizes (metricsauth), as the controller
+	// authenticates and authorizes (kubeauth), as the controller
 	// manager does: the gateway listens on the node's addresses.
 	MetricsSecure bool
 	// MetricsCertDir holds tls.crt and tls.key; a self-signed
@@ -162,7 +162,7 @@ func newManager(kubeconfig string, kind client.Object, by cache.ByObject, metric
 func (o *Options) metricsServer() metricsserver.Options {
 	m := metricsserver.Options{BindAddress: o.MetricsBindAddress}
 	if o.MetricsSecure {
-		m.SecureServing, m.FilterProvider, m.CertDir = true, metricsauth.Filter, o.MetricsCertDir
+		m.SecureServing, m.FilterProvider, m.CertDir = true, kubeauth.Filter, o.MetricsCertDir
 	}
 	return m
 }
