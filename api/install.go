@@ -10,6 +10,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
@@ -20,6 +21,7 @@ import (
 var schemeBuilder = runtime.NewSchemeBuilder(
 	clientgoscheme.AddToScheme,
 	apiextensionsv1.AddToScheme,
+	brokerv1alpha1.AddToScheme,
 	configv1alpha1.AddToScheme,
 	discoveryv1alpha1.AddToScheme,
 	netv1alpha1.AddToScheme,

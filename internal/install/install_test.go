@@ -27,6 +27,7 @@ func TestCRDsAreComplete(t *testing.T) {
 		"namespacemaps.offloading.liqo.io":        true,
 		"networkconfigs.net.liqo.io":              true,
 		"tunnelendpoints.net.liqo.io":             true,
+		"selections.broker.liqo.io":               true,
 	}
 	for _, crd := range crds {
 		if !want[crd.Name] {

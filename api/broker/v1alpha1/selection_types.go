@@ -1,0 +1,104 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SelectionName is the only name a Selection may have: there is one per
+// consumer, in the consumer's tenant namespace in the broker cluster.
+const SelectionName = "selection"
+
+// MaxSelectedProviders bounds a Selection.
+const MaxSelectedProviders = 256
+
+// SelectionSpec is a consumer's choice of providers.
+type SelectionSpec struct {
+	// Providers are the ClusterIDs of the providers the broker may
+	// offload this consumer's pods to. A provider the broker does not
+	// serve is kept here and reported in the status.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Providers []string `json:"providers,omitempty"`
+}
+
+// ProviderState is how the orchestrator serves one provider for a
+// consumer.
+// +kubebuilder:validation:Enum=Serving;Draining;Unavailable
+type ProviderState string
+
+// The states of a provider in a Selection's status.
+const (
+	// ProviderServing: enabled, and the broker offloads to it.
+	ProviderServing ProviderState = "Serving"
+	// ProviderDraining: disabled, and the consumer's pods are still
+	// moving away from it.
+	ProviderDraining ProviderState = "Draining"
+	// ProviderUnavailable: enabled, but the broker has no virtual node
+	// for it (not peered, or not ready).
+	ProviderUnavailable ProviderState = "Unavailable"
+)
+
+// SelectedProvider is one provider in a Selection's status.
+type SelectedProvider struct {
+	// ClusterID of the provider.
+	ClusterID string `json:"clusterID"`
+	// State of the provider for this consumer.
+	State ProviderState `json:"state"`
+	// Pods of this consumer the broker runs there now.
+	Pods int32 `json:"pods"`
+}
+
+// SelectionStatus is what the orchestrator does with a Selection.
+type SelectionStatus struct {
+	// ObservedGeneration is the generation the status is about.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Providers are the enabled providers and those still draining.
+	// +listType=map
+	// +listMapKey=clusterID
+	// +optional
+	Providers []SelectedProvider `json:"providers,omitempty"`
+	// Conditions: Ready says whether every enabled provider serves and
+	// none drains.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Selection is one consumer's choice of the providers the broker's
+// orchestrator offloads its pods to. It lives in the consumer's tenant
+// namespace in the broker cluster and is named selection.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:printcolumn:name="Providers",type=string,JSONPath=`.spec.providers`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'selection'",message="metadata.name: a consumer's Selection is named selection"
+type Selection struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   SelectionSpec   `json:"spec,omitempty"`
+	Status SelectionStatus `json:"status,omitempty"`
+}
+
+// SelectionList is a list of Selection.
+//
+// +kubebuilder:object:root=true
+type SelectionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Selection `json:"items"`
+}
+
+func init() {
+	register(&Selection{}, &SelectionList{})
+}
