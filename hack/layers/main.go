@@ -38,7 +38,9 @@ var Layers = [][]string{
 	// installing the CRDs, the test clusters and networks, reconciler
 	// phases.
 	{"internal/clusterid", "internal/identity", "internal/auth", "internal/remotewatch",
-		"internal/install", "internal/localcluster", "internal/netlab", "internal/phase", "internal/kubeauth"},
+		"internal/install", "internal/localcluster", "internal/netlab", "internal/phase"},
+	// HTTP callers checked by the API server (its tests start one).
+	{"internal/kubeauth"},
 	// The ClusterConfig in force (its tests install the CRDs on a test
 	// cluster).
 	{"internal/clusterconfig"},
@@ -56,6 +58,8 @@ var Layers = [][]string{
 	{"internal/offloading"},
 	// Virtual nodes and the reflection of pods and objects.
 	{"internal/virtualkubelet"},
+	// The broker: catalog, orchestrator.
+	{"internal/broker"},
 	// Assembling the components.
 	{"internal/controllermanager", "internal/playground"},
 	{"internal/ctl"},
