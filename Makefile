@@ -93,11 +93,11 @@ $(BIN)/golangci-lint: $(TOOLS_DEPS)
 	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 .PHONY: build
-build: ## Build liqo-controller-manager and liqoctl into bin/.
+build: ## Build liqo-controller-manager, liqo-gateway, liqo-broker and liqoctl into bin/
 	go build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # The binaries that run in a cluster, as images (`make images`).
-IMAGES ?= liqo-controller-manager liqo-gateway
+IMAGES ?= liqo-controller-manager liqo-gateway liqo-broker
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 IMAGE_REPOSITORY ?= ghcr.io/liqo-go
 IMAGE_TAG ?= $(VERSION)

@@ -1,0 +1,298 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
+)
+
+// pocCluster is a ForeignCluster as the original broker answered GET
+// /api/clusters: every field present, as its clients read them.
+type pocCluster struct {
+	Kind       string      `json:"kind"`
+	APIVersion string      `json:"apiVersion"`
+	Metadata   pocMetadata `json:"metadata"`
+	Spec       pocSpec     `json:"spec"`
+}
+
+type pocMetadata struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
+type pocSpec struct {
+	ClusterIdentity        pocIdentity `json:"clusterIdentity"`
+	OutgoingPeeringEnabled string      `json:"outgoingPeeringEnabled"`
+	IncomingPeeringEnabled string      `json:"incomingPeeringEnabled"`
+	NetworkingEnabled      string      `json:"networkingEnabled"`
+	ForeignAuthURL         string      `json:"foreignAuthUrl"`
+	InsecureSkipTLSVerify  bool        `json:"insecureSkipTLSVerify"`
+	TTL                    int32       `json:"ttl"`
+}
+
+type pocIdentity struct {
+	ClusterID   string `json:"clusterID"`
+	ClusterName string `json:"clusterName"`
+}
+
+// Cluster is a cluster of the catalog in the v1 API: who it is, how it is
+// peered with the broker, what it offers and what is free of it now.
+type Cluster struct {
+	ClusterID   string `json:"clusterID"`
+	ClusterName string `json:"clusterName"`
+	// AuthURL is the cluster's auth service.
+	AuthURL string `json:"authURL,omitempty"`
+	// Provider is true when the broker consumes the cluster's resources
+	// (the cluster can be orchestrated to); Consumer when the cluster
+	// consumes the broker's.
+	Provider bool `json:"provider"`
+	Consumer bool `json:"consumer"`
+	// Offer is what the cluster offers the broker, from its
+	// Advertisement; absent for a cluster that offers nothing.
+	Offer *Offer `json:"offer,omitempty"`
+	// Free is the offer less what the broker's pods use of it now.
+	Free corev1.ResourceList `json:"free,omitempty"`
+	// Ready says whether the broker's virtual node for the cluster is
+	// Ready.
+	Ready bool `json:"ready"`
+}
+
+// Offer is a provider's Advertisement as the catalog shows it.
+type Offer struct {
+	Resources  corev1.ResourceList `json:"resources"`
+	Labels     map[string]string   `json:"labels,omitempty"`
+	Properties map[string]string   `json:"properties,omitempty"`
+	Prices     corev1.ResourceList `json:"prices,omitempty"`
+	Expires    metav1.Time         `json:"expires"`
+}
+
+// ClusterList is the v1 catalog.
+type ClusterList struct {
+	Kind       string    `json:"kind"`
+	APIVersion string    `json:"apiVersion"`
+	Items      []Cluster `json:"items"`
+}
+
+// APIVersion of the broker's v1 API objects.
+const APIVersion = "broker.liqo.io/v1"
+
+// readCatalog checks the caller may read the catalog.
+func (s *Server) readCatalog(r *http.Request) error {
+	if s.PublicCatalog {
+		return nil
+	}
+	return s.authorize(r, "get", CatalogResource, "", "")
+}
+
+// clusters answers the original GET /api/clusters: the broker's peers as
+// ForeignClusters (in orchestrator mode alone, the providers).
+func (s *Server) clusters(w http.ResponseWriter, r *http.Request) error {
+	if err := s.readCatalog(r); err != nil {
+		return err
+	}
+	cs, err := s.catalog(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]pocCluster, 0, len(cs))
+	for _, c := range cs {
+		if !s.Modes.Catalog && !c.Provider {
+			continue
+		}
+		fc := c.fc
+		dtype := fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel]
+		if dtype == "" {
+			dtype = string(discoveryv1alpha1.ManualDiscovery)
+		}
+		out = append(out, pocCluster{
+			Kind: "ForeignCluster", APIVersion: discoveryv1alpha1.GroupVersion.String(),
+			Metadata: pocMetadata{Name: fc.Name, Labels: map[string]string{
+				discoveryv1alpha1.ClusterIDLabel: fc.Spec.ClusterIdentity.ClusterID, discoveryv1alpha1.DiscoveryTypeLabel: dtype,
+			}},
+			Spec: pocSpec{
+				ClusterIdentity:        pocIdentity{ClusterID: fc.Spec.ClusterIdentity.ClusterID, ClusterName: fc.Spec.ClusterIdentity.ClusterName},
+				OutgoingPeeringEnabled: orAuto(fc.Spec.OutgoingPeeringEnabled),
+				IncomingPeeringEnabled: orAuto(fc.Spec.IncomingPeeringEnabled),
+				NetworkingEnabled:      orAuto(fc.Spec.NetworkingEnabled),
+				ForeignAuthURL:         fc.Spec.ForeignAuthURL,
+				InsecureSkipTLSVerify:  fc.Spec.InsecureSkipTLSVerify != nil && *fc.Spec.InsecureSkipTLSVerify,
+				TTL:                    fc.Spec.TTL,
+			},
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func orAuto(p discoveryv1alpha1.PeeringEnabled) string {
+	if p == "" {
+		return string(discoveryv1alpha1.PeeringEnabledAuto)
+	}
+	return string(p)
+}
+
+// v1Clusters answers GET /api/v1/clusters.
+func (s *Server) v1Clusters(w http.ResponseWriter, r *http.Request) error {
+	if err := s.readCatalog(r); err != nil {
+		return err
+	}
+	cs, err := s.catalog(r.Context())
+	if err != nil {
+		return err
+	}
+	out := ClusterList{Kind: "ClusterList", APIVersion: APIVersion, Items: make([]Cluster, 0, len(cs))}
+	for _, c := range cs {
+		if !s.Modes.Catalog && !c.Provider {
+			continue
+		}
+		out.Items = append(out.Items, c.Cluster)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// v1Cluster answers GET /api/v1/clusters/{id}.
+func (s *Server) v1Cluster(w http.ResponseWriter, r *http.Request) error {
+	if err := s.readCatalog(r); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
+		return errBadRequest(fmt.Sprintf("id: %q is not a cluster ID: %s", id, strings.Join(errs, "; ")))
+	}
+	cs, err := s.catalog(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.ClusterID == id && (s.Modes.Catalog || c.Provider) {
+			writeJSON(w, http.StatusOK, c.Cluster)
+			return nil
+		}
+	}
+	return errNotFound(fmt.Sprintf("the broker knows no cluster %s", id))
+}
+
+// entry is a catalog cluster with the ForeignCluster it comes from.
+type entry struct {
+	Cluster
+	fc *discoveryv1alpha1.ForeignCluster
+}
+
+// catalog lists the clusters peered with the broker, either way, sorted
+// by ClusterID.
+func (s *Server) catalog(ctx context.Context) ([]entry, error) {
+	var fcs discoveryv1alpha1.ForeignClusterList
+	if err := s.Reader.List(ctx, &fcs); err != nil {
+		return nil, fmt.Errorf("listing the ForeignClusters: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := s.Reader.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}); err != nil {
+		return nil, fmt.Errorf("listing the virtual nodes: %w", err)
+	}
+	byProvider := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byProvider[nodes.Items[i].Labels[offloadingv1alpha1.RemoteClusterLabel]] = &nodes.Items[i]
+	}
+	var out []entry
+	for i := range fcs.Items {
+		fc := &fcs.Items[i]
+		id := fc.Spec.ClusterIdentity.ClusterID
+		provider := outgoingAccepted(fc)
+		if id == "" || (!provider && !fc.Status.IncomingPeering) {
+			continue
+		}
+		c := Cluster{
+			ClusterID: id, ClusterName: fc.Spec.ClusterIdentity.ClusterName, AuthURL: fc.Spec.ForeignAuthURL,
+			Provider: provider, Consumer: fc.Status.IncomingPeering,
+		}
+		if provider {
+			if err := s.offer(ctx, &c, byProvider[id]); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, entry{Cluster: c, fc: fc})
+	}
+	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.ClusterID, b.ClusterID) })
+	return out, nil
+}
+
+// outgoingAccepted says whether the broker consumes fc: its
+// PeeringRequest was accepted.
+func outgoingAccepted(fc *discoveryv1alpha1.ForeignCluster) bool {
+	c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == discoveryv1alpha1.ReasonAccepted
+}
+
+// offer fills c's offer from the provider's Advertisement, and what is
+// free of it from the virtual node's pods.
+func (s *Server) offer(ctx context.Context, c *Cluster, vnode *corev1.Node) error {
+	var adv sharingv1alpha1.Advertisement
+	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(c.ClusterID), Name: sharingv1alpha1.AdvertisementName(c.ClusterID)}
+	switch err := s.Reader.Get(ctx, key, &adv); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the Advertisement of %s: %w", c.ClusterID, err)
+	}
+	c.Offer = &Offer{
+		Resources: adv.Spec.Resources, Labels: adv.Spec.Labels, Properties: adv.Spec.Properties,
+		Prices: adv.Spec.Prices, Expires: adv.Spec.TimeToLive,
+	}
+	if vnode == nil {
+		return nil
+	}
+	c.Ready = node.Ready(vnode) == corev1.ConditionTrue
+	var pods corev1.PodList
+	if err := s.Reader.List(ctx, &pods, client.MatchingFields{node.PodsByNodeField: vnode.Name}); err != nil {
+		return fmt.Errorf("listing the pods of %s: %w", vnode.Name, err)
+	}
+	used := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(0, resource.DecimalSI)}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		add(used, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
+		for _, ct := range p.Spec.Containers {
+			add(used, ct.Resources.Requests)
+		}
+	}
+	c.Free = corev1.ResourceList{}
+	for name, q := range vnode.Status.Allocatable {
+		free := q.DeepCopy()
+		if u, ok := used[name]; ok {
+			free.Sub(u)
+		}
+		if free.Sign() < 0 {
+			free = *resource.NewQuantity(0, q.Format)
+		}
+		c.Free[name] = free
+	}
+	return nil
+}
+
+func add(to, more corev1.ResourceList) {
+	for name, q := range more {
+		sum := to[name]
+		sum.Add(q)
+		to[name] = sum
+	}
+}

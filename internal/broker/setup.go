@@ -1,0 +1,57 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/liqo-go/liqo/internal/kubeauth"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
+)
+
+// Options are what the broker runs with.
+type Options struct {
+	// Modes are the services on: at least one.
+	Modes Modes
+	// BindAddress is where the HTTP API listens (host:port).
+	BindAddress string
+	// PublicCatalog lets anonymous callers read the catalog.
+	PublicCatalog bool
+}
+
+// Setup adds the broker to mgr: its HTTP API, and the controllers of the
+// modes on. It returns the API server, whose listener is open.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
+	if !o.Modes.Catalog && !o.Modes.Orchestrator && !o.Modes.Aggregator {
+		return nil, errors.New("the broker needs at least one mode: --with-catalog, --with-orchestrator or --with-aggregator")
+	}
+	if o.Modes.Aggregator {
+		return nil, errors.New("--with-aggregator: the aggregator is not built yet (docs/broker.md)")
+	}
+	if err := node.IndexPods(ctx, mgr); err != nil {
+		return nil, err
+	}
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", o.BindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("--http-bind-address %q: %w", o.BindAddress, err)
+	}
+	s := &Server{
+		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Reviewer: kubeauth.NewReviewer(direct),
+		Modes: o.Modes, PublicCatalog: o.PublicCatalog, Listener: ln,
+	}
+	if err := mgr.Add(s); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return s, nil
+}
