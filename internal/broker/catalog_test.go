@@ -123,7 +123,12 @@ type answer struct {
 
 func (w *world) get(t *testing.T, path, token string) answer {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, w.url+path, nil)
+	return w.do(t, http.MethodGet, path, token, "")
+}
+
+func (w *world) do(t *testing.T, method, path, token, body string) answer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, w.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

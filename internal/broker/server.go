@@ -74,7 +74,8 @@ type Server struct {
 	// Reader reads the broker cluster's ForeignClusters, Advertisements,
 	// nodes, pods and Selections (cached).
 	Reader client.Reader
-	// Writer changes Selections.
+	// Writer reads and changes Selections, uncached: a change is made
+	// on what the API server holds.
 	Writer client.Client
 	// Reviewer authenticates and authorizes callers.
 	Reviewer *kubeauth.Reviewer
@@ -118,9 +119,14 @@ type route struct {
 // (TestOpenAPIListsEveryRoute).
 func (s *Server) routes() []route {
 	catalog := func(m Modes) bool { return m.Catalog || m.Orchestrator }
+	orchestrator := func(m Modes) bool { return m.Orchestrator }
 	always := func(Modes) bool { return true }
 	return []route{
 		{"GET /api/clusters", "clusters", catalog, s.clusters},
+		{"GET /api/toggle", "toggle", orchestrator, s.toggle},
+		{"POST /api/toggle", "toggle", orchestrator, s.toggle},
+		{"GET /api/v1/selection", "v1.selection", orchestrator, s.getSelection},
+		{"PUT /api/v1/selection", "v1.selection", orchestrator, s.putSelection},
 		{"GET /api/v1/clusters", "v1.clusters", catalog, s.v1Clusters},
 		{"GET /api/v1/clusters/{id}", "v1.cluster", catalog, s.v1Cluster},
 		{"GET /api/v1/openapi.json", "openapi", always, serveOpenAPI},
@@ -261,6 +267,11 @@ func errNotFound(msg string) error {
 	return &apiError{code: http.StatusNotFound, reason: metav1.StatusReasonNotFound, message: msg}
 }
 
+func errUnauthorized() error {
+	return &apiError{code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized,
+		message: "send a bearer token the broker cluster's API server accepts (liqoctl broker login prints one)"}
+}
+
 func errBadRequest(msg string) error {
 	return &apiError{code: http.StatusBadRequest, reason: metav1.StatusReasonBadRequest, message: msg}
 }
@@ -299,8 +310,7 @@ func (s *Server) authorize(r *http.Request, verb, resource, ns, name string) err
 	case http.StatusOK:
 		return nil
 	case http.StatusUnauthorized:
-		return &apiError{code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized,
-			message: "send a bearer token the broker cluster's API server accepts (liqoctl broker login prints one)"}
+		return errUnauthorized()
 	default:
 		what := resource
 		if ns != "" {

@@ -46,7 +46,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
 		return nil, fmt.Errorf("--http-bind-address %q: %w", o.BindAddress, err)
 	}
 	s := &Server{
-		Reader: mgr.GetClient(), Writer: mgr.GetClient(), Reviewer: kubeauth.NewReviewer(direct),
+		Reader: mgr.GetClient(), Writer: direct, Reviewer: kubeauth.NewReviewer(direct),
 		Modes: o.Modes, PublicCatalog: o.PublicCatalog, Listener: ln,
 	}
 	if err := mgr.Add(s); err != nil {

@@ -45,7 +45,8 @@ const (
 var ErrTooManyReviews = errors.New("too many callers to check at once; try again")
 
 // Attributes are what a request asks to do, as a SubjectAccessReview
-// states it: a resource or a non-resource path.
+// states it: a resource or a non-resource path. Neither (the zero value)
+// asks only who the caller is: any authenticated caller is allowed.
 type Attributes struct {
 	Resource    *authorizationv1.ResourceAttributes
 	NonResource *authorizationv1.NonResourceAttributes
@@ -160,6 +161,9 @@ func (a *Reviewer) review(ctx context.Context, token string, attrs Attributes) (
 		return Verdict{Status: http.StatusUnauthorized}, nil
 	}
 	u := tr.Status.User
+	if attrs.Resource == nil && attrs.NonResource == nil {
+		return Verdict{Status: http.StatusOK, User: u}, nil
+	}
 	extra := make(map[string]authorizationv1.ExtraValue, len(u.Extra))
 	for k, v := range u.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)

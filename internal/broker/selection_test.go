@@ -1,0 +1,123 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package broker_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/broker"
+)
+
+// consumerToken returns the token of a service account of consumer's
+// tenant namespace allowed to read and change that consumer's selection,
+// as liqoctl broker login makes.
+func (w *world) consumerToken(t *testing.T, consumer string) string {
+	t.Helper()
+	ns := discoveryv1alpha1.TenantNamespace(consumer)
+	w.create(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "selection"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{brokerv1alpha1.GroupVersion.Group}, Resources: []string{broker.SelectionResource},
+			ResourceNames: []string{brokerv1alpha1.SelectionName}, Verbs: []string{"get", "update"},
+		}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dashboard"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "selection"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "dashboard"}}},
+	)
+	return w.token(t, ns, "dashboard", "")
+}
+
+// selection decodes a selection answer.
+func (a answer) selection(t *testing.T) broker.SelectionView {
+	t.Helper()
+	var v broker.SelectionView
+	if a.code != http.StatusOK || a.contentType != "application/json" || json.Unmarshal(a.body, &v) != nil || v.Kind != "Selection" {
+		t.Fatalf("want a selection, got %d %s %s", a.code, a.contentType, a.body)
+	}
+	return v
+}
+
+// TestSelection: a consumer enables and disables providers, by the
+// original toggle (GET or POST) and the v1 API; its choice is a Selection
+// in its tenant namespace; it reads back and changes only its own; an
+// unknown provider, a malformed parameter, a missing or foreign
+// credential and an oversized body are each refused with the right code
+// and a message naming what is wrong.
+func TestSelection(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}})
+	ctx := t.Context()
+	w.create(t, peered("provider-1", "rome", true, false), peered("provider-2", "paris", true, false),
+		peered("consumer-1", "milan", false, true), peered("consumer-2", "lyon", false, true))
+	one, two := w.consumerToken(t, "consumer-1"), w.consumerToken(t, "consumer-2")
+
+	eventually(t, func() error {
+		a := w.do(t, http.MethodPost, "/api/toggle?id=provider-1&enable=true", one, "")
+		if a.code != http.StatusOK {
+			return fmt.Errorf("enabling provider-1: %d %s", a.code, a.body)
+		}
+		return nil
+	})
+	if v := w.do(t, http.MethodGet, "/api/toggle?id=provider-2&enable=true", one, "").selection(t); !slices.Equal(v.Providers, []string{"provider-1", "provider-2"}) || v.Consumer != "consumer-1" {
+		t.Errorf("after enabling both, by POST then GET: %+v", v)
+	}
+	if v := w.get(t, "/api/v1/selection", one).selection(t); !slices.Equal(v.Providers, []string{"provider-1", "provider-2"}) {
+		t.Errorf("read back: %+v", v)
+	}
+	var sel brokerv1alpha1.Selection
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace("consumer-1"), Name: brokerv1alpha1.SelectionName}, &sel); err != nil || !slices.Equal(sel.Spec.Providers, []string{"provider-1", "provider-2"}) {
+		t.Errorf("the Selection of consumer-1: %+v (%v)", sel.Spec, err)
+	}
+
+	if v := w.do(t, http.MethodPut, "/api/v1/selection", two, `{"providers": ["provider-2"]}`).selection(t); !slices.Equal(v.Providers, []string{"provider-2"}) || v.Consumer != "consumer-2" {
+		t.Errorf("consumer-2's own selection: %+v", v)
+	}
+	if v := w.do(t, http.MethodPost, "/api/toggle?id=provider-1&enable=false", one, "").selection(t); !slices.Equal(v.Providers, []string{"provider-2"}) {
+		t.Errorf("after disabling provider-1: %+v", v)
+	}
+	if v := w.get(t, "/api/v1/selection", two).selection(t); !slices.Equal(v.Providers, []string{"provider-2"}) {
+		t.Errorf("consumer-2's selection moved with consumer-1's: %+v", v)
+	}
+
+	for _, tc := range []struct {
+		name, method, path, token, body string
+		code                            int
+		mention                         string
+	}{
+		{"anonymous toggle", http.MethodGet, "/api/toggle?id=provider-1&enable=true", "", "", http.StatusUnauthorized, "bearer token"},
+		{"anonymous read", http.MethodGet, "/api/v1/selection?consumer=consumer-1", "", "", http.StatusUnauthorized, "bearer token"},
+		{"another consumer's toggle", http.MethodPost, "/api/toggle?id=provider-1&enable=true&consumer=consumer-1", two, "", http.StatusForbidden, "liqo-tenant-consumer-1"},
+		{"another consumer's selection", http.MethodGet, "/api/v1/selection?consumer=consumer-1", two, "", http.StatusForbidden, "liqo-tenant-consumer-1"},
+		{"an unknown provider", http.MethodPost, "/api/toggle?id=nowhere&enable=true", one, "", http.StatusNotFound, "nowhere"},
+		{"a consumer, not a provider", http.MethodPost, "/api/toggle?id=consumer-2&enable=true", one, "", http.StatusNotFound, "consumer-2"},
+		{"a malformed id", http.MethodPost, "/api/toggle?id=No_Such&enable=true", one, "", http.StatusBadRequest, "id:"},
+		{"a malformed enable", http.MethodPost, "/api/toggle?id=provider-1&enable=maybe", one, "", http.StatusBadRequest, "enable:"},
+		{"a malformed consumer", http.MethodGet, "/api/v1/selection?consumer=-x", one, "", http.StatusBadRequest, "consumer:"},
+		{"an unknown field", http.MethodPut, "/api/v1/selection", one, `{"provider": ["provider-1"]}`, http.StatusBadRequest, "body:"},
+		{"an unknown provider in a list", http.MethodPut, "/api/v1/selection", one, `{"providers": ["provider-1", "nowhere"]}`, http.StatusNotFound, "providers[1]"},
+		{"an oversized body", http.MethodPut, "/api/v1/selection", one, `{"providers": ["` + strings.Repeat("a", broker.MaxBodyBytes) + `"]}`, http.StatusRequestEntityTooLarge, "larger than"},
+	} {
+		a := w.do(t, tc.method, tc.path, tc.token, tc.body)
+		if a.code != tc.code {
+			t.Errorf("%s: %d %s, want %d", tc.name, a.code, a.body, tc.code)
+			continue
+		}
+		if s := a.status(t); !strings.Contains(s.Message, tc.mention) {
+			t.Errorf("%s: message %q does not mention %q", tc.name, s.Message, tc.mention)
+		}
+	}
+	if v := w.get(t, "/api/v1/selection", one).selection(t); !slices.Equal(v.Providers, []string{"provider-2"}) {
+		t.Errorf("a refused request changed consumer-1's selection: %+v", v)
+	}
+}
