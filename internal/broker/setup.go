@@ -53,5 +53,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
 		_ = ln.Close()
 		return nil, err
 	}
+	if o.Modes.Orchestrator {
+		if err := (&Orchestrator{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the orchestrator: %w", err)
+		}
+	}
 	return s, nil
 }

@@ -1,0 +1,327 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
+)
+
+// The Ready condition of a Selection and its reasons.
+const (
+	ConditionReady = "Ready"
+	// ReasonServing: every enabled provider serves, none drains.
+	ReasonServing = "Serving"
+	// ReasonDraining: the consumer's pods are moving off disabled
+	// providers.
+	ReasonDraining = "Draining"
+	// ReasonUnavailable: an enabled provider has no Ready virtual node in
+	// the broker.
+	ReasonUnavailable = "ProviderUnavailable"
+	// ReasonNoProvider: the consumer enabled no provider: its pods wait.
+	ReasonNoProvider = "NoProviderEnabled"
+)
+
+// drainRetry is how soon a drain blocked by a PodDisruptionBudget is
+// tried again.
+const drainRetry = 5 * time.Second
+
+// evictionTimeout bounds one eviction request.
+const evictionTimeout = 2 * time.Second
+
+// Orchestrator re-offloads each consumer's pods to the providers the
+// consumer enabled (its Selection). A consumer offloads a namespace to
+// the broker as to any provider; the namespace the broker makes for it is
+// offloaded in turn, by a NamespaceOffloading the orchestrator keeps, to
+// the consumer's providers only (PodOffloadingStrategy Remote: nothing
+// runs on the broker's own nodes). New pods go to the enabled providers
+// (the namespace's ProvidersAnnotation, which the pod webhook turns into
+// node affinity); the pods of a provider the consumer disabled are
+// evicted, gracefully and within the namespace's PodDisruptionBudgets,
+// and the consumer's virtual kubelet creates them again, to land on an
+// enabled provider; a provider leaves the NamespaceOffloading once none
+// of the consumer's pods is left there. Requests are keyed by consumer.
+type Orchestrator struct {
+	// Client reads (cached) and writes.
+	Client client.Client
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	consumer := req.Name
+	sel, err := o.selection(ctx, consumer)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var enabled []string
+	if sel != nil {
+		enabled = sel.Spec.Providers
+	}
+	var vnodes corev1.NodeList
+	if err := o.Client.List(ctx, &vnodes, client.MatchingLabels{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}); err != nil {
+		return ctrl.Result{}, err
+	}
+	providerOf := map[string]string{} // node name -> provider
+	ready := map[string]bool{}
+	for i := range vnodes.Items {
+		n := &vnodes.Items[i]
+		p := n.Labels[offloadingv1alpha1.RemoteClusterLabel]
+		providerOf[n.Name] = p
+		ready[p] = ready[p] || node.Ready(n) == corev1.ConditionTrue
+	}
+	serving := slices.DeleteFunc(slices.Clone(enabled), func(p string) bool { return !ready[p] })
+
+	var namespaces corev1.NamespaceList
+	if err := o.Client.List(ctx, &namespaces, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer}); err != nil {
+		return ctrl.Result{}, err
+	}
+	pods := map[string]int32{}     // provider -> pods of the consumer there
+	draining := map[string]int32{} // disabled provider -> pods still there
+	var result ctrl.Result
+	for i := range namespaces.Items {
+		ns := &namespaces.Items[i]
+		if !ns.DeletionTimestamp.IsZero() || ns.Labels[discoveryv1alpha1.TenantLabel] != "" {
+			continue
+		}
+		r, err := o.orchestrate(ctx, ns, enabled, serving, providerOf, pods, draining)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if r.RequeueAfter > 0 && (result.RequeueAfter == 0 || r.RequeueAfter < result.RequeueAfter) {
+			result = r
+		}
+	}
+	if sel != nil {
+		if err := o.report(ctx, sel, ready, pods, draining); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return result, nil
+}
+
+func (o *Orchestrator) selection(ctx context.Context, consumer string) (*brokerv1alpha1.Selection, error) {
+	var sel brokerv1alpha1.Selection
+	err := o.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return &sel, err
+}
+
+// orchestrate keeps one namespace of the consumer: its labels, its
+// NamespaceOffloading, and the drain of disabled providers.
+func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, enabled, serving []string, providerOf map[string]string,
+	pods, draining map[string]int32) (ctrl.Result, error) {
+	want := strings.Join(serving, ",")
+	if ns.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue || ns.Annotations[brokerv1alpha1.ProvidersAnnotation] != want ||
+		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) {
+		patch := client.MergeFrom(ns.DeepCopy())
+		metav1.SetMetaDataLabel(&ns.ObjectMeta, brokerv1alpha1.OrchestratedLabel, brokerv1alpha1.OrchestratedValue)
+		metav1.SetMetaDataAnnotation(&ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation, want)
+		if err := o.Client.Patch(ctx, ns, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("marking namespace %s orchestrated: %w", ns.Name, err)
+		}
+	}
+
+	var list corev1.PodList
+	if err := o.Client.List(ctx, &list, client.InNamespace(ns.Name)); err != nil {
+		return ctrl.Result{}, err
+	}
+	// The providers this namespace is offloaded to: the enabled ones,
+	// and the disabled ones until their pods are gone.
+	keep := slices.Clone(enabled)
+	var evict []*corev1.Pod
+	for i := range list.Items {
+		pod := &list.Items[i]
+		p, ok := providerOf[pod.Spec.NodeName]
+		if !ok {
+			continue
+		}
+		pods[p]++
+		if slices.Contains(enabled, p) {
+			continue
+		}
+		draining[p]++
+		if !slices.Contains(keep, p) {
+			keep = append(keep, p)
+		}
+		if pod.DeletionTimestamp.IsZero() {
+			evict = append(evict, pod)
+		}
+	}
+	slices.Sort(keep)
+	if err := o.ensureOffloading(ctx, ns.Name, keep); err != nil {
+		return ctrl.Result{}, err
+	}
+	var result ctrl.Result
+	for _, pod := range evict {
+		p := providerOf[pod.Spec.NodeName]
+		// The API server waits up to 10 s for a budget its disruption
+		// controller has not observed yet: the others are not held up.
+		ectx, cancel := context.WithTimeout(ctx, evictionTimeout)
+		err := o.Client.SubResource("eviction").Create(ectx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}})
+		cancel()
+		switch {
+		case apierrors.IsTooManyRequests(err) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil):
+			// A PodDisruptionBudget holds it for now.
+			result.RequeueAfter = drainRetry
+		case apierrors.IsNotFound(err):
+		case err != nil:
+
+			return ctrl.Result{}, fmt.Errorf("evicting %s/%s from disabled provider %s: %w", pod.Namespace, pod.Name, p, err)
+		default:
+			ctrl.LoggerFrom(ctx).Info("Pod moving off a disabled provider", "pod", pod.Namespace+"/"+pod.Name, "provider", p)
+		}
+	}
+	return result, nil
+}
+
+// ensureOffloading keeps the namespace's NamespaceOffloading towards
+// providers, and towards none when there is none.
+func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, providers []string) error {
+	req := corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: providers}
+	if len(providers) == 0 {
+		req = corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpDoesNotExist}
+	}
+	spec := offloadingv1alpha1.NamespaceOffloadingSpec{
+		NamespaceMappingStrategy: offloadingv1alpha1.DefaultNameMapping,
+		PodOffloadingStrategy:    offloadingv1alpha1.PodOffloadingRemote,
+		ClusterSelector:          &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}}},
+		SecretReflection:         offloadingv1alpha1.ReflectReferencedSecrets,
+	}
+	var no offloadingv1alpha1.NamespaceOffloading
+	err := o.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no)
+	if apierrors.IsNotFound(err) {
+		no = offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, Spec: spec}
+		if err := o.Client.Create(ctx, &no); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("offloading namespace %s: %w", ns, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(no.Spec.ClusterSelector, spec.ClusterSelector) && no.Spec.PodOffloadingStrategy == spec.PodOffloadingStrategy {
+		return nil
+	}
+	patch := client.MergeFrom(no.DeepCopy())
+	no.Spec.ClusterSelector, no.Spec.PodOffloadingStrategy = spec.ClusterSelector, spec.PodOffloadingStrategy
+	if err := o.Client.Patch(ctx, &no, patch); err != nil {
+		return fmt.Errorf("offloading namespace %s to %v: %w", ns, providers, err)
+	}
+	return nil
+}
+
+// report writes what the orchestrator does for the consumer into its
+// Selection's status.
+func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection, ready map[string]bool, pods, draining map[string]int32) error {
+	st := brokerv1alpha1.SelectionStatus{ObservedGeneration: sel.Generation, Conditions: slices.Clone(sel.Status.Conditions)}
+	var unavailable, drains []string
+	for _, p := range sel.Spec.Providers {
+		state := brokerv1alpha1.ProviderServing
+		if !ready[p] {
+			state = brokerv1alpha1.ProviderUnavailable
+			unavailable = append(unavailable, p)
+		}
+		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: state, Pods: pods[p]})
+	}
+	for p, n := range draining {
+		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: brokerv1alpha1.ProviderDraining, Pods: n})
+		drains = append(drains, p)
+	}
+	slices.SortFunc(st.Providers, func(a, b brokerv1alpha1.SelectedProvider) int { return strings.Compare(a.ClusterID, b.ClusterID) })
+	slices.Sort(drains)
+	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonServing, ObservedGeneration: sel.Generation,
+		Message: fmt.Sprintf("the consumer's pods go to %s", strings.Join(sel.Spec.Providers, ", "))}
+	switch {
+	case len(drains) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonDraining
+		cond.Message = fmt.Sprintf("the consumer's pods are moving off %s, disabled", strings.Join(drains, ", "))
+	case len(unavailable) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonUnavailable
+		cond.Message = fmt.Sprintf("the broker has no Ready virtual node for %s: not peered, or unreachable", strings.Join(unavailable, ", "))
+	case len(sel.Spec.Providers) == 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoProvider
+		cond.Message = "the consumer enabled no provider: its pods wait (liqoctl broker enable)"
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	if equality.Semantic.DeepEqual(st, sel.Status) {
+		return nil
+	}
+	patch := client.MergeFrom(sel.DeepCopy())
+	sel.Status = st
+	if err := o.Client.Status().Patch(ctx, sel, patch); err != nil {
+		return fmt.Errorf("reporting on the selection of %s: %w", sel.Namespace, err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the orchestrator.
+func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
+	consumerOfLabel := func(_ context.Context, obj client.Object) []reconcile.Request {
+		if c := obj.GetLabels()[offloadingv1alpha1.OriginClusterLabel]; c != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: c}}}
+		}
+		return nil
+	}
+	consumerOfSelection := func(_ context.Context, obj client.Object) []reconcile.Request {
+		if c, ok := strings.CutPrefix(obj.GetNamespace(), discoveryv1alpha1.TenantNamespace("")); ok && c != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: c}}}
+		}
+		return nil
+	}
+	// A virtual node coming, going or changing readiness concerns every
+	// consumer with a selection.
+	everyConsumer := func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var sels brokerv1alpha1.SelectionList
+		if err := mgr.GetClient().List(ctx, &sels); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range sels.Items {
+			out = append(out, consumerOfSelection(ctx, &sels.Items[i])...)
+		}
+		return out
+	}
+	virtual := predicate.NewPredicateFuncs(func(obj client.Object) bool { return offloadingv1alpha1.IsVirtualNode(obj.GetLabels()) })
+	return ctrl.NewControllerManagedBy(mgr).Named("broker-orchestrator").
+		Watches(&brokerv1alpha1.Selection{}, handler.EnqueueRequestsFromMapFunc(consumerOfSelection)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(consumerOfLabel)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(consumerOfLabel)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(everyConsumer), builder.WithPredicates(virtual, nodeReadiness())).
+		Complete(o)
+}
+
+// nodeReadiness passes node events that change what the orchestrator
+// sees of a node: its coming and going, and its readiness.
+func nodeReadiness() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*corev1.Node)
+		after, ok2 := e.ObjectNew.(*corev1.Node)
+		return !ok1 || !ok2 || node.Ready(before) != node.Ready(after)
+	}}
+}
