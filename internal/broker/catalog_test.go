@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,6 +34,7 @@ import (
 // world is a broker cluster's API server with the broker's API in front.
 type world struct {
 	c   client.Client
+	cfg *rest.Config
 	url string
 }
 
@@ -74,7 +76,7 @@ func startBroker(t *testing.T, o broker.Options) *world {
 			t.Errorf("stopping the broker: %v", err)
 		}
 	})
-	return &world{c: c, url: "http://" + s.Listener.Addr().String()}
+	return &world{c: c, cfg: cfg, url: "http://" + s.Listener.Addr().String()}
 }
 
 // create creates objs, and sets the status of those that carry one.

@@ -5,13 +5,16 @@ package broker_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
@@ -192,4 +195,57 @@ func TestOrchestrator(t *testing.T) {
 	expect("", []string{"provider-2"}, broker.ReasonUnavailable, map[string]brokerv1alpha1.SelectedProvider{
 		"provider-2": {State: brokerv1alpha1.ProviderUnavailable},
 	})
+}
+
+// TestOrchestratedPodsReachVirtualNodes: a consumer's virtual kubelet may
+// create, in a namespace the broker orchestrates for it, pods tolerating
+// the virtual nodes' taint (the pod webhook adds it, towards the
+// providers the consumer enabled); anywhere else, and any other taint,
+// the admission policy still refuses, naming the field.
+func TestOrchestratedPodsReachVirtualNodes(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}})
+	ctx := t.Context()
+	const consumer = "consumer-1"
+	origin := map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}
+	orchestrated := map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer, brokerv1alpha1.OrchestratedLabel: brokerv1alpha1.OrchestratedValue}
+	w.create(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain", Labels: origin}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orchestrated", Labels: orchestrated}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "plain", Name: "default"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "orchestrated", Name: "default"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pod-writer"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"},
+		}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "vk-pod-writer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-writer"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "liqo-virtual-kubelet-" + consumer}}},
+	)
+	cfg := rest.CopyConfig(w.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "liqo-virtual-kubelet-" + consumer}
+	vk, err := client.New(cfg, client.Options{Scheme: w.c.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(ns, taint string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "p-", Labels: origin},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}, Tolerations: []corev1.Toleration{
+				{Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+			}},
+		}
+	}
+	// The policies take effect a moment after they are made.
+	eventually(t, func() error {
+		err := vk.Create(ctx, pod("plain", offloadingv1alpha1.VirtualNodeTaint), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "spec.tolerations") {
+			return fmt.Errorf("a pod tolerating virtual nodes in a namespace not orchestrated: %v, want refused naming spec.tolerations", err)
+		}
+		return nil
+	})
+	if err := vk.Create(ctx, pod("orchestrated", offloadingv1alpha1.VirtualNodeTaint), client.DryRunAll); err != nil {
+		t.Errorf("a pod tolerating virtual nodes in an orchestrated namespace: %v, want allowed", err)
+	}
+	if err := vk.Create(ctx, pod("orchestrated", "node-role.kubernetes.io/control-plane"), client.DryRunAll); err == nil || !strings.Contains(err.Error(), "spec.tolerations") {
+		t.Errorf("a pod tolerating the control plane in an orchestrated namespace: %v, want refused naming spec.tolerations", err)
+	}
 }

@@ -5,6 +5,7 @@ package offloading
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/liqo-go/liqo/api"
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
@@ -36,23 +38,31 @@ func TestHandlePatchesOnlyScheduling(t *testing.T) {
 	withOwn.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
 	}}}
+	// A namespace a broker orchestrates for a consumer.
+	orchestrated := map[string]string{brokerv1alpha1.OrchestratedLabel: brokerv1alpha1.OrchestratedValue}
 	for _, tc := range []struct {
-		name     string
-		pod      *corev1.Pod
-		strategy offloadingv1alpha1.PodOffloadingStrategy
-		patched  bool
+		name      string
+		pod       *corev1.Pod
+		strategy  offloadingv1alpha1.PodOffloadingStrategy
+		nsLabels  map[string]string
+		providers []string
+		patched   bool
 	}{
-		{"a bare pod, Remote", &base, offloadingv1alpha1.PodOffloadingRemote, true},
-		{"a pod with its own toleration and affinity, Remote", withOwn, offloadingv1alpha1.PodOffloadingRemote, true},
-		{"a pod with its own toleration and affinity, LocalAndRemote", withOwn, offloadingv1alpha1.PodOffloadingLocalAndRemote, true},
-		{"Local leaves the pod alone", withOwn, offloadingv1alpha1.PodOffloadingLocal, false},
+		{"a bare pod, Remote", &base, offloadingv1alpha1.PodOffloadingRemote, nil, nil, true},
+		{"a pod with its own toleration and affinity, Remote", withOwn, offloadingv1alpha1.PodOffloadingRemote, nil, nil, true},
+		{"a pod with its own toleration and affinity, LocalAndRemote", withOwn, offloadingv1alpha1.PodOffloadingLocalAndRemote, nil, nil, true},
+		{"Local leaves the pod alone", withOwn, offloadingv1alpha1.PodOffloadingLocal, nil, nil, false},
+		{"orchestrated by a broker, to two providers", withOwn, offloadingv1alpha1.PodOffloadingRemote, orchestrated, []string{"p1", "p2"}, true},
+		{"orchestrated by a broker, to none", &base, offloadingv1alpha1.PodOffloadingRemote, orchestrated, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			no := &offloadingv1alpha1.NamespaceOffloading{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: offloadingv1alpha1.NamespaceOffloadingName},
 				Spec:       offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: tc.strategy},
 			}
-			m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(no).Build()}
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: tc.nsLabels,
+				Annotations: map[string]string{brokerv1alpha1.ProvidersAnnotation: strings.Join(tc.providers, ",")}}}
+			m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(no, ns).Build()}
 			raw, err := json.Marshal(tc.pod)
 			if err != nil {
 				t.Fatal(err)
@@ -87,6 +97,9 @@ func TestHandlePatchesOnlyScheduling(t *testing.T) {
 			}
 			want := tc.pod.DeepCopy()
 			MutatePod(want, &no.Spec)
+			if tc.nsLabels != nil {
+				RestrictToProviders(want, tc.providers)
+			}
 			if !equality.Semantic.DeepEqual(&got, want) {
 				t.Errorf("patched pod:\n%+v\nwant:\n%+v", got.Spec, want.Spec)
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
@@ -24,9 +26,11 @@ const MutatePodPath = "/mutate-v1-pod"
 
 // PodMutator lets the pods of an offloaded namespace onto virtual nodes: it
 // adds the toleration of the virtual-node taint and, for the Remote
-// strategy or a cluster selector, a required node affinity.
+// strategy or a cluster selector, a required node affinity; in a
+// namespace a broker orchestrates, the affinity names the consumer's
+// enabled providers only (Orchestrated).
 type PodMutator struct {
-	// Reader reads NamespaceOffloadings.
+	// Reader reads NamespaceOffloadings and namespaces.
 	Reader client.Reader
 }
 
@@ -55,7 +59,16 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: slices.Clone(in.Spec.Tolerations), Affinity: in.Spec.Affinity.DeepCopy()}}
-	if !MutatePod(pod, &no.Spec) {
+	changed := MutatePod(pod, &no.Spec)
+	var ns corev1.Namespace
+	if err := m.Reader.Get(ctx, client.ObjectKey{Name: req.Namespace}, &ns); err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if providers, ok := Orchestrated(&ns); ok {
+		RestrictToProviders(pod, providers)
+		changed = true
+	}
+	if !changed {
 		return admission.Allowed("nothing to change")
 	}
 	// "add" replaces a member that exists.
@@ -67,6 +80,30 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		ops = append(ops, jsonpatch.NewOperation("add", "/spec/affinity", pod.Spec.Affinity))
 	}
 	return admission.Patched("offloading", ops...)
+}
+
+// Orchestrated says whether the broker orchestrates ns (a namespace a
+// broker cluster made for a consumer), and to which providers its new
+// pods may go.
+func Orchestrated(ns *corev1.Namespace) ([]string, bool) {
+	if ns.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue {
+		return nil, false
+	}
+	list := ns.Annotations[brokerv1alpha1.ProvidersAnnotation]
+	if list == "" {
+		return nil, true
+	}
+	return strings.Split(list, ","), true
+}
+
+// RestrictToProviders lets pod onto the virtual nodes of providers only
+// (none when empty), ANDed with what its affinity already requires.
+func RestrictToProviders(pod *corev1.Pod, providers []string) {
+	req := corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: providers}
+	if len(providers) == 0 {
+		req = corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpDoesNotExist}
+	}
+	mergeRequiredAffinity(pod, []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}})
 }
 
 // MutatePod applies an offloading spec to pod, and says whether it changed.
