@@ -238,7 +238,7 @@ func TestOrchestratedPodsReachVirtualNodes(t *testing.T) {
 	eventually(t, func() error {
 		err := vk.Create(ctx, pod("plain", offloadingv1alpha1.VirtualNodeTaint), client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), "spec.tolerations") {
-			return fmt.Errorf("a pod tolerating virtual nodes in a namespace not orchestrated: %v, want refused naming spec.tolerations", err)
+			return fmt.Errorf("a pod tolerating virtual nodes in a namespace not orchestrated: %w, want refused naming spec.tolerations", err)
 		}
 		return nil
 	})
