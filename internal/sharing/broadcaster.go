@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
@@ -53,6 +54,7 @@ const (
 type PeerKubeconfig func(ctx context.Context, consumerID string) ([]byte, error)
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=broker.liqo.io,resources=selections,verbs=get;list;watch
 
 // Broadcaster offers each accepted consumer a share of this cluster's free
 // resources, in an Advertisement in the consumer's tenant namespace.
@@ -149,11 +151,21 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if err := b.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
+	// A consumer a broker orchestrates (it has a Selection here) is
+	// offered what its enabled providers offer the broker.
+	counted := RealNode
+	var sel brokerv1alpha1.Selection
+	switch err := b.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel); {
+	case err == nil:
+		counted = OnProviders(sel.Spec.Providers)
+	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
+		return ctrl.Result{}, err
+	}
 	now := b.now()
 	want := sharingv1alpha1.AdvertisementSpec{
 		ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: b.LocalClusterID, ClusterName: b.LocalClusterName()},
-		Resources:       Shared(nodes.Items, pods.Items, consumer, pct),
-		Labels:          commonLabels(nodes.Items),
+		Resources:       SharedOn(nodes.Items, pods.Items, consumer, pct, counted),
+		Labels:          commonLabels(nodes.Items, counted),
 		Timestamp:       metav1.NewTime(now),
 		TimeToLive:      metav1.NewTime(now.Add(b.ttl())),
 	}
@@ -298,12 +310,12 @@ func ProviderOfTenant(ns string) (string, bool) {
 	return id, ok && id != ""
 }
 
-func commonLabels(nodes []corev1.Node) map[string]string {
+func commonLabels(nodes []corev1.Node, counted func(*corev1.Node) bool) map[string]string {
 	out := map[string]string{}
 	for _, key := range exposedLabels {
 		value, seen, same := "", false, true
 		for i := range nodes {
-			if IsVirtual(&nodes[i]) {
+			if !counted(&nodes[i]) {
 				continue
 			}
 			v, ok := nodes[i].Labels[key]
@@ -369,6 +381,7 @@ func (b *Broadcaster) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&discoveryv1alpha1.PeeringRequest{}).
 		Watches(&corev1.Node{}, settled).
+		Watches(&brokerv1alpha1.Selection{}, all).
 		Watches(&corev1.Pod{}, settled, builder.WithPredicates(podMoved)).
 		WatchesRawSource(clusterconfig.ChangeSource(mgr, b.Changes, &discoveryv1alpha1.PeeringRequest{}, all)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).

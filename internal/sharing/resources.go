@@ -7,6 +7,8 @@
 package sharing
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -23,10 +25,27 @@ func IsVirtual(node *corev1.Node) bool { return offloadingv1alpha1.IsVirtualNode
 // clusters that peer both ways do not offer each other their own
 // resources back, and a consumer's offloaded pods do not shrink its offer.
 func Shared(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent int32) corev1.ResourceList {
+	return SharedOn(nodes, pods, consumerID, percent, RealNode)
+}
+
+// RealNode says whether node is one of this cluster's own.
+func RealNode(node *corev1.Node) bool { return !IsVirtual(node) }
+
+// OnProviders counts the virtual nodes of providers only: what a broker
+// orchestrating a consumer's pods offers it is what the providers that
+// consumer enabled offer the broker.
+func OnProviders(providers []string) func(*corev1.Node) bool {
+	return func(node *corev1.Node) bool {
+		return IsVirtual(node) && slices.Contains(providers, node.Labels[offloadingv1alpha1.RemoteClusterLabel])
+	}
+}
+
+// SharedOn is Shared over the nodes counted says, real or virtual.
+func SharedOn(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent int32, counted func(*corev1.Node) bool) corev1.ResourceList {
 	free := corev1.ResourceList{}
 	real := map[string]bool{}
 	for i := range nodes {
-		if IsVirtual(&nodes[i]) {
+		if !counted(&nodes[i]) {
 			continue
 		}
 		real[nodes[i].Name] = true

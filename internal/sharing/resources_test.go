@@ -70,6 +70,36 @@ func TestShared(t *testing.T) {
 	}
 }
 
+// TestSharedOnProviders: a broker offers a consumer it orchestrates what
+// the providers that consumer enabled offer the broker (their virtual
+// nodes), less what runs there for others, never its own nodes or other
+// providers.
+func TestSharedOnProviders(t *testing.T) {
+	provider := func(name, id, cpu string) corev1.Node {
+		n := node(name, true, cpu, "16Gi", "100")
+		n.Labels[offloadingv1alpha1.RemoteClusterLabel] = id
+		return n
+	}
+	nodes := []corev1.Node{
+		node("own", false, "64", "256Gi", "110"),
+		provider("liqo-rome", "rome", "8"), provider("liqo-paris", "paris", "4"), provider("liqo-berlin", "berlin", "32"),
+	}
+	pods := []corev1.Pod{
+		pod("liqo-rome", "consumer", "2", "2Gi", corev1.PodRunning), // the consumer's own: not subtracted
+		pod("liqo-paris", "other", "1", "4Gi", corev1.PodRunning),   // another consumer's: subtracted
+		pod("own", "", "10", "10Gi", corev1.PodRunning),             // on the broker's node: not counted at all
+	}
+	got := SharedOn(nodes, pods, "consumer", 100, OnProviders([]string{"rome", "paris"}))
+	for name, w := range map[corev1.ResourceName]string{corev1.ResourceCPU: "11", corev1.ResourceMemory: "28Gi", corev1.ResourcePods: "199"} {
+		if q := got[name]; q.Cmp(resource.MustParse(w)) != 0 {
+			t.Errorf("%s = %s, want %s", name, q.String(), w)
+		}
+	}
+	if none := SharedOn(nodes, pods, "consumer", 100, OnProviders(nil)); len(none) != 0 {
+		t.Errorf("no provider enabled: offered %v, want nothing", none)
+	}
+}
+
 func TestChangedBeyond(t *testing.T) {
 	base := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10"), corev1.ResourcePods: resource.MustParse("100")}
 	tests := []struct {
