@@ -77,6 +77,11 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if sel == nil {
+		if sel, err = o.firstSelection(ctx, consumer); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	var enabled []string
 	if sel != nil {
 		enabled = sel.Spec.Providers
@@ -130,6 +135,32 @@ func (o *Orchestrator) selection(ctx context.Context, consumer string) (*brokerv
 		return nil, nil
 	}
 	return &sel, err
+}
+
+// firstSelection gives a consumer peered with the broker its Selection,
+// empty: the broker offers it nothing until it enables providers (the
+// offer follows the Selection), and its pods wait. Nil for a cluster that
+// does not consume the broker.
+func (o *Orchestrator) firstSelection(ctx context.Context, consumer string) (*brokerv1alpha1.Selection, error) {
+	var fc discoveryv1alpha1.ForeignCluster
+	if err := o.Client.Get(ctx, client.ObjectKey{Name: consumer}, &fc); apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if !fc.Status.IncomingPeering || fc.Spec.ClusterIdentity.ClusterID != consumer {
+		return nil, nil
+	}
+	sel := &brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}}
+	switch err := o.Client.Create(ctx, sel); {
+	case apierrors.IsNotFound(err):
+		return nil, nil // no tenant namespace yet: its creation is not watched, the peering's status is
+	case apierrors.IsAlreadyExists(err):
+		return o.selection(ctx, consumer)
+	case err != nil:
+		return nil, fmt.Errorf("giving %s its selection: %w", consumer, err)
+	}
+	return sel, nil
 }
 
 // orchestrate keeps one namespace of the consumer: its labels, its
@@ -308,8 +339,15 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 		return out
 	}
 	virtual := predicate.NewPredicateFuncs(func(obj client.Object) bool { return offloadingv1alpha1.IsVirtualNode(obj.GetLabels()) })
+	peer := func(_ context.Context, obj client.Object) []reconcile.Request {
+		if fc, ok := obj.(*discoveryv1alpha1.ForeignCluster); ok && fc.Status.IncomingPeering && fc.Spec.ClusterIdentity.ClusterID != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: fc.Spec.ClusterIdentity.ClusterID}}}
+		}
+		return nil
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("broker-orchestrator").
 		Watches(&brokerv1alpha1.Selection{}, handler.EnqueueRequestsFromMapFunc(consumerOfSelection)).
+		Watches(&discoveryv1alpha1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(peer)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(consumerOfLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(consumerOfLabel)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(everyConsumer), builder.WithPredicates(virtual, nodeReadiness())).

@@ -249,3 +249,30 @@ func TestOrchestratedPodsReachVirtualNodes(t *testing.T) {
 		t.Errorf("a pod tolerating the control plane in an orchestrated namespace: %v, want refused naming spec.tolerations", err)
 	}
 }
+
+// TestFirstSelection: a consumer peered with the broker gets an empty
+// Selection (nothing offered, its pods wait), which says so; a cluster
+// the broker only consumes gets none.
+func TestFirstSelection(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}})
+	ctx := t.Context()
+	w.create(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace("consumer-1")}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace("provider-1")}},
+		peered("consumer-1", "milan", false, true), peered("provider-1", "rome", true, false),
+	)
+	eventually(t, func() error {
+		var sel brokerv1alpha1.Selection
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace("consumer-1"), Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(sel.Status.Conditions, broker.ConditionReady); len(sel.Spec.Providers) != 0 || c == nil || c.Reason != broker.ReasonNoProvider {
+			return fmt.Errorf("consumer-1's first selection: %+v, want empty and saying no provider is enabled", sel)
+		}
+		return nil
+	})
+	var sels brokerv1alpha1.SelectionList
+	if err := w.c.List(ctx, &sels); err != nil || len(sels.Items) != 1 {
+		t.Errorf("%d selections (%v), want consumer-1's alone", len(sels.Items), err)
+	}
+}
