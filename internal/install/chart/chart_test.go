@@ -302,6 +302,72 @@ func TestAuthServiceExposure(t *testing.T) {
 	}
 }
 
+// TestBroker: broker.enabled adds liqo-broker, Pod Security restricted,
+// with the modes as flags, the catalog private unless said, its API on a
+// Service of the chosen type at port 8000, the rights it needs (evicting
+// pods, keeping Selections and NamespaceOffloadings, checking callers)
+// and none to read Secrets, and the ClusterRoles operators bind to
+// catalog readers and consumers; nothing of it by default.
+func TestBroker(t *testing.T) {
+	if got := kinds(render(t, nil), "Deployment"); slices.Contains(got, "liqo-broker") {
+		t.Errorf("the broker runs by default: Deployments %v", got)
+	}
+	objs := render(t, map[string]any{"broker": map[string]any{"enabled": true, "modes": []any{"orchestrator"},
+		"service": map[string]any{"type": "NodePort", "nodePort": 30800}}})
+	var d appsv1.Deployment
+	find(t, objs, "Deployment", "liqo-broker", &d)
+	c := d.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(c.Args, "--with-orchestrator") || slices.Contains(c.Args, "--with-catalog") || !slices.Contains(c.Args, "--public-catalog=false") ||
+		!slices.Contains(c.Args, "--http-bind-address=:8000") || c.Image != "ghcr.io/liqo-go/liqo-broker:"+chartAppVersion(t) || d.Spec.Template.Spec.ServiceAccountName != "liqo-broker" {
+		t.Errorf("the broker's container: args %v, image %s", c.Args, c.Image)
+	}
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range eval.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec) {
+		if !r.Allowed {
+			t.Errorf("the broker's pod, Pod Security restricted: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
+		}
+	}
+	var svc corev1.Service
+	find(t, objs, "Service", "liqo-broker", &svc)
+	if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].Port != 8000 || svc.Spec.Ports[0].NodePort != 30800 || svc.Spec.Selector["app.kubernetes.io/component"] != "broker" {
+		t.Errorf("the broker's Service: %+v", svc.Spec)
+	}
+	var role rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", "liqo-broker", &role)
+	can := func(group, resource, verb string) bool {
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, want := range [][3]string{
+		{"", "pods/eviction", "create"}, {"broker.liqo.io", "selections", "update"}, {"broker.liqo.io", "selections/status", "patch"},
+		{"offloading.liqo.io", "namespaceoffloadings", "create"}, {"", "namespaces", "patch"},
+		{"authentication.k8s.io", "tokenreviews", "create"}, {"authorization.k8s.io", "subjectaccessreviews", "create"},
+	} {
+		if !can(want[0], want[1], want[2]) {
+			t.Errorf("the broker may not %s %s.%s", want[2], want[1], want[0])
+		}
+	}
+	if can("", "secrets", "get") || can("", "secrets", "list") || can("", "pods", "delete") {
+		t.Errorf("the broker reads Secrets or deletes pods: %+v", role.Rules)
+	}
+	var reader, consumer rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", "liqo-broker-catalog-reader", &reader)
+	find(t, objs, "ClusterRole", "liqo-broker-consumer", &consumer)
+	if len(reader.Rules) != 1 || !slices.Equal(reader.Rules[0].Resources, []string{"catalog"}) || !slices.Equal(reader.Rules[0].Verbs, []string{"get"}) {
+		t.Errorf("liqo-broker-catalog-reader: %+v", reader.Rules)
+	}
+	if len(consumer.Rules) != 1 || !slices.Equal(consumer.Rules[0].ResourceNames, []string{"selection"}) || slices.Contains(consumer.Rules[0].Verbs, "delete") {
+		t.Errorf("liqo-broker-consumer: %+v", consumer.Rules)
+	}
+}
+
 // TestBadValuesAreRejected: values.schema.json refuses a wrong value and
 // names it.
 func TestBadValuesAreRejected(t *testing.T) {
@@ -324,6 +390,8 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{map[string]any{"gateway": map[string]any{"endpoint": "gateway.example.com"}}, "/gateway/endpoint"},
 		{map[string]any{"gateway": map[string]any{"mtu": 100}}, "/gateway/mtu"},
 		{map[string]any{"routeAgent": map[string]any{"probePort": 70000}}, "/routeAgent/probePort"},
+		{map[string]any{"broker": map[string]any{"modes": []any{"catalog", "dashboard"}}}, "/broker/modes"},
+		{map[string]any{"broker": map[string]any{"service": map[string]any{"type": "Ingress", "port": 8000}}}, "/broker/service/type"},
 	} {
 		_, err := Render(c, Release{Name: "liqo", Namespace: "liqo", Values: tc.values})
 		if err == nil || !strings.Contains(err.Error(), tc.names) {
@@ -334,7 +402,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 
 // TestLint runs `helm lint`'s rules on the chart's directory.
 func TestLint(t *testing.T) {
-	for _, values := range []map[string]any{nil, {"auth": map[string]any{"service": map[string]any{"type": "NodePort"}}}} {
+	for _, values := range []map[string]any{nil, {"auth": map[string]any{"service": map[string]any{"type": "NodePort"}}}, {"broker": map[string]any{"enabled": true}}} {
 		l := lint.RunAll("../../../deployments/liqo", values, "liqo")
 		for _, m := range l.Messages {
 			t.Logf("%s", m)
