@@ -3,6 +3,7 @@
 package install
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -109,5 +110,28 @@ func TestValues(t *testing.T) {
 	o = &Options{ClusterName: "edge", PodCIDR: "10.42.0.1/16", ServiceCIDR: "10.43.0.0/16"}
 	if _, err := o.Values(t.Context(), fakeClient(), "https://api.example.com", Distributions["generic"], &out); err == nil || !strings.Contains(err.Error(), "--pod-cidr 10.42.0.1/16") {
 		t.Errorf("a pod CIDR that is not a network: %v, want an error naming it", err)
+	}
+}
+
+// TestBrokerValues: --broker turns the broker on with its modes, its
+// image beside the controller manager's; a mode not built, or unknown, is
+// refused by name.
+func TestBrokerValues(t *testing.T) {
+	o := &Options{ClusterName: "hub", Broker: "catalog, orchestrator,catalog", ImageRepository: "registry.example.com/liqo/liqo-controller-manager"}
+	var out strings.Builder
+	values, err := o.Values(t.Context(), fakeClient(), "https://api.example.com", Profile{PodCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16", AuthServiceType: "NodePort"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := values["broker"].(map[string]any)
+	if b["enabled"] != true || fmt.Sprint(b["modes"]) != "[catalog orchestrator]" ||
+		b["image"].(map[string]any)["repository"] != "registry.example.com/liqo/liqo-broker" {
+		t.Errorf("broker values %v", b)
+	}
+	for flag, mention := range map[string]string{"aggregator": "not built yet", "catalog,dashboard": "--broker"} {
+		o := &Options{ClusterName: "hub", Broker: flag}
+		if _, err := o.Values(t.Context(), fakeClient(), "https://api.example.com", Profile{PodCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16"}, &out); err == nil || !strings.Contains(err.Error(), mention) {
+			t.Errorf("--broker %s: %v, want an error saying %q", flag, err, mention)
+		}
 	}
 }

@@ -68,6 +68,9 @@ type Options struct {
 	Timeout time.Duration
 	// DryRun prints the manifests instead of installing them.
 	DryRun bool
+	// Broker, when set, runs liqo-broker with these modes
+	// (comma-separated: catalog, orchestrator).
+	Broker string
 }
 
 // NewCommand returns `liqoctl install`.
@@ -116,6 +119,7 @@ helm upgrade see it; -f and --set pass chart values as they do in helm.`,
 	f.StringArrayVar(&o.Set, "set", nil, "A chart value, key=value as in helm --set (can repeat)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the installation")
 	f.BoolVar(&o.DryRun, "dry-run", false, "Print the manifests instead of installing them")
+	f.StringVar(&o.Broker, "broker", o.Broker, "Make this cluster a broker offering these services, comma-separated: catalog, orchestrator (docs/broker.md)")
 	return cmd
 }
 
@@ -255,10 +259,24 @@ func (o *Options) Values(ctx context.Context, c client.Reader, server string, p 
 			set(path, v)
 		}
 	}
-	// The gateway's image is the controller manager's sibling: the same
-	// registry and tag, its own name.
+	// The gateway's and the broker's images are the controller manager's
+	// siblings: the same registry and tag, their own names.
 	if base, ok := strings.CutSuffix(o.ImageRepository, "/"+liqoinstall.ControllerManagerName); ok {
 		set("gateway.image.repository", base+"/liqo-gateway")
+		set("broker.image.repository", base+"/liqo-broker")
+	}
+	if o.Broker != "" {
+		modes, err := BrokerModes(o.Broker)
+		if err != nil {
+			return nil, err
+		}
+		values := make([]any, len(modes))
+		for i, m := range modes {
+			values[i] = m
+		}
+		set("broker.enabled", true)
+		set("broker.modes", values)
+		fmt.Fprintf(out, "• Broker: %s\n", strings.Join(modes, ", "))
 	}
 
 	for _, f := range o.ValuesFiles {
@@ -278,6 +296,26 @@ func (o *Options) Values(ctx context.Context, c client.Reader, server string, p 
 		}
 	}
 	return values, nil
+}
+
+// BrokerModes parses --broker: a comma-separated subset of the broker's
+// services.
+func BrokerModes(flag string) ([]string, error) {
+	var modes []string
+	for _, m := range strings.Split(flag, ",") {
+		m = strings.TrimSpace(m)
+		switch m {
+		case "catalog", "orchestrator":
+		case "aggregator":
+			return nil, errors.New("--broker: the aggregator is not built yet (docs/broker.md); choose among catalog, orchestrator")
+		default:
+			return nil, fmt.Errorf("--broker %q: want a comma-separated list of catalog, orchestrator", flag)
+		}
+		if !slices.Contains(modes, m) {
+			modes = append(modes, m)
+		}
+	}
+	return modes, nil
 }
 
 // merge lays src over dst, map by map, as helm merges values files.
