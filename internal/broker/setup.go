@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +25,26 @@ type Options struct {
 	BindAddress string
 	// PublicCatalog lets anonymous callers read the catalog.
 	PublicCatalog bool
+}
+
+// ParseModes parses a comma-separated subset of the broker's services
+// (liqoctl's --broker), in order, without repeats.
+func ParseModes(list string) ([]string, error) {
+	var modes []string
+	for _, m := range strings.Split(list, ",") {
+		m = strings.TrimSpace(m)
+		switch m {
+		case "catalog", "orchestrator":
+		case "aggregator":
+			return nil, errors.New("--broker: the aggregator is not built yet (docs/broker.md); choose among catalog, orchestrator")
+		default:
+			return nil, fmt.Errorf("--broker %q: want a comma-separated list of catalog, orchestrator", list)
+		}
+		if !slices.Contains(modes, m) {
+			modes = append(modes, m)
+		}
+	}
+	return modes, nil
 }
 
 // Setup adds the broker to mgr: its HTTP API, and the controllers of the

@@ -3,6 +3,8 @@
 package controllermanager
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +48,8 @@ func cacheOptions() cache.Options {
 // trimConsumerPod keeps of a pod a consumer runs here its name, its
 // placement, its containers' resources, its phase and its addresses (the
 // gateway lets the consumer reach them); any other pod whole, without its
-// managed fields.
+// managed fields, and so a consumer's pod this cluster, a broker,
+// re-offloads to a provider (the virtual kubelet reflects it whole).
 func trimConsumerPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -54,7 +57,7 @@ func trimConsumerPod(obj any) (any, error) {
 	}
 	pod.ManagedFields = nil
 	consumer, ok := pod.Labels[offloadingv1alpha1.OriginClusterLabel]
-	if !ok {
+	if !ok || reoffloaded(pod) {
 		return pod, nil
 	}
 	trim := func(cs []corev1.Container) []corev1.Container {
@@ -77,4 +80,12 @@ func trimConsumerPod(obj any) (any, error) {
 		},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP, PodIPs: pod.Status.PodIPs},
 	}, nil
+}
+
+// reoffloaded says whether a consumer's pod may go on to a virtual node:
+// it tolerates their taint, which the admission policy
+// liqo-offloaded-pods lets a consumer's pod do only in a namespace a
+// broker orchestrates (the broker's pod webhook adds it).
+func reoffloaded(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint })
 }

@@ -36,6 +36,9 @@ const (
 	// ControllerManagerName names the controller manager's ServiceAccount,
 	// ClusterRole and ClusterRoleBinding.
 	ControllerManagerName = "liqo-controller-manager"
+	// BrokerName names liqo-broker's ServiceAccount, ClusterRole and
+	// Deployment (the chart's broker.enabled).
+	BrokerName = "liqo-broker"
 	// MetricsReaderName is the ClusterRole that may scrape the controller
 	// manager's metrics: bind it to Prometheus's ServiceAccount.
 	MetricsReaderName = "liqo-metrics-reader"

@@ -21,7 +21,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +44,15 @@ import (
 const ControllerManager = "liqo-controller-manager"
 
 const stateFile = "playground.json"
+
+// BrokerName is the playground's broker cluster, and BrokerURLFile the
+// file, in the playground directory, holding its API's URL.
+const (
+	BrokerName    = "broker"
+	BrokerURLFile = "broker.url"
+	// BrokerProcess is the name of the liqo-broker process and binary.
+	BrokerProcess = "liqo-broker"
+)
 
 // Options says what playground to start.
 type Options struct {
@@ -89,6 +100,12 @@ type Options struct {
 	// nodes import (tagged GatewayImageRepository:GatewayImageTag); defaults to
 	// BinDir/GatewayImageFile.
 	GatewayImage string
+	// Broker, when set, starts one more cluster, named BrokerName, that
+	// runs Liqo and liqo-broker with these modes (catalog, orchestrator),
+	// its catalog public; the broker's URL is written to <Dir>/broker.url.
+	Broker []string
+	// BrokerBin is the liqo-broker binary; defaults to BinDir/liqo-broker.
+	BrokerBin string
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
 	// Log receives the harness's detailed messages.
@@ -112,6 +129,9 @@ type Member struct {
 	AuthPort int
 	// WebhookPort is the admission webhook's port.
 	WebhookPort int
+	// BrokerURL is where liqo-broker's API listens, on 127.0.0.1, when
+	// the member is the playground's broker.
+	BrokerURL string
 
 	controllerManagerBin string
 	extraArgs            []string
@@ -121,6 +141,9 @@ type Member struct {
 type Playground struct {
 	Dir     string
 	Members []*Member
+	// Broker is the broker cluster, when Options.Broker asked for one;
+	// not among Members.
+	Broker *Member
 	// MDNSPort is the UDP port the clusters speak mDNS on, on loopback.
 	MDNSPort int
 
@@ -212,6 +235,14 @@ func (o *Options) complete() error {
 	if _, err := os.Stat(o.ControllerManagerBin); err != nil {
 		return fmt.Errorf("%s not found (run `make build`): %w", o.ControllerManagerBin, err)
 	}
+	if len(o.Broker) > 0 {
+		if o.BrokerBin == "" {
+			o.BrokerBin = filepath.Join(o.BinDir, BrokerProcess)
+		}
+		if _, err := os.Stat(o.BrokerBin); err != nil {
+			return fmt.Errorf("%s not found (run `make build`): %w", o.BrokerBin, err)
+		}
+	}
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
@@ -256,10 +287,17 @@ func Up(ctx context.Context, opts Options) (*Playground, error) {
 	}
 
 	var wg sync.WaitGroup
-	errs := make([]error, opts.Clusters)
+	errs := make([]error, opts.Clusters+1)
 	for i := range opts.Clusters {
 		wg.Go(func() {
 			p.Members[i], errs[i] = startMember(ctx, opts, ClusterName(i+1), p.network)
+		})
+	}
+	if len(opts.Broker) > 0 {
+		wg.Go(func() {
+			if p.Broker, errs[opts.Clusters] = startMember(ctx, opts, BrokerName, p.network); errs[opts.Clusters] == nil {
+				errs[opts.Clusters] = p.startBroker(ctx, opts)
+			}
 		})
 	}
 	wg.Wait()
@@ -287,6 +325,15 @@ func startMember(ctx context.Context, opts Options, name string, network *localc
 		Log: opts.Log,
 	}
 	values := map[string]any{"clusterName": name}
+	if name == BrokerName {
+		// The chart's broker, with its rights; liqo-broker runs on the
+		// host, as the controller manager does.
+		modes := make([]any, len(opts.Broker))
+		for i, m := range opts.Broker {
+			modes[i] = m
+		}
+		values["broker"] = map[string]any{"enabled": true, "modes": modes, "catalog": map[string]any{"public": true}}
+	}
 	// Neither the gateway nor the route agents run on kwok nodes: there is
 	// no network to program.
 	skip := []string{"Deployment", "DaemonSet"}
@@ -294,7 +341,7 @@ func startMember(ctx context.Context, opts Options, name string, network *localc
 		copts.RealNodes, copts.Network = 1, network
 		copts.NodeImages = append(copts.NodeImages, opts.GatewayImage)
 		values["gateway"] = map[string]any{"image": map[string]any{"repository": GatewayImageRepository, "tag": GatewayImageTag}}
-		skip = []string{"Deployment/" + install.ControllerManagerName}
+		skip = []string{"Deployment/" + install.ControllerManagerName, "Deployment/" + install.BrokerName}
 	}
 	if opts.Customize != nil {
 		opts.Customize(name, &copts)
@@ -401,6 +448,56 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 	return nil
 }
 
+// startBroker starts liqo-broker on the broker member, authenticated as
+// the chart's ServiceAccount, waits until it is ready, and writes its
+// URL to BrokerURLFile.
+func (p *Playground) startBroker(ctx context.Context, opts Options) error {
+	m := p.Broker
+	kc, err := install.ServiceAccountKubeconfig(ctx, m.RESTConfig, install.DefaultNamespace, install.BrokerName, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	kcPath := filepath.Join(m.Dir, "liqo-broker.kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		return err
+	}
+	apiPort, err := localcluster.FreePort()
+	if err != nil {
+		return err
+	}
+	probePort, err := localcluster.FreePort()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--kubeconfig=" + kcPath,
+		"--namespace=" + install.DefaultNamespace,
+		"--http-bind-address=127.0.0.1:" + strconv.Itoa(apiPort),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
+		"--metrics-bind-address=0",
+		"--public-catalog=true",
+	}
+	for _, mode := range opts.Broker {
+		args = append(args, "--with-"+mode)
+	}
+	proc, err := m.Launch(BrokerProcess, opts.BrokerBin, args)
+	if err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if proc.Exited() {
+			return false, fmt.Errorf("%s exited; last lines of %s:\n%s", BrokerProcess, proc.LogPath, proc.Tail(20))
+		}
+		return listening(ctx, apiPort) && probeReady(ctx, probePort), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", BrokerProcess, err)
+	}
+	m.BrokerURL = "http://127.0.0.1:" + strconv.Itoa(apiPort)
+	fmt.Fprintf(opts.Out, "  %s: liqo-broker (%s) at %s\n", m.Name, strings.Join(opts.Broker, ", "), m.BrokerURL)
+	return os.WriteFile(filepath.Join(p.Dir, BrokerURLFile), []byte(m.BrokerURL+"\n"), 0o600)
+}
+
 // listening reports whether something accepts connections on each of the
 // loopback ports.
 func listening(ctx context.Context, ports ...int) bool {
@@ -470,7 +567,7 @@ func (p *Playground) writeState() error {
 	if p.network != nil {
 		s.Network = p.network.Name
 	}
-	for _, m := range p.Members {
+	for _, m := range append(slices.Clone(p.Members), p.Broker) {
 		if m != nil {
 			s.Clusters = append(s.Clusters, ClusterInfo{Name: m.Name, Dir: m.Dir, Kubeconfig: m.Kubeconfig})
 		}
@@ -486,7 +583,7 @@ func (p *Playground) writeState() error {
 // directory stays, for the logs.
 func (p *Playground) Stop() error {
 	var errs []error
-	for _, m := range p.Members {
+	for _, m := range append(slices.Clone(p.Members), p.Broker) {
 		if m != nil {
 			errs = append(errs, m.Stop())
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/ctl/version"
 	liqoinstall "github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/broker"
 	"github.com/liqo-go/liqo/internal/install/chart"
 )
 
@@ -266,7 +267,7 @@ func (o *Options) Values(ctx context.Context, c client.Reader, server string, p 
 		set("broker.image.repository", base+"/liqo-broker")
 	}
 	if o.Broker != "" {
-		modes, err := BrokerModes(o.Broker)
+		modes, err := broker.ParseModes(o.Broker)
 		if err != nil {
 			return nil, err
 		}
@@ -296,26 +297,6 @@ func (o *Options) Values(ctx context.Context, c client.Reader, server string, p 
 		}
 	}
 	return values, nil
-}
-
-// BrokerModes parses --broker: a comma-separated subset of the broker's
-// services.
-func BrokerModes(flag string) ([]string, error) {
-	var modes []string
-	for _, m := range strings.Split(flag, ",") {
-		m = strings.TrimSpace(m)
-		switch m {
-		case "catalog", "orchestrator":
-		case "aggregator":
-			return nil, errors.New("--broker: the aggregator is not built yet (docs/broker.md); choose among catalog, orchestrator")
-		default:
-			return nil, fmt.Errorf("--broker %q: want a comma-separated list of catalog, orchestrator", flag)
-		}
-		if !slices.Contains(modes, m) {
-			modes = append(modes, m)
-		}
-	}
-	return modes, nil
 }
 
 // merge lays src over dst, map by map, as helm merges values files.

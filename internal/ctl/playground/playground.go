@@ -24,6 +24,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
+	"github.com/liqo-go/liqo/internal/broker"
 	"github.com/liqo-go/liqo/internal/ctl/testnetwork"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
@@ -92,6 +93,9 @@ type UpOptions struct {
 	// Liqoctl is the liqoctl binary the components are supervised by;
 	// this program when empty.
 	Liqoctl string
+	// Broker, when set, adds a cluster named broker running liqo-broker
+	// with these modes (comma-separated: catalog, orchestrator).
+	Broker string
 }
 
 func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
@@ -110,6 +114,8 @@ func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", o.BinDir, "Directory of the control-plane binaries and liqo-controller-manager (default: next to liqoctl, or $LIQO_BIN_DIR)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "Give up, and stop what was started, after this long")
 	cmd.Flags().BoolVar(&o.Peer, "peer", o.Peer, "Peer every cluster with every other (autojoin and LAN trust); --peer=false only discovers")
+	cmd.Flags().StringVar(&o.Broker, "broker", o.Broker, "Add a cluster named broker, peered with every other, running liqo-broker with these services (comma-separated: catalog, orchestrator; --broker alone: both); its URL goes to <dir>/broker.url")
+	cmd.Flags().Lookup("broker").NoOptDefVal = "catalog,orchestrator"
 	cmd.Flags().BoolVar(&o.Network, "network", o.Network, "Give each cluster a real node (kubelet, containerd) and connect the clusters' pod networks through the gateways' tunnels; needs root, `make node-tools` and the gateway's image (`make demo` as root builds them)")
 	return cmd
 }
@@ -137,7 +143,15 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 			nodes = 0
 		}
 	}
+	var brokerModes []string
+	if o.Broker != "" {
+		var err error
+		if brokerModes, err = broker.ParseModes(o.Broker); err != nil {
+			return err
+		}
+	}
 	p, err := playground.Up(ctx, playground.Options{
+		Broker:          brokerModes,
 		Supervisor:      Supervisor(exe),
 		Dir:             o.Dir,
 		Clusters:        o.Clusters,
@@ -170,6 +184,9 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		}
 	}
 	fmt.Fprintf(out, "Playground ready in %s.\n\n", time.Since(start).Round(100*time.Millisecond))
+	if p.Broker != nil {
+		fmt.Fprintf(out, "The broker's API: %s (%s); its kubeconfig: %s\n\n", p.Broker.BrokerURL, filepath.Join(p.Dir, playground.BrokerURLFile), p.Broker.Kubeconfig)
+	}
 	if err := printStatus(ctx, out, p.Dir); err != nil {
 		return err
 	}

@@ -1,0 +1,38 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package controllermanager
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+)
+
+// TestTrimConsumerPod: a consumer's pod is cached as its placement and
+// resources alone, unless this cluster (a broker) re-offloads it, which
+// the virtual kubelet does from the cache: then it is kept whole.
+func TestTrimConsumerPod(t *testing.T) {
+	pod := func(tolerations ...corev1.Toleration) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer", "app": "web"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx", Env: []corev1.EnvVar{{Name: "A", Value: "1"}}}}, Tolerations: tolerations},
+		}
+	}
+	got, err := trimConsumerPod(pod())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got.(*corev1.Pod); p.Spec.Containers[0].Image != "" || p.Labels["app"] != "" {
+		t.Errorf("a consumer's pod cached with image %q and labels %v, want them trimmed", p.Spec.Containers[0].Image, p.Labels)
+	}
+	got, err = trimConsumerPod(pod(corev1.Toleration{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got.(*corev1.Pod); p.Spec.Containers[0].Image != "nginx" || len(p.Spec.Containers[0].Env) != 1 || p.Labels["app"] != "web" {
+		t.Errorf("a re-offloaded consumer pod cached as %+v, want it whole", p)
+	}
+}
