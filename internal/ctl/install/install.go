@@ -29,11 +29,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	"github.com/liqo-go/liqo/internal/broker"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/ctl/version"
 	liqoinstall "github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/broker"
 	"github.com/liqo-go/liqo/internal/install/chart"
 )
 
