@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,6 +145,10 @@ type Playground struct {
 	// Broker is the broker cluster, when Options.Broker asked for one;
 	// not among Members.
 	Broker *Member
+
+	// brokerArgs and brokerBin start liqo-broker again (RestartBroker).
+	brokerArgs []string
+	brokerBin  string
 	// MDNSPort is the UDP port the clusters speak mDNS on, on loopback.
 	MDNSPort int
 
@@ -480,7 +485,44 @@ func (p *Playground) startBroker(ctx context.Context, opts Options) error {
 	for _, mode := range opts.Broker {
 		args = append(args, "--with-"+mode)
 	}
-	proc, err := m.Launch(BrokerProcess, opts.BrokerBin, args)
+	p.brokerArgs, p.brokerBin = args, opts.BrokerBin
+	if err := p.launchBroker(ctx, apiPort, probePort); err != nil {
+		return err
+	}
+	m.BrokerURL = "http://127.0.0.1:" + strconv.Itoa(apiPort)
+	fmt.Fprintf(opts.Out, "  %s: liqo-broker (%s) at %s\n", m.Name, strings.Join(opts.Broker, ", "), m.BrokerURL)
+	return os.WriteFile(filepath.Join(p.Dir, BrokerURLFile), []byte(m.BrokerURL+"\n"), 0o600)
+}
+
+// RestartBroker stops liqo-broker gracefully and starts it again, on the
+// same ports, as an upgrade or a lost pod would.
+func (p *Playground) RestartBroker(ctx context.Context) error {
+	if p.Broker == nil {
+		return errors.New("this playground has no broker")
+	}
+	if err := p.Broker.StopProcess(BrokerProcess); err != nil {
+		return err
+	}
+	u, err := url.Parse(p.Broker.BrokerURL)
+	if err != nil {
+		return err
+	}
+	apiPort, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return err
+	}
+	var probePort int
+	for _, a := range p.brokerArgs {
+		if v, ok := strings.CutPrefix(a, "--health-probe-bind-address=127.0.0.1:"); ok {
+			probePort, _ = strconv.Atoi(v)
+		}
+	}
+	return p.launchBroker(ctx, apiPort, probePort)
+}
+
+// launchBroker starts liqo-broker and waits until it answers.
+func (p *Playground) launchBroker(ctx context.Context, apiPort, probePort int) error {
+	proc, err := p.Broker.Launch(BrokerProcess, p.brokerBin, p.brokerArgs)
 	if err != nil {
 		return err
 	}
@@ -493,9 +535,7 @@ func (p *Playground) startBroker(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("waiting for %s: %w", BrokerProcess, err)
 	}
-	m.BrokerURL = "http://127.0.0.1:" + strconv.Itoa(apiPort)
-	fmt.Fprintf(opts.Out, "  %s: liqo-broker (%s) at %s\n", m.Name, strings.Join(opts.Broker, ", "), m.BrokerURL)
-	return os.WriteFile(filepath.Join(p.Dir, BrokerURLFile), []byte(m.BrokerURL+"\n"), 0o600)
+	return nil
 }
 
 // listening reports whether something accepts connections on each of the

@@ -71,6 +71,10 @@ type Options struct {
 	// workers (playground.Options.Network). On a machine without real
 	// nodes the suite is skipped, and fails in CI.
 	Network bool
+	// Broker adds the playground's broker cluster, running liqo-broker
+	// built from the working tree with these modes
+	// (playground.Options.Broker).
+	Broker []string
 }
 
 // Main is the body of a suite's TestMain: it builds the binaries, starts
@@ -146,6 +150,12 @@ func start(dir string, opts Options) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
+	var brokerBin string
+	if len(opts.Broker) > 0 {
+		if brokerBin, err = build(ctx, dir, playground.BrokerProcess); err != nil {
+			return nil, err
+		}
+	}
 	var gatewayImage string
 	if opts.Network {
 		if gatewayImage, err = PlaygroundGatewayImage(ctx, filepath.Join(dir, "images")); err != nil {
@@ -176,6 +186,8 @@ func start(dir string, opts Options) (*Suite, error) {
 		ControllerManagerArgsFor: opts.ControllerManagerArgsFor,
 		Network:                  opts.Network,
 		GatewayImage:             gatewayImage,
+		Broker:                   opts.Broker,
+		BrokerBin:                brokerBin,
 		Out:                      os.Stdout,
 		Log:                      stdoutLogger(),
 	})
@@ -212,11 +224,16 @@ func reapAndCheck(dir string) bool {
 // BuildControllerManager builds liqo-controller-manager from the working
 // tree into dir, so that a suite never tests a stale binary.
 func BuildControllerManager(ctx context.Context, dir string) (string, error) {
-	out := filepath.Join(dir, playground.ControllerManager)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/liqo-go/liqo/cmd/liqo-controller-manager")
+	return build(ctx, dir, playground.ControllerManager)
+}
+
+// build builds cmd/<name> from the working tree into dir.
+func build(ctx context.Context, dir, name string) (string, error) {
+	out := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/liqo-go/liqo/cmd/"+name)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building %s: %w", playground.ControllerManager, err)
+		return "", fmt.Errorf("building %s: %w", name, err)
 	}
 	return out, nil
 }

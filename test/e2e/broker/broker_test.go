@@ -1,0 +1,441 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package broker_test runs the broker's catalog and orchestrator on real
+// clusters: cluster-1 consumes through the broker, cluster-2 and
+// cluster-3 provide to it (cluster-2 also consumes it, the second
+// consumer), and the playground's broker cluster runs Liqo and
+// liqo-broker as the chart installs them.
+package broker_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/broker"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+var suite *framework.Suite
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.Main(m, framework.Options{
+		Clusters: 3,
+		// Room for the 100 pods of the test on either provider, through
+		// the broker: every cluster offers all it has.
+		NodesPerCluster: 2,
+		Broker:          []string{"catalog", "orchestrator"},
+		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
+			spec.SharingConfig.SharePercentage = 100
+			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
+			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
+			spec.PeeringConfig.ReconcilePeriodSeconds = 3
+		},
+	}, &suite))
+}
+
+// get asks the broker's API, with token when set.
+func get(t *testing.T, method, path, token string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, suite.Broker.BrokerURL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+// catalog returns the v1 catalog, by ClusterID.
+func catalog(t *testing.T) map[string]broker.Cluster {
+	t.Helper()
+	code, body := get(t, http.MethodGet, "/api/v1/clusters", "")
+	var list broker.ClusterList
+	if code != http.StatusOK || json.Unmarshal(body, &list) != nil {
+		t.Fatalf("GET /api/v1/clusters: %d %s", code, body)
+	}
+	out := map[string]broker.Cluster{}
+	for _, c := range list.Items {
+		out[c.ClusterID] = c
+	}
+	return out
+}
+
+// accepted says whether m's peering towards id is accepted.
+func accepted(t *testing.T, m *playground.Member, id string) bool {
+	t.Helper()
+	var fc discoveryv1alpha1.ForeignCluster
+	if err := framework.Client(t, m).Get(t.Context(), client.ObjectKey{Name: id}, &fc); err != nil {
+		return false
+	}
+	c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == discoveryv1alpha1.ReasonAccepted
+}
+
+// followCatalog watches, every 50 ms for at most a minute, when the
+// broker's peering towards p becomes want and when the catalog shows p
+// as a provider (or not): it returns how long the catalog lagged.
+func followCatalog(t *testing.T, p *playground.Member, want bool) time.Duration {
+	t.Helper()
+	var peered, listed time.Time
+	deadline := time.Now().Add(time.Minute)
+	for (peered.IsZero() || listed.IsZero()) && time.Now().Before(deadline) {
+		now := time.Now()
+		if peered.IsZero() && accepted(t, suite.Broker, p.ClusterID) == want {
+			peered = now
+		}
+		if c, ok := catalog(t)[p.ClusterID]; listed.IsZero() && (ok && c.Provider) == want {
+			listed = now
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if peered.IsZero() || listed.IsZero() {
+		t.Fatalf("%s: peering accepted %v at %v, in the catalog as a provider %v at %v", p.Name, want, peered, want, listed)
+	}
+	return max(listed.Sub(peered), 0)
+}
+
+// consumerToken is what liqoctl broker login gives consumer's user: a
+// token of a service account of its tenant namespace in the broker,
+// bound to the ClusterRole liqo-broker-consumer there.
+func consumerToken(t *testing.T, consumer *playground.Member) string {
+	t.Helper()
+	c := framework.Client(t, suite.Broker)
+	ns := discoveryv1alpha1.TenantNamespace(consumer.ClusterID)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dashboard"}}
+	for _, o := range []client.Object{sa, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dashboard"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "liqo-broker-consumer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "dashboard"}}}} {
+		if err := c.Create(t.Context(), o); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := &authenticationv1.TokenRequest{}
+	if err := c.SubResource("token").Create(t.Context(), sa, tr); err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// toggle enables or disables provider for the token's consumer.
+func toggle(t *testing.T, token string, provider *playground.Member, enable bool) {
+	t.Helper()
+	code, body := get(t, http.MethodPost, fmt.Sprintf("/api/toggle?id=%s&enable=%v", provider.ClusterID, enable), token)
+	if code != http.StatusOK {
+		t.Fatalf("toggling %s to %v: %d %s", provider.Name, enable, code, body)
+	}
+}
+
+// placement is where the broker runs the pods of the namespace it made
+// for the consumer's ns: by virtual node, and how many run on its own
+// nodes.
+func placement(t *testing.T, consumer *playground.Member, ns string) (byNode map[string]int, names []string) {
+	t.Helper()
+	var list corev1.PodList
+	if err := framework.Client(t, suite.Broker).List(t.Context(), &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	byNode = map[string]int{}
+	for _, p := range list.Items {
+		if !strings.HasPrefix(p.Namespace, ns+"-") || p.DeletionTimestamp != nil {
+			continue
+		}
+		byNode[p.Spec.NodeName]++
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return byNode, names
+}
+
+// providerPods counts the pods a provider runs for the broker.
+func providerPods(t *testing.T, p *playground.Member) int {
+	t.Helper()
+	var list corev1.PodList
+	if err := framework.Client(t, p).List(t.Context(), &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: suite.Broker.ClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, pod := range list.Items {
+		if pod.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// consumerPods returns the names and UIDs of the consumer's Running pods
+// of ns.
+func consumerPods(t *testing.T, consumer *playground.Member, ns string) map[string]string {
+	t.Helper()
+	var list corev1.PodList
+	if err := framework.Client(t, consumer).List(t.Context(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			out[p.Name] = string(p.UID)
+		}
+	}
+	return out
+}
+
+// TestBroker runs, in order: providers peering with the broker and
+// leaving its catalog; consumers offloading to the broker; a 100-pod
+// Deployment orchestrated over the consumer's enabled provider only; a
+// toggle moving every pod to the other provider, none lost, none
+// duplicated; two consumers who neither see nor change each other's
+// selection; a provider that cannot steer a consumer's pods; the
+// selection and the placement surviving a restart of liqo-broker.
+func TestBroker(t *testing.T) {
+	consumer, p1, p2 := suite.Members[0], suite.Members[1], suite.Members[2]
+	b := suite.Broker
+	framework.LogOnFailure(t, consumer, p1, p2, b)
+	ctx := t.Context()
+
+	t.Run("a provider appears in the catalog within 5 s of peering", func(t *testing.T) {
+		for _, p := range []*playground.Member{p1, p2} {
+			done := make(chan time.Duration, 1)
+			go func() { done <- followCatalog(t, p, true) }()
+			framework.AddWithToken(t, b, p)
+			if lag := <-done; lag > 5*time.Second {
+				t.Errorf("%s listed %s after its peering was accepted, want within 5 s", p.Name, lag)
+			} else {
+				t.Logf("%s listed %s after its peering was accepted", p.Name, lag.Round(time.Millisecond))
+			}
+		}
+		framework.WaitVirtualNodesReady(t, b, p1, p2)
+	})
+
+	if t.Failed() {
+		return
+	}
+	// The consumer offloads a namespace to the broker alone; cleanup
+	// removes it when the whole test ends.
+	const ns, replicas = "orchestrated", 100
+	framework.AddWithToken(t, consumer, b)
+	framework.AddWithToken(t, p1, b) // the second consumer
+	framework.WaitVirtualNodesReady(t, consumer, b)
+	one := consumerToken(t, consumer)
+	toggle(t, one, p1, true)
+	framework.Offload(t, consumer, []*playground.Member{b}, ns, offloadingv1alpha1.NamespaceOffloadingSpec{
+		PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote,
+		ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{b.ClusterID}},
+		}}}},
+	}, 1)
+
+	t.Run("the consumer's pods run only on its enabled provider", func(t *testing.T) {
+		labels := map[string]string{"app": "web"}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "web", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+			}}}},
+		}}
+		if err := framework.Client(t, consumer).Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		vnode1, err := framework.VirtualNode(framework.Client(t, b), p1.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 3*time.Minute, func() error {
+			if got := len(consumerPods(t, consumer, ns)); got != replicas {
+				return fmt.Errorf("%d of the consumer's pods Running, want %d", got, replicas)
+			}
+			byNode, _ := placement(t, consumer, ns)
+			if byNode[vnode1.Name] != replicas || len(byNode) != 1 {
+				return fmt.Errorf("the broker runs the consumer's pods on %v, want all %d on %s", byNode, replicas, vnode1.Name)
+			}
+			if n1, n2 := providerPods(t, p1), providerPods(t, p2); n1 != replicas || n2 != 0 {
+				return fmt.Errorf("%s runs %d pods for the broker and %s %d, want %d and 0", p1.Name, n1, p2.Name, n2, replicas)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a toggle moves every pod, none lost, none duplicated", func(t *testing.T) {
+		before := consumerPods(t, consumer, ns)
+		vnode2, err := framework.VirtualNode(framework.Client(t, b), p2.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		toggle(t, one, p2, true)
+		toggle(t, one, p1, false)
+		framework.Eventually(t, 3*time.Minute, func() error {
+			byNode, names := placement(t, consumer, ns)
+			if byNode[vnode2.Name] != replicas || len(byNode) != 1 || len(names) != replicas || len(slices.Compact(names)) != replicas {
+				return fmt.Errorf("the broker runs the consumer's pods on %v, want all %d on %s", byNode, replicas, vnode2.Name)
+			}
+			if n1, n2 := providerPods(t, p1), providerPods(t, p2); n1 != 0 || n2 != replicas {
+				return fmt.Errorf("%s runs %d pods for the broker and %s %d, want 0 and %d", p1.Name, n1, p2.Name, n2, replicas)
+			}
+			if after := consumerPods(t, consumer, ns); len(after) != replicas {
+				return fmt.Errorf("%d of the consumer's pods Running, want %d", len(after), replicas)
+			}
+			return nil
+		})
+		t.Logf("toggle: %d pods moved in %s", replicas, time.Since(start).Round(100*time.Millisecond))
+		if after := consumerPods(t, consumer, ns); !equalMaps(before, after) {
+			t.Errorf("the consumer's pods changed while moving: %d before, %d after, same names and UIDs: %v", len(before), len(after), equalMaps(before, after))
+		}
+	})
+
+	t.Run("two consumers neither see nor change each other's selection", func(t *testing.T) {
+		two := consumerToken(t, p1)
+		toggle(t, two, p2, true)
+		for _, path := range []string{
+			"/api/v1/selection?consumer=" + consumer.ClusterID,
+			"/api/toggle?id=" + p1.ClusterID + "&enable=true&consumer=" + consumer.ClusterID,
+		} {
+			for _, method := range []string{http.MethodGet, http.MethodPost} {
+				if method == http.MethodPost && strings.Contains(path, "selection") {
+					continue
+				}
+				if code, body := get(t, method, path, two); code != http.StatusForbidden {
+					t.Errorf("%s %s with the other consumer's token: %d %s, want 403", method, path, code, body)
+				}
+			}
+		}
+		if code, body := get(t, http.MethodPost, "/api/toggle?id="+p1.ClusterID+"&enable=true", ""); code != http.StatusUnauthorized {
+			t.Errorf("an anonymous toggle: %d %s, want 401", code, body)
+		}
+		code, body := get(t, http.MethodGet, "/api/v1/selection", one)
+		var v broker.SelectionView
+		if code != http.StatusOK || json.Unmarshal(body, &v) != nil || !slices.Equal(v.Providers, []string{p2.ClusterID}) {
+			t.Errorf("the first consumer's selection: %d %s, want %s alone", code, body, p2.Name)
+		}
+	})
+
+	t.Run("a provider cannot steer a consumer's pods", func(t *testing.T) {
+		// p1's own credentials in the broker: as a provider to it, and
+		// as a consumer of it (its virtual kubelet).
+		asP1 := framework.ClientFor(t, framework.ProviderConfig(t, p1, b.ClusterID))
+		asP1VK := framework.ClientFor(t, framework.VirtualKubeletConfig(t, p1, b))
+		sel := &brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName},
+			Spec: brokerv1alpha1.SelectionSpec{Providers: []string{p1.ClusterID}}}
+		framework.Refused(t, "creating the consumer's selection", asP1.Create(ctx, sel))
+		framework.Refused(t, "changing the consumer's selection", asP1.Update(ctx, sel))
+		framework.Refused(t, "changing the consumer's selection as a consumer", asP1VK.Update(ctx, sel))
+		var namespaces corev1.NamespaceList
+		framework.Refused(t, "listing the broker's namespaces", asP1.List(ctx, &namespaces))
+		// The namespace the broker made for the consumer, and its
+		// offloading: what steers the consumer's pods.
+		var consumerNS string
+		for _, n := range mustList(t) {
+			if n.Labels[offloadingv1alpha1.OriginClusterLabel] == consumer.ClusterID && strings.HasPrefix(n.Name, ns+"-") {
+				consumerNS = n.Name
+			}
+		}
+		if consumerNS == "" {
+			t.Fatalf("the broker made no namespace for %s's %s", consumer.Name, ns)
+		}
+		steer := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consumerNS, Annotations: map[string]string{brokerv1alpha1.ProvidersAnnotation: p1.ClusterID}}}
+		for what, c := range map[string]client.Client{"as a provider": asP1, "as a consumer": asP1VK} {
+			framework.Refused(t, "re-annotating the consumer's namespace "+what, c.Patch(ctx, steer, client.Merge))
+			no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: offloadingv1alpha1.NamespaceOffloadingName}}
+			framework.Refused(t, "deleting the consumer's namespace's offloading "+what, c.Delete(ctx, no))
+		}
+		framework.Consistently(t, 3*time.Second, func() error {
+			vnode2, err := framework.VirtualNode(framework.Client(t, b), p2.ClusterID)
+			if err != nil {
+				return err
+			}
+			if byNode, _ := placement(t, consumer, ns); byNode[vnode2.Name] != replicas {
+				return fmt.Errorf("the consumer's pods moved: %v", byNode)
+			}
+			return nil
+		})
+	})
+
+	t.Run("the selection survives a restart of the broker", func(t *testing.T) {
+		if err := suite.RestartBroker(ctx); err != nil {
+			t.Fatal(err)
+		}
+		code, body := get(t, http.MethodGet, "/api/v1/selection", one)
+		var v broker.SelectionView
+		if code != http.StatusOK || json.Unmarshal(body, &v) != nil || !slices.Equal(v.Providers, []string{p2.ClusterID}) {
+			t.Fatalf("after a restart, the consumer's selection: %d %s", code, body)
+		}
+		framework.Eventually(t, 30*time.Second, func() error {
+			var sel brokerv1alpha1.Selection
+			if err := framework.Client(t, b).Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(sel.Status.Conditions, broker.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Errorf("the selection's Ready: %+v", c)
+			}
+			if n := providerPods(t, p2); n != replicas {
+				return fmt.Errorf("%s runs %d pods for the broker, want %d", p2.Name, n, replicas)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a provider leaves the catalog within 5 s of unpeering", func(t *testing.T) {
+		// p1 serves no consumer now; the broker stops consuming it.
+		done := make(chan time.Duration, 1)
+		go func() { done <- followCatalog(t, p1, false) }()
+		framework.SetJoin(t, b, p1.ClusterID, false)
+		if lag := <-done; lag > 5*time.Second {
+			t.Errorf("%s left the catalog %s after its peering ended, want within 5 s", p1.Name, lag)
+		} else {
+			t.Logf("%s left the catalog %s after its peering ended", p1.Name, lag.Round(time.Millisecond))
+		}
+	})
+}
+
+// mustList lists the broker's namespaces, as its admin.
+func mustList(t *testing.T) []corev1.Namespace {
+	t.Helper()
+	var list corev1.NamespaceList
+	if err := framework.Client(t, suite.Broker).List(t.Context(), &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
