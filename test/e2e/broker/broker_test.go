@@ -39,6 +39,9 @@ import (
 
 var suite *framework.Suite
 
+// ns is the consumer's namespace the test offloads to the broker.
+const ns = "orchestrated"
+
 func TestMain(m *testing.M) {
 	os.Exit(framework.Main(m, framework.Options{
 		Clusters: 3,
@@ -160,7 +163,7 @@ func toggle(t *testing.T, token string, provider *playground.Member, enable bool
 // placement is where the broker runs the pods of the namespace it made
 // for the consumer's ns: by virtual node, and how many run on its own
 // nodes.
-func placement(t *testing.T, consumer *playground.Member, ns string) (byNode map[string]int, names []string) {
+func placement(t *testing.T, consumer *playground.Member) (byNode map[string]int, names []string) {
 	t.Helper()
 	var list corev1.PodList
 	if err := framework.Client(t, suite.Broker).List(t.Context(), &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
@@ -196,7 +199,7 @@ func providerPods(t *testing.T, p *playground.Member) int {
 
 // consumerPods returns the names and UIDs of the consumer's Running pods
 // of ns.
-func consumerPods(t *testing.T, consumer *playground.Member, ns string) map[string]string {
+func consumerPods(t *testing.T, consumer *playground.Member) map[string]string {
 	t.Helper()
 	var list corev1.PodList
 	if err := framework.Client(t, consumer).List(t.Context(), &list, client.InNamespace(ns)); err != nil {
@@ -243,7 +246,7 @@ func TestBroker(t *testing.T) {
 	}
 	// The consumer offloads a namespace to the broker alone; cleanup
 	// removes it when the whole test ends.
-	const ns, replicas = "orchestrated", 100
+	const replicas = 100
 	framework.AddWithToken(t, consumer, b)
 	framework.AddWithToken(t, p1, b) // the second consumer
 	framework.WaitVirtualNodesReady(t, consumer, b)
@@ -272,10 +275,10 @@ func TestBroker(t *testing.T) {
 			t.Fatal(err)
 		}
 		framework.Eventually(t, 3*time.Minute, func() error {
-			if got := len(consumerPods(t, consumer, ns)); got != replicas {
+			if got := len(consumerPods(t, consumer)); got != replicas {
 				return fmt.Errorf("%d of the consumer's pods Running, want %d", got, replicas)
 			}
-			byNode, _ := placement(t, consumer, ns)
+			byNode, _ := placement(t, consumer)
 			if byNode[vnode1.Name] != replicas || len(byNode) != 1 {
 				return fmt.Errorf("the broker runs the consumer's pods on %v, want all %d on %s", byNode, replicas, vnode1.Name)
 			}
@@ -287,7 +290,7 @@ func TestBroker(t *testing.T) {
 	})
 
 	t.Run("a toggle moves every pod, none lost, none duplicated", func(t *testing.T) {
-		before := consumerPods(t, consumer, ns)
+		before := consumerPods(t, consumer)
 		vnode2, err := framework.VirtualNode(framework.Client(t, b), p2.ClusterID)
 		if err != nil {
 			t.Fatal(err)
@@ -296,20 +299,20 @@ func TestBroker(t *testing.T) {
 		toggle(t, one, p2, true)
 		toggle(t, one, p1, false)
 		framework.Eventually(t, 3*time.Minute, func() error {
-			byNode, names := placement(t, consumer, ns)
+			byNode, names := placement(t, consumer)
 			if byNode[vnode2.Name] != replicas || len(byNode) != 1 || len(names) != replicas || len(slices.Compact(names)) != replicas {
 				return fmt.Errorf("the broker runs the consumer's pods on %v, want all %d on %s", byNode, replicas, vnode2.Name)
 			}
 			if n1, n2 := providerPods(t, p1), providerPods(t, p2); n1 != 0 || n2 != replicas {
 				return fmt.Errorf("%s runs %d pods for the broker and %s %d, want 0 and %d", p1.Name, n1, p2.Name, n2, replicas)
 			}
-			if after := consumerPods(t, consumer, ns); len(after) != replicas {
+			if after := consumerPods(t, consumer); len(after) != replicas {
 				return fmt.Errorf("%d of the consumer's pods Running, want %d", len(after), replicas)
 			}
 			return nil
 		})
 		t.Logf("toggle: %d pods moved in %s", replicas, time.Since(start).Round(100*time.Millisecond))
-		if after := consumerPods(t, consumer, ns); !equalMaps(before, after) {
+		if after := consumerPods(t, consumer); !equalMaps(before, after) {
 			t.Errorf("the consumer's pods changed while moving: %d before, %d after, same names and UIDs: %v", len(before), len(after), equalMaps(before, after))
 		}
 	})
@@ -374,7 +377,7 @@ func TestBroker(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if byNode, _ := placement(t, consumer, ns); byNode[vnode2.Name] != replicas {
+			if byNode, _ := placement(t, consumer); byNode[vnode2.Name] != replicas {
 				return fmt.Errorf("the consumer's pods moved: %v", byNode)
 			}
 			return nil
