@@ -152,7 +152,7 @@ func start(dir string, opts Options) (*Suite, error) {
 	}
 	var brokerBin string
 	if len(opts.Broker) > 0 {
-		if brokerBin, err = build(ctx, dir, playground.BrokerProcess); err != nil {
+		if brokerBin, err = Build(ctx, dir, playground.BrokerProcess); err != nil {
 			return nil, err
 		}
 	}
@@ -224,11 +224,12 @@ func reapAndCheck(dir string) bool {
 // BuildControllerManager builds liqo-controller-manager from the working
 // tree into dir, so that a suite never tests a stale binary.
 func BuildControllerManager(ctx context.Context, dir string) (string, error) {
-	return build(ctx, dir, playground.ControllerManager)
+	return Build(ctx, dir, playground.ControllerManager)
 }
 
-// build builds cmd/<name> from the working tree into dir.
-func build(ctx context.Context, dir, name string) (string, error) {
+// Build builds cmd/<name> from the working tree into dir, and returns
+// the binary's path.
+func Build(ctx context.Context, dir, name string) (string, error) {
 	out := filepath.Join(dir, name)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/liqo-go/liqo/cmd/"+name)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
