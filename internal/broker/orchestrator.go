@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +29,7 @@ import (
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 )
 
@@ -79,6 +81,11 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	if sel == nil {
 		if sel, err = o.firstSelection(ctx, consumer); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if sel != nil {
+		if err := o.ensureLogin(ctx, consumer); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -161,6 +168,56 @@ func (o *Orchestrator) firstSelection(ctx context.Context, consumer string) (*br
 		return nil, fmt.Errorf("giving %s its selection: %w", consumer, err)
 	}
 	return sel, nil
+}
+
+// ensureLogin lets the consumer's users call the broker's API about its
+// selection: a service account of its tenant namespace bound to the
+// ClusterRole liqo-broker-consumer, whose tokens the consumer's own
+// identity in the broker (liqo-consumer-<id>, which only the consumer
+// cluster holds) may request; liqoctl broker login does, from the
+// consumer's kubeconfig.
+func (o *Orchestrator) ensureLogin(ctx context.Context, consumer string) error {
+	ns := discoveryv1alpha1.TenantNamespace(consumer)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: brokerv1alpha1.ConsumerServiceAccount}}
+	if err := o.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("the consumer's service account: %w", err)
+	}
+	labels := map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
+	for _, b := range []rbacv1.RoleBinding{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: brokerv1alpha1.ConsumerServiceAccount, Labels: labels},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: brokerv1alpha1.ConsumerServiceAccount},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: brokerv1alpha1.ConsumerServiceAccount}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: brokerv1alpha1.LoginClusterRole, Labels: labels},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: brokerv1alpha1.LoginClusterRole},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: identity.ConsumerUserPrefix + consumer}}},
+	} {
+		if err := o.ensureBinding(ctx, &b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureBinding creates want, or makes the binding of its name bind what
+// want binds (a role reference cannot change: the binding is made anew).
+func (o *Orchestrator) ensureBinding(ctx context.Context, want *rbacv1.RoleBinding) error {
+	var got rbacv1.RoleBinding
+	err := o.Client.Get(ctx, client.ObjectKeyFromObject(want), &got)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case got.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(got.Subjects, want.Subjects):
+		return nil
+	default:
+		if err := o.Client.Delete(ctx, &got); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("RoleBinding %s/%s: %w", want.Namespace, want.Name, err)
+		}
+	}
+	if err := o.Client.Create(ctx, want.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("RoleBinding %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	return nil
 }
 
 // orchestrate keeps one namespace of the consumer: its labels, its

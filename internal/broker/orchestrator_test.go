@@ -275,4 +275,23 @@ func TestFirstSelection(t *testing.T) {
 	if err := w.c.List(ctx, &sels); err != nil || len(sels.Items) != 1 {
 		t.Errorf("%d selections (%v), want consumer-1's alone", len(sels.Items), err)
 	}
+	// What liqoctl broker login uses: the consumer's service account,
+	// bound to the selection's rights, whose tokens the consumer's own
+	// identity may request.
+	tenant := discoveryv1alpha1.TenantNamespace("consumer-1")
+	eventually(t, func() error {
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.ConsumerServiceAccount}, &corev1.ServiceAccount{}); err != nil {
+			return err
+		}
+		for name, subject := range map[string]string{brokerv1alpha1.ConsumerServiceAccount: brokerv1alpha1.ConsumerServiceAccount, brokerv1alpha1.LoginClusterRole: "liqo-consumer-consumer-1"} {
+			var rb rbacv1.RoleBinding
+			if err := w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: name}, &rb); err != nil {
+				return err
+			}
+			if rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != name || len(rb.Subjects) != 1 || rb.Subjects[0].Name != subject {
+				return fmt.Errorf("RoleBinding %s: %+v %+v", name, rb.RoleRef, rb.Subjects)
+			}
+		}
+		return nil
+	})
 }

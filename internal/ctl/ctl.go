@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/liqo-go/liqo/internal/ctl/add"
+	"github.com/liqo-go/liqo/internal/ctl/broker"
 	"github.com/liqo-go/liqo/internal/ctl/generateaddcommand"
 	"github.com/liqo-go/liqo/internal/ctl/install"
 	"github.com/liqo-go/liqo/internal/ctl/offload"
@@ -31,6 +32,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	}
 	cmd.AddCommand(install.NewCommand(ctx), uninstall.NewCommand(ctx), version.NewCommand(ctx),
 		playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx), add.NewCommand(ctx),
-		remove.NewCommand(ctx), status.NewCommand(ctx), offload.NewCommand(ctx), testnetwork.NewCommand(ctx))
+		remove.NewCommand(ctx), status.NewCommand(ctx), offload.NewCommand(ctx), testnetwork.NewCommand(ctx),
+		broker.NewCommand(ctx))
 	return cmd
 }

@@ -18,3 +18,15 @@ const (
 	// consumer's enabled providers that the broker serves. Empty: none.
 	ProvidersAnnotation = "broker.liqo.io/providers"
 )
+
+// The names of what lets a consumer's user use its selection (liqoctl
+// broker login), in the consumer's tenant namespace in the broker.
+const (
+	// ConsumerServiceAccount is the service account whose tokens a
+	// consumer's users call the broker's API with; it is bound to the
+	// ClusterRole of the same name (get and update on the Selection).
+	ConsumerServiceAccount = "liqo-broker-consumer"
+	// LoginClusterRole lets the consumer's own identity in the broker
+	// (liqo-consumer-<id>) request tokens of ConsumerServiceAccount.
+	LoginClusterRole = "liqo-broker-login"
+)

@@ -19,9 +19,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +31,8 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/broker"
+	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
+	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -129,26 +129,20 @@ func followCatalog(t *testing.T, p *playground.Member, want bool) time.Duration 
 	return max(listed.Sub(peered), 0)
 }
 
-// consumerToken is what liqoctl broker login gives consumer's user: a
-// token of a service account of its tenant namespace in the broker,
-// bound to the ClusterRole liqo-broker-consumer there.
+// consumerToken is what `liqoctl broker login` prints on the consumer:
+// a token of the service account the broker keeps for it in its tenant
+// namespace, requested with the consumer cluster's own identity.
 func consumerToken(t *testing.T, consumer *playground.Member) string {
 	t.Helper()
-	c := framework.Client(t, suite.Broker)
-	ns := discoveryv1alpha1.TenantNamespace(consumer.ClusterID)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dashboard"}}
-	for _, o := range []client.Object{sa, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dashboard"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "liqo-broker-consumer"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "dashboard"}}}} {
-		if err := c.Create(t.Context(), o); client.IgnoreAlreadyExists(err) != nil {
-			t.Fatal(err)
-		}
-	}
-	tr := &authenticationv1.TokenRequest{}
-	if err := c.SubResource("token").Create(t.Context(), sa, tr); err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
+	o := &ctlbroker.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, Broker: suite.Broker.ClusterID,
+		TTL: time.Hour, Timeout: 10 * time.Second}
+	var token string
+	framework.Eventually(t, 30*time.Second, func() error {
+		var err error
+		token, err = o.Login(t.Context())
+		return err
+	})
+	return token
 }
 
 // toggle enables or disables provider for the token's consumer.
@@ -340,6 +334,13 @@ func TestBroker(t *testing.T) {
 		var v broker.SelectionView
 		if code != http.StatusOK || json.Unmarshal(body, &v) != nil || !slices.Equal(v.Providers, []string{p2.ClusterID}) {
 			t.Errorf("the first consumer's selection: %d %s, want %s alone", code, body, p2.Name)
+		}
+		// As liqoctl broker selection shows it, from the consumer's kubeconfig.
+		var out strings.Builder
+		o := &ctlbroker.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, Broker: b.ClusterID, URL: b.BrokerURL,
+			TTL: time.Hour, Timeout: 10 * time.Second}
+		if err := o.Show(ctx, &out); err != nil || !strings.Contains(out.String(), p2.ClusterID+"  Serving  100") || strings.Contains(out.String(), p1.ClusterID) {
+			t.Errorf("liqoctl broker selection: %v\n%s", err, out.String())
 		}
 	})
 
