@@ -203,6 +203,12 @@ demo: $(RUNTIME_BINS) build $(DEMO_NETWORK_DEPS) ## Start a playground of $(CLUS
 	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS) --network
 	@if [ -n "$(DEMO_DOWN)" ]; then $(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR); fi
 
+.PHONY: demo-broker
+demo-broker: $(RUNTIME_BINS) build ## Start a playground of $(CLUSTERS) clusters and a broker, and show the catalog and the orchestrator; DEMO_DOWN=1 tears it down after.
+	$(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR) >/dev/null
+	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS) --broker
+	@if [ -n "$(DEMO_DOWN)" ]; then $(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR); fi
+
 .PHONY: down
 down: ## Stop the playground started by `make demo`.
 	$(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR)

@@ -154,7 +154,7 @@ func (o *Options) Login(ctx context.Context) (string, error) {
 	return tr.Status.Token, nil
 }
 
-// Toggle enables or disables provider, and prints the selection.
+// Toggle enables or disables provider, and prints the providers enabled.
 func (o *Options) Toggle(ctx context.Context, provider string, enable bool, out io.Writer) error {
 	if errs := validation.IsDNS1123Label(provider); len(errs) > 0 {
 		return fmt.Errorf("%q is not a provider's ClusterID", provider)
@@ -163,7 +163,14 @@ func (o *Options) Toggle(ctx context.Context, provider string, enable bool, out 
 	if err != nil {
 		return err
 	}
-	return printSelection(out, v)
+	// The status the answer carries is from before the change: the
+	// broker reports on it a moment later (liqoctl broker selection).
+	enabled := "none"
+	if len(v.Providers) > 0 {
+		enabled = strings.Join(v.Providers, ", ")
+	}
+	_, err = fmt.Fprintf(out, "Providers enabled for %s: %s\n", v.Consumer, enabled)
+	return err
 }
 
 // Show prints the selection.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -195,6 +196,11 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "\nOffloading namespace %s of %s:\n", demoNamespace, playground.ClusterName(1))
 		if err := runDemoWorkload(ctx, out, first, network); err != nil {
 			return fmt.Errorf("the demo workload: %w", err)
+		}
+		if p.Broker != nil && slices.Contains(brokerModes, "orchestrator") && o.Clusters > 1 {
+			if err := runBrokerDemo(ctx, out, p); err != nil {
+				return fmt.Errorf("the broker demo: %w", err)
+			}
 		}
 		if network {
 			fmt.Fprintf(out, "\nThe network, from a pod of %s to pods in each provider and back, as `liqoctl test network` checks it:\n", playground.ClusterName(1))
