@@ -12,8 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,23 +89,10 @@ func BenchmarkBroker(b *testing.B) {
 	}
 	offloadTo := func(id string) func(ns string) {
 		return func(ns string) {
-			no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName},
-				Spec: offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote,
-					ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-						{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{id}},
-					}}}}}}
-			if err := cc.Create(ctx, no); err != nil {
-				b.Fatal(err)
-			}
-			framework.Eventually(b, 30*time.Second, func() error {
-				if err := cc.Get(ctx, client.ObjectKeyFromObject(no), no); err != nil {
-					return err
-				}
-				if c := meta.FindStatusCondition(no.Status.Conditions, offloadingv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-					return fmt.Errorf("namespace %s not offloaded yet", ns)
-				}
-				return nil
-			})
+			offloadNamespace(b, cc, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote,
+				ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{id}},
+				}}}}})
 		}
 	}
 	all := []*playground.Member{consumer, provider, broker}

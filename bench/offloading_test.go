@@ -101,20 +101,7 @@ func BenchmarkOffloading(b *testing.B) {
 		return nil
 	})
 	offload := func(ns string) {
-		no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName},
-			Spec: offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}}
-		if err := cc.Create(ctx, no); err != nil {
-			b.Fatal(err)
-		}
-		framework.Eventually(b, 30*time.Second, func() error {
-			if err := cc.Get(ctx, client.ObjectKeyFromObject(no), no); err != nil {
-				return err
-			}
-			if c := meta.FindStatusCondition(no.Status.Conditions, offloadingv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-				return fmt.Errorf("namespace %s not offloaded yet", ns)
-			}
-			return nil
-		})
+		offloadNamespace(b, cc, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
 	}
 	for _, n := range sizes {
 		if n == 1 {
@@ -165,6 +152,26 @@ func BenchmarkOffloading(b *testing.B) {
 			}
 		})
 	}
+}
+
+// offloadNamespace offloads ns of the consumer behind cc with spec and
+// waits until the offloading is Ready.
+func offloadNamespace(b *testing.B, cc client.Client, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec) {
+	b.Helper()
+	ctx := context.Background()
+	no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, Spec: spec}
+	if err := cc.Create(ctx, no); err != nil {
+		b.Fatal(err)
+	}
+	framework.Eventually(b, 30*time.Second, func() error {
+		if err := cc.Get(ctx, client.ObjectKeyFromObject(no), no); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(no.Status.Conditions, offloadingv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("namespace %s not offloaded yet", ns)
+		}
+		return nil
+	})
 }
 
 type runResult struct {

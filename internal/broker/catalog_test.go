@@ -3,6 +3,7 @@
 package broker_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,18 +43,7 @@ type world struct {
 // its API on a loopback port.
 func startBroker(t *testing.T, o broker.Options) *world {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	cfg, stop, err := envtest.StartShared("broker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
+	cfg := envtest.Start(t, "broker")
 	ctx := t.Context()
 	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
 		t.Fatal(err)
@@ -64,17 +54,10 @@ func startBroker(t *testing.T, o broker.Options) *world {
 	}
 	o.BindAddress = "127.0.0.1:0"
 	var s *broker.Server
-	_, stopManager, err := envtest.RunManager(cfg, func(mgr ctrl.Manager) error {
+	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
+		var err error
 		s, err = broker.Setup(ctx, mgr, o)
 		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stopManager(); err != nil {
-			t.Errorf("stopping the broker: %v", err)
-		}
 	})
 	return &world{c: c, cfg: cfg, url: "http://" + s.Listener.Addr().String()}
 }
@@ -166,17 +149,7 @@ func (a answer) status(t *testing.T) metav1.Status {
 // eventually retries f until it returns nil, for at most 10 s.
 func eventually(t *testing.T, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error { return f() })
 }
 
 func peered(id, name string, outgoing, incoming bool) *discoveryv1alpha1.ForeignCluster {

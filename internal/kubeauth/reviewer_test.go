@@ -25,18 +25,7 @@ import (
 // refused the same in another namespace; a made-up token and no token are
 // unauthenticated.
 func TestReviewer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	cfg, stop, err := envtest.StartShared("kubeauth")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
+	cfg := envtest.Start(t, "kubeauth")
 	ctx := t.Context()
 	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
 	if err != nil {

@@ -24,18 +24,7 @@ import (
 // local namespace and the identity Secret on one side, the provider
 // namespace, reached with that identity, on the other.
 func TestContract(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
-	cfg, stop, err := envtest.StartShared("remote-provider")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
+	cfg := envtest.Start(t, "remote-provider")
 	ctx := t.Context()
 	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
 	if err != nil {
