@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
@@ -208,22 +209,16 @@ func (w *webhookRegistrar) ensure(ctx context.Context) error {
 }
 
 // ensurePods registers the pod webhook for the namespaces labelled as
-// offloaded only: if this controller manager is down, pods elsewhere are
-// created as usual, and pods of an offloaded namespace wait (failure
-// policy Fail) rather than land where their strategy forbids.
+// offloaded only, and for those a broker marked orchestrated before it
+// offloads them: if this controller manager is down, pods elsewhere are
+// created as usual, and pods of those namespaces wait (failure policy
+// Fail) rather than land where their strategy forbids.
 func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: PodWebhookConfigurationName}}
-	_, err := controllerutil.CreateOrUpdate(ctx, w.client, mwc, func() error {
-		mwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
-		cc := clientConfig(w.base, offloading.MutatePodPath, w.caBundle)
-		selector := &metav1.LabelSelector{MatchLabels: map[string]string{offloadingv1alpha1.OffloadingEnabledLabel: "true"}}
-		if len(mwc.Webhooks) == 1 && equality.Semantic.DeepEqual(mwc.Webhooks[0].ClientConfig, cc) &&
-			equality.Semantic.DeepEqual(mwc.Webhooks[0].NamespaceSelector, selector) &&
-			ptr.Deref(mwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail && len(mwc.Webhooks[0].Rules) == 1 {
-			return nil
-		}
-		mwc.Webhooks = []admissionregistrationv1.MutatingWebhook{{
-			Name:         "pods.offloading.liqo.io",
+	cc := clientConfig(w.base, offloading.MutatePodPath, w.caBundle)
+	hook := func(name string, selector *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
+		return admissionregistrationv1.MutatingWebhook{
+			Name:         name,
 			ClientConfig: cc,
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
@@ -238,7 +233,34 @@ func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To(int32(5)),
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-		}}
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+		}
+	}
+	want := []admissionregistrationv1.MutatingWebhook{
+		hook("pods.offloading.liqo.io", &metav1.LabelSelector{MatchLabels: map[string]string{offloadingv1alpha1.OffloadingEnabledLabel: "true"}}),
+		// The two selectors exclude each other: no pod is mutated twice.
+		hook("orchestrated-pods.offloading.liqo.io", &metav1.LabelSelector{
+			MatchLabels: map[string]string{brokerv1alpha1.OrchestratedLabel: brokerv1alpha1.OrchestratedValue},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: offloadingv1alpha1.OffloadingEnabledLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"true"},
+			}},
+		}),
+	}
+	_, err := controllerutil.CreateOrUpdate(ctx, w.client, mwc, func() error {
+		mwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
+		if len(mwc.Webhooks) == len(want) {
+			same := true
+			for i := range want {
+				got := mwc.Webhooks[i]
+				same = same && got.Name == want[i].Name && equality.Semantic.DeepEqual(got.ClientConfig, cc) &&
+					equality.Semantic.DeepEqual(got.NamespaceSelector, want[i].NamespaceSelector) &&
+					ptr.Deref(got.FailurePolicy, "") == admissionregistrationv1.Fail && len(got.Rules) == 1
+			}
+			if same {
+				return nil
+			}
+		}
+		mwc.Webhooks = want
 		return nil
 	})
 	return err

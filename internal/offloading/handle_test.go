@@ -107,6 +107,48 @@ func TestHandlePatchesOnlyScheduling(t *testing.T) {
 	}
 }
 
+// TestHandleOrchestratedBeforeOffloaded: in a namespace a broker marked
+// orchestrated but has not offloaded yet, a consumer's pod is sent to
+// virtual nodes of the enabled providers (none yet: it waits), never to
+// the broker's own nodes.
+func TestHandleOrchestratedBeforeOffloaded(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{brokerv1alpha1.OrchestratedLabel: brokerv1alpha1.OrchestratedValue},
+		Annotations: map[string]string{brokerv1alpha1.ProvidersAnnotation: ""}}}
+	m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(ns).Build()}
+	raw, err := json.Marshal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+	}})
+	if !resp.Allowed || len(resp.Patches) != 2 {
+		t.Fatalf("allowed %v, patches %v; want the toleration and the affinity", resp.Allowed, resp.Patches)
+	}
+	ops, err := json.Marshal(resp.Patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatch.DecodePatch(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := patch.Apply(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.Pod
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Pod{}
+	MutatePod(want, &offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
+	RestrictToProviders(want, nil)
+	if !equality.Semantic.DeepEqual(got.Spec.Affinity, want.Spec.Affinity) || !equality.Semantic.DeepEqual(got.Spec.Tolerations, want.Spec.Tolerations) {
+		t.Errorf("patched scheduling %+v %+v, want %+v %+v", got.Spec.Affinity, got.Spec.Tolerations, want.Spec.Affinity, want.Spec.Tolerations)
+	}
+}
+
 // TestHandleNotOffloaded checks that a namespace without a
 // NamespaceOffloading is left alone, and that a malformed pod is refused.
 func TestHandleNotOffloaded(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
@@ -34,6 +36,7 @@ import (
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=broker.liqo.io,resources=selections,verbs=get;list;watch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 
 // NamespaceMapReconciler runs in the provider: for each consumer's
@@ -300,6 +303,18 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 			},
 			Annotations: map[string]string{offloadingv1alpha1.OriginNamespaceAnnotation: local},
 		}}
+		// A consumer a broker orchestrates (it has a Selection here):
+		// its namespace is orchestrated from its first moment, towards no
+		// provider until the broker says which, so that no pod of it
+		// starts on this cluster's own nodes meanwhile.
+		switch orchestrated, err := r.orchestrated(ctx, consumer); {
+		case err != nil:
+			st, err := apiFailure(remote, fmt.Sprintf("reading the broker's selection of %s: %v", consumer, err))
+			return st, false, err
+		case orchestrated:
+			ns.Labels[brokerv1alpha1.OrchestratedLabel] = brokerv1alpha1.OrchestratedValue
+			ns.Annotations[brokerv1alpha1.ProvidersAnnotation] = ""
+		}
 		if err := r.Client.Create(ctx, &ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			st, err := apiFailure(remote, fmt.Sprintf("creating namespace %s: %v", remote, err))
 			return st, false, err
@@ -327,6 +342,20 @@ func (r *NamespaceMapReconciler) ensureNamespace(ctx context.Context, consumer, 
 	}
 	st, err = r.ensureLimitRange(ctx, consumer, remote, offered)
 	return st, created, err
+}
+
+// orchestrated says whether a broker orchestrates consumer's pods here:
+// it keeps a Selection for it.
+func (r *NamespaceMapReconciler) orchestrated(ctx context.Context, consumer string) (bool, error) {
+	var sel brokerv1alpha1.Selection
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, err
 }
 
 // bindVirtualKubelet binds the consumer's virtual kubelet in remote, once

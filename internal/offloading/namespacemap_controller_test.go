@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-go/liqo/api"
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
@@ -106,5 +107,58 @@ func TestNamespacesGoWithThePeering(t *testing.T) {
 	})
 	if err := c.Get(ctx, client.ObjectKeyFromObject(nm), &offloadingv1alpha1.NamespaceMap{}); err != nil {
 		t.Fatalf("the NamespaceMap itself is not the reconciler's to delete: %v", err)
+	}
+}
+
+// TestOrchestratedFromTheStart: in a broker, the namespaces made for a
+// consumer it orchestrates (one with a Selection) are marked orchestrated
+// towards no provider from their creation, so that none of their pods can
+// start on the broker's own nodes before the broker offloads them; those
+// of another consumer are not.
+func TestOrchestratedFromTheStart(t *testing.T) {
+	cfg := envtest.Start(t, "broker")
+	ctx := t.Context()
+	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, consumer := range []string{"orchestrated-1", "plain-1"} {
+		tenant := discoveryv1alpha1.TenantNamespace(consumer)
+		objs := []client.Object{
+			&discoveryv1alpha1.PeeringRequest{ObjectMeta: metav1.ObjectMeta{Name: consumer}, Spec: discoveryv1alpha1.PeeringRequestSpec{
+				ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: consumer}, Namespace: "liqo",
+				APIServerURL: "https://127.0.0.1:1", CACert: "ca", ProviderCertificate: "cert",
+			}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
+		}
+		if consumer == "orchestrated-1" {
+			objs = append(objs, &brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName}})
+		}
+		objs = append(objs, &offloadingv1alpha1.NamespaceMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: offloadingv1alpha1.NamespaceMapName},
+			Spec:       offloadingv1alpha1.NamespaceMapSpec{Mappings: map[string]offloadingv1alpha1.NamespaceName{"web": offloadingv1alpha1.NamespaceName(GeneratedNamespaceName("web", consumer))}},
+		})
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatalf("creating %T: %v", o, err)
+			}
+		}
+	}
+	startNamespaceMapReconciler(t, cfg)
+	for consumer, want := range map[string]bool{"orchestrated-1": true, "plain-1": false} {
+		envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+			var ns corev1.Namespace
+			if err := c.Get(ctx, client.ObjectKey{Name: GeneratedNamespaceName("web", consumer)}, &ns); err != nil {
+				return err
+			}
+			providers, orchestrated := Orchestrated(&ns)
+			if orchestrated != want || len(providers) != 0 {
+				return fmt.Errorf("namespace of %s: orchestrated %v towards %v, want %v towards none", consumer, orchestrated, providers, want)
+			}
+			return nil
+		})
 	}
 }

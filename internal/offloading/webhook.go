@@ -50,21 +50,26 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if err := json.Unmarshal(req.Object.Raw, &in); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
 	}
+	var ns corev1.Namespace
+	if err := m.Reader.Get(ctx, client.ObjectKey{Name: req.Namespace}, &ns); client.IgnoreNotFound(err) != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	providers, orchestrated := Orchestrated(&ns)
 	var no offloadingv1alpha1.NamespaceOffloading
 	err := m.Reader.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no)
-	if apierrors.IsNotFound(err) || (err == nil && !no.DeletionTimestamp.IsZero()) {
+	switch {
+	case (apierrors.IsNotFound(err) || (err == nil && !no.DeletionTimestamp.IsZero())) && orchestrated:
+		// A broker's namespace not offloaded yet: its pods wait for a
+		// provider, never on the broker's own nodes.
+		no = offloadingv1alpha1.NamespaceOffloading{Spec: offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}}
+	case apierrors.IsNotFound(err) || (err == nil && !no.DeletionTimestamp.IsZero()):
 		return admission.Allowed("namespace not offloaded")
-	}
-	if err != nil {
+	case err != nil:
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: slices.Clone(in.Spec.Tolerations), Affinity: in.Spec.Affinity.DeepCopy()}}
 	changed := MutatePod(pod, &no.Spec)
-	var ns corev1.Namespace
-	if err := m.Reader.Get(ctx, client.ObjectKey{Name: req.Namespace}, &ns); err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	if providers, ok := Orchestrated(&ns); ok {
+	if orchestrated {
 		RestrictToProviders(pod, providers)
 		changed = true
 	}
