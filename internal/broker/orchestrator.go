@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -54,6 +56,14 @@ const drainRetry = 5 * time.Second
 
 // evictionTimeout bounds one eviction request.
 const evictionTimeout = 2 * time.Second
+
+// evictions counts the orchestrator's evictions from disabled providers.
+var evictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "liqo_broker_evictions_total",
+	Help: "Pods the orchestrator evicted from a provider their consumer disabled, by provider and result: evicted, or held (a PodDisruptionBudget, or the API server, held it for now; tried again).",
+}, []string{"provider", "result"})
+
+func init() { metrics.Registry.MustRegister(evictions) }
 
 // Orchestrator re-offloads each consumer's pods to the providers the
 // consumer enabled (its Selection). A consumer offloads a namespace to
@@ -276,12 +286,13 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 		switch {
 		case apierrors.IsTooManyRequests(err) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil):
 			// A PodDisruptionBudget holds it for now.
+			evictions.WithLabelValues(p, "held").Inc()
 			result.RequeueAfter = drainRetry
 		case apierrors.IsNotFound(err):
 		case err != nil:
-
 			return ctrl.Result{}, fmt.Errorf("evicting %s/%s from disabled provider %s: %w", pod.Namespace, pod.Name, p, err)
 		default:
+			evictions.WithLabelValues(p, "evicted").Inc()
 			ctrl.LoggerFrom(ctx).Info("Pod moving off a disabled provider", "pod", pod.Namespace+"/"+pod.Name, "provider", p)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -181,6 +182,11 @@ func TestOrchestrator(t *testing.T) {
 		}
 	}
 	expect("provider-2", []string{"provider-2"}, broker.ReasonServing, map[string]brokerv1alpha1.SelectedProvider{"provider-2": serving(0)})
+	// The operator sees the drain in the metrics: held by the budget,
+	// then three evictions.
+	if held, evicted := counter(t, "liqo_broker_evictions_total", "provider-1", "held"), counter(t, "liqo_broker_evictions_total", "provider-1", "evicted"); held < 1 || evicted != 3 {
+		t.Errorf("liqo_broker_evictions_total for provider-1: held %v, evicted %v; want at least 1 and 3", held, evicted)
+	}
 
 	// provider-2's virtual node turns NotReady: unavailable, and no new
 	// pod goes there.
@@ -294,4 +300,29 @@ func TestFirstSelection(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// counter reads a counter of the process's metrics registry by its
+// provider and result labels.
+func counter(t *testing.T, name, provider, result string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["provider"] == provider && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
