@@ -94,15 +94,15 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
-	if sel != nil {
-		if err := o.ensureLogin(ctx, consumer); err != nil {
-			return ctrl.Result{}, err
-		}
+	if sel == nil {
+		// Not a consumer of this broker (no peering towards it yet): its
+		// namespaces here, if any, are not the orchestrator's.
+		return ctrl.Result{}, nil
 	}
-	var enabled []string
-	if sel != nil {
-		enabled = sel.Spec.Providers
+	if err := o.ensureLogin(ctx, consumer); err != nil {
+		return ctrl.Result{}, err
 	}
+	enabled := sel.Spec.Providers
 	var vnodes corev1.NodeList
 	if err := o.Client.List(ctx, &vnodes, client.MatchingLabels{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}); err != nil {
 		return ctrl.Result{}, err
@@ -137,10 +137,8 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			result = r
 		}
 	}
-	if sel != nil {
-		if err := o.report(ctx, sel, ready, pods, draining); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := o.report(ctx, sel, ready, pods, draining); err != nil {
+		return ctrl.Result{}, err
 	}
 	return result, nil
 }

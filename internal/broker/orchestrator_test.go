@@ -3,10 +3,12 @@
 package broker_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -22,6 +24,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/broker"
+	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
 func virtualNode(name, provider string) *corev1.Node {
@@ -240,8 +243,9 @@ func TestOrchestratedPodsReachVirtualNodes(t *testing.T) {
 			}},
 		}
 	}
-	// The policies take effect a moment after they are made.
-	eventually(t, func() error {
+	// The policies take effect a moment after they are made (longer on a
+	// loaded machine).
+	envtest.Eventually(t, time.Minute, func(context.Context) error {
 		err := vk.Create(ctx, pod("plain", offloadingv1alpha1.VirtualNodeTaint), client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), "spec.tolerations") {
 			return fmt.Errorf("a pod tolerating virtual nodes in a namespace not orchestrated: %w, want refused naming spec.tolerations", err)
