@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +19,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 )
 
@@ -264,35 +264,8 @@ func (s *Server) offer(ctx context.Context, c *Cluster, vnode *corev1.Node) erro
 	if err := s.Reader.List(ctx, &pods, client.MatchingFields{node.PodsByNodeField: vnode.Name}); err != nil {
 		return fmt.Errorf("listing the pods of %s: %w", vnode.Name, err)
 	}
-	used := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(0, resource.DecimalSI)}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		add(used, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)})
-		for _, ct := range p.Spec.Containers {
-			add(used, ct.Resources.Requests)
-		}
-	}
-	c.Free = corev1.ResourceList{}
-	for name, q := range vnode.Status.Allocatable {
-		free := q.DeepCopy()
-		if u, ok := used[name]; ok {
-			free.Sub(u)
-		}
-		if free.Sign() < 0 {
-			free = *resource.NewQuantity(0, q.Format)
-		}
-		c.Free[name] = free
-	}
+	// What the broker's own pods leave free of it, as its Broadcaster
+	// counts a share: effective requests, finished pods freed.
+	c.Free = sharing.SharedOn([]corev1.Node{*vnode}, pods.Items, "", 100, sharing.OnProviders([]string{c.ClusterID}))
 	return nil
-}
-
-func add(to, more corev1.ResourceList) {
-	for name, q := range more {
-		sum := to[name]
-		sum.Add(q)
-		to[name] = sum
-	}
 }

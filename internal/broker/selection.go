@@ -218,16 +218,17 @@ func (s *Server) toggle(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// providers are the clusters the broker can orchestrate to.
+// providers are the clusters the broker can orchestrate to: those it
+// consumes (no offer needed to tell).
 func (s *Server) providers(ctx context.Context) (map[string]bool, error) {
-	cs, err := s.catalog(ctx)
-	if err != nil {
-		return nil, err
+	var fcs discoveryv1alpha1.ForeignClusterList
+	if err := s.Reader.List(ctx, &fcs); err != nil {
+		return nil, fmt.Errorf("listing the ForeignClusters: %w", err)
 	}
 	out := map[string]bool{}
-	for _, c := range cs {
-		if c.Provider {
-			out[c.ClusterID] = true
+	for i := range fcs.Items {
+		if id := fcs.Items[i].Spec.ClusterIdentity.ClusterID; id != "" && outgoingAccepted(&fcs.Items[i]) {
+			out[id] = true
 		}
 	}
 	return out, nil
