@@ -108,31 +108,61 @@ func Token(r *http.Request) string {
 }
 
 // Check returns the verdict on the caller of r asking for attrs. An
-// error is the API server's, or ErrTooManyReviews.
+// error is the API server's, or ErrTooManyReviews. Who a token is for is
+// remembered apart from what it may do: a caller asking for several
+// things is authenticated once.
 func (a *Reviewer) Check(r *http.Request, attrs Attributes) (Verdict, error) {
 	token := Token(r)
 	if token == "" {
 		return Verdict{Status: http.StatusUnauthorized}, nil
 	}
-	key := verdictKey{token: sha256.Sum256([]byte(token)), attrs: attrs.key()}
+	hash := sha256.Sum256([]byte(token))
+	key := verdictKey{token: hash, attrs: attrs.key()}
+	who := verdictKey{token: hash} // the authentication alone
 	now := time.Now()
-	a.mu.Lock()
-	v, isCached := a.verdicts[key]
-	a.mu.Unlock()
-	if isCached && now.Before(v.expires) {
+	v, fresh, known := a.cached(key, now)
+	if fresh {
 		return v.Verdict, nil
 	}
+	u, authFresh, _ := a.cached(who, now)
 	// Only callers never allowed wait for the limiter: a flood of made-up
 	// tokens must not lock Prometheus out when its verdict expires.
-	if allowedBefore := isCached && v.Status == http.StatusOK; !allowedBefore && !a.reviews.Allow() {
+	if allowedBefore := known && v.Status == http.StatusOK; !allowedBefore && !a.reviews.Allow() {
 		return Verdict{}, ErrTooManyReviews
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
 	defer cancel()
-	verdict, err := a.review(ctx, token, attrs)
-	if err != nil {
-		return Verdict{}, err
+	if !authFresh {
+		user, err := a.authenticate(ctx, token)
+		if err != nil {
+			return Verdict{}, err
+		}
+		u = cached{Verdict: user}
+		a.remember(who, user, now)
 	}
+	verdict := u.Verdict
+	if verdict.Status == http.StatusOK && key != who {
+		var err error
+		if verdict, err = a.authorize(ctx, u.User, attrs); err != nil {
+			return Verdict{}, err
+		}
+		a.remember(key, verdict, now)
+	}
+	return verdict, nil
+}
+
+// cached returns the verdict remembered for key, whether it is still
+// fresh, and whether there is one at all.
+func (a *Reviewer) cached(key verdictKey, now time.Time) (cached, bool, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v, ok := a.verdicts[key]
+	return v, ok && now.Before(v.expires), ok
+}
+
+// remember keeps a verdict for a minute when it allows, ten seconds when
+// it refuses.
+func (a *Reviewer) remember(key verdictKey, verdict Verdict, now time.Time) {
 	ttl := deniedTTL
 	if verdict.Status == http.StatusOK {
 		ttl = allowedTTL
@@ -149,10 +179,10 @@ func (a *Reviewer) Check(r *http.Request, attrs Attributes) (Verdict, error) {
 	if len(a.verdicts) < maxVerdicts { // full of fresh verdicts: this one is asked for again next time
 		a.verdicts[key] = cached{Verdict: verdict, expires: now.Add(ttl)}
 	}
-	return verdict, nil
 }
 
-func (a *Reviewer) review(ctx context.Context, token string, attrs Attributes) (Verdict, error) {
+// authenticate asks the API server who token is for.
+func (a *Reviewer) authenticate(ctx context.Context, token string) (Verdict, error) {
 	tr := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
 	if err := a.client.Create(ctx, tr); err != nil {
 		return Verdict{}, err
@@ -160,10 +190,11 @@ func (a *Reviewer) review(ctx context.Context, token string, attrs Attributes) (
 	if !tr.Status.Authenticated {
 		return Verdict{Status: http.StatusUnauthorized}, nil
 	}
-	u := tr.Status.User
-	if attrs.Resource == nil && attrs.NonResource == nil {
-		return Verdict{Status: http.StatusOK, User: u}, nil
-	}
+	return Verdict{Status: http.StatusOK, User: tr.Status.User}, nil
+}
+
+// authorize asks the API server whether u may do attrs.
+func (a *Reviewer) authorize(ctx context.Context, u authenticationv1.UserInfo, attrs Attributes) (Verdict, error) {
 	extra := make(map[string]authorizationv1.ExtraValue, len(u.Extra))
 	for k, v := range u.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)

@@ -3,6 +3,7 @@
 package kubeauth_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/liqo-go/liqo/api"
 	"github.com/liqo-go/liqo/internal/kubeauth"
@@ -27,7 +29,7 @@ import (
 func TestReviewer(t *testing.T) {
 	cfg := envtest.Start(t, "kubeauth")
 	ctx := t.Context()
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: api.NewScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,17 @@ func TestReviewer(t *testing.T) {
 	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
 		t.Fatal(err)
 	}
-	r := kubeauth.NewReviewer(c)
+	// Every TokenReview the reviewer asks for, counted on its way.
+	tokenReviews := 0
+	counted := interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*authenticationv1.TokenReview); ok {
+				tokenReviews++
+			}
+			return cl.Create(ctx, obj, opts...)
+		},
+	})
+	r := kubeauth.NewReviewer(counted)
 	getPods := func(ns string) kubeauth.Attributes {
 		return kubeauth.Attributes{Resource: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: ns}}
 	}
@@ -80,5 +92,11 @@ func TestReviewer(t *testing.T) {
 		if want := "system:serviceaccount:team-a:reader"; tc.want != http.StatusUnauthorized && v.User.Username != want {
 			t.Errorf("%s: user %q, want %q", tc.name, v.User.Username, want)
 		}
+	}
+	// The service account's token was authenticated once for its three
+	// checks, the made-up one once: who a token is for is remembered
+	// apart from what it asks.
+	if tokenReviews != 2 {
+		t.Errorf("%d TokenReviews, want 2", tokenReviews)
 	}
 }
