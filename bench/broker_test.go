@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,10 +71,7 @@ func BenchmarkBroker(b *testing.B) {
 		sel.Spec.Providers = []string{provider.ClusterID}
 		return bc.Update(ctx, &sel)
 	})
-	largest := 0
-	for _, n := range sizes {
-		largest = max(largest, n)
-	}
+	largest := slices.Max(sizes)
 	cc := framework.Client(b, consumer)
 	for _, id := range []string{provider.ClusterID, broker.ClusterID} {
 		framework.Eventually(b, 60*time.Second, func() error {

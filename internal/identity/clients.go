@@ -46,6 +46,19 @@ const (
 	VirtualKubeletKubeconfigKey = "virtual-kubelet.kubeconfig"
 )
 
+// ConsumerCredentials returns this cluster's own identity in a provider
+// (liqo-consumer-<id>) from the Secret RemoteSecretName(provider), as
+// VirtualKubeletCredentials does for the virtual kubelet's.
+func ConsumerCredentials(secret *corev1.Secret) (*Credentials, error) {
+	d := secret.Data
+	for _, k := range []string{ServerKey, CAKey, CertKey, KeyKey} {
+		if len(d[k]) == 0 {
+			return nil, fmt.Errorf("secret %s/%s has no %s yet", secret.Namespace, secret.Name, k)
+		}
+	}
+	return &Credentials{Server: string(d[ServerKey]), CACert: d[CAKey], Certificate: d[CertKey], Key: d[KeyKey]}, nil
+}
+
 // VirtualKubeletCredentials returns the virtual kubelet's identity in a
 // provider from the consumer's Secret RemoteSecretName(provider): the
 // provider's address and CA, the certificate it issued and the key that

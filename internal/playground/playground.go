@@ -19,7 +19,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -146,9 +145,11 @@ type Playground struct {
 	// not among Members.
 	Broker *Member
 
-	// brokerArgs and brokerBin start liqo-broker again (RestartBroker).
-	brokerArgs []string
-	brokerBin  string
+	// brokerArgs, brokerBin and its ports start liqo-broker again
+	// (RestartBroker).
+	brokerArgs                     []string
+	brokerBin                      string
+	brokerAPIPort, brokerProbePort int
 	// MDNSPort is the UDP port the clusters speak mDNS on, on loopback.
 	MDNSPort int
 
@@ -485,8 +486,8 @@ func (p *Playground) startBroker(ctx context.Context, opts Options) error {
 	for _, mode := range opts.Broker {
 		args = append(args, "--with-"+mode)
 	}
-	p.brokerArgs, p.brokerBin = args, opts.BrokerBin
-	if err := p.launchBroker(ctx, apiPort, probePort); err != nil {
+	p.brokerArgs, p.brokerBin, p.brokerAPIPort, p.brokerProbePort = args, opts.BrokerBin, apiPort, probePort
+	if err := p.launchBroker(ctx); err != nil {
 		return err
 	}
 	m.BrokerURL = "http://127.0.0.1:" + strconv.Itoa(apiPort)
@@ -503,25 +504,11 @@ func (p *Playground) RestartBroker(ctx context.Context) error {
 	if err := p.Broker.StopProcess(BrokerProcess); err != nil {
 		return err
 	}
-	u, err := url.Parse(p.Broker.BrokerURL)
-	if err != nil {
-		return err
-	}
-	apiPort, err := strconv.Atoi(u.Port())
-	if err != nil {
-		return err
-	}
-	var probePort int
-	for _, a := range p.brokerArgs {
-		if v, ok := strings.CutPrefix(a, "--health-probe-bind-address=127.0.0.1:"); ok {
-			probePort, _ = strconv.Atoi(v)
-		}
-	}
-	return p.launchBroker(ctx, apiPort, probePort)
+	return p.launchBroker(ctx)
 }
 
 // launchBroker starts liqo-broker and waits until it answers.
-func (p *Playground) launchBroker(ctx context.Context, apiPort, probePort int) error {
+func (p *Playground) launchBroker(ctx context.Context) error {
 	proc, err := p.Broker.Launch(BrokerProcess, p.brokerBin, p.brokerArgs)
 	if err != nil {
 		return err
@@ -530,7 +517,7 @@ func (p *Playground) launchBroker(ctx context.Context, apiPort, probePort int) e
 		if proc.Exited() {
 			return false, fmt.Errorf("%s exited; last lines of %s:\n%s", BrokerProcess, proc.LogPath, proc.Tail(20))
 		}
-		return listening(ctx, apiPort) && probeReady(ctx, probePort), nil
+		return listening(ctx, p.brokerAPIPort) && probeReady(ctx, p.brokerProbePort), nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %s: %w", BrokerProcess, err)

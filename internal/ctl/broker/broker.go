@@ -134,13 +134,11 @@ func (o *Options) Login(ctx context.Context) (string, error) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: identity.RemoteSecretName(o.Broker)}, &secret); err != nil {
 		return "", fmt.Errorf("this cluster has no identity in broker %s (does it peer with it? liqoctl status): %w", o.Broker, err)
 	}
-	d := secret.Data
-	for _, k := range []string{identity.ServerKey, identity.CAKey, identity.CertKey, identity.KeyKey} {
-		if len(d[k]) == 0 {
-			return "", fmt.Errorf("this cluster's identity in broker %s is not complete yet (%s missing): wait until the peering is established", o.Broker, k)
-		}
+	creds, err := identity.ConsumerCredentials(&secret)
+	if err != nil {
+		return "", fmt.Errorf("this cluster's identity in broker %s is not complete yet (%w): wait until the peering is established", o.Broker, err)
 	}
-	rc := (&identity.Credentials{Server: string(d[identity.ServerKey]), CACert: d[identity.CAKey], Certificate: d[identity.CertKey], Key: d[identity.KeyKey]}).RESTConfig()
+	rc := creds.RESTConfig()
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return "", err
