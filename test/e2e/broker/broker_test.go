@@ -19,10 +19,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -330,6 +333,29 @@ func TestBroker(t *testing.T) {
 		if code, body := get(t, http.MethodPost, "/api/toggle?id="+p1.ClusterID+"&enable=true", ""); code != http.StatusUnauthorized {
 			t.Errorf("an anonymous toggle: %d %s, want 401", code, body)
 		}
+		// The second consumer's own identity in the broker, which logs it
+		// in, mints tokens for its own service account only; that token,
+		// used on the broker's API server itself, reaches its own
+		// Selection and nothing of the first consumer's.
+		asTwo := framework.IdentityConfig(t, p1, b.ClusterID)
+		cs := kubernetes.NewForConfigOrDie(asTwo)
+		_, err := cs.CoreV1().ServiceAccounts(discoveryv1alpha1.TenantNamespace(consumer.ClusterID)).CreateToken(ctx, brokerv1alpha1.ConsumerServiceAccount,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+		framework.Refused(t, "minting a token of the first consumer's service account", err)
+		_, err = cs.CoreV1().ServiceAccounts(discoveryv1alpha1.TenantNamespace(p1.ClusterID)).CreateToken(ctx, "default",
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+		framework.Refused(t, "minting a token of another service account of its own tenant namespace", err)
+		withToken := rest.AnonymousClientConfig(b.RESTConfig)
+		withToken.BearerToken = two
+		asTwoSA := framework.ClientFor(t, withToken)
+		var theirs brokerv1alpha1.Selection
+		framework.Refused(t, "reading the first consumer's Selection with the token", asTwoSA.Get(ctx,
+			client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName}, &theirs))
+		var secrets corev1.SecretList
+		framework.Refused(t, "listing Secrets of its tenant namespace with the token", asTwoSA.List(ctx, &secrets, client.InNamespace(discoveryv1alpha1.TenantNamespace(p1.ClusterID))))
+		var own brokerv1alpha1.Selection
+		framework.Allowed(t, "reading its own Selection with the token", asTwoSA.Get(ctx,
+			client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(p1.ClusterID), Name: brokerv1alpha1.SelectionName}, &own))
 		code, body := get(t, http.MethodGet, "/api/v1/selection", one)
 		var v broker.SelectionView
 		if code != http.StatusOK || json.Unmarshal(body, &v) != nil || !slices.Equal(v.Providers, []string{p2.ClusterID}) {
