@@ -144,21 +144,24 @@ func start(dir string, opts Options) (*Suite, error) {
 	if opts.NodesPerCluster == 0 && !opts.Network {
 		opts.NodesPerCluster = 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin, err := BuildControllerManager(ctx, dir)
+	// Builds have their own bound: cold, with another suite compiling
+	// beside it on two cores, building the race-enabled controller
+	// manager and the gateway's image took more than five minutes in CI.
+	bctx, bcancel := context.WithTimeout(context.Background(), BuildTimeout)
+	defer bcancel()
+	bin, err := BuildControllerManager(bctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	var brokerBin string
 	if len(opts.Broker) > 0 {
-		if brokerBin, err = Build(ctx, dir, playground.BrokerProcess); err != nil {
+		if brokerBin, err = Build(bctx, dir, playground.BrokerProcess); err != nil {
 			return nil, err
 		}
 	}
 	var gatewayImage string
 	if opts.Network {
-		if gatewayImage, err = PlaygroundGatewayImage(ctx, filepath.Join(dir, "images")); err != nil {
+		if gatewayImage, err = PlaygroundGatewayImage(bctx, filepath.Join(dir, "images")); err != nil {
 			return nil, err
 		}
 	}
@@ -174,6 +177,8 @@ func start(dir string, opts Options) (*Suite, error) {
 		}
 		supervisor = ctlplayground.Supervisor(liqoctl)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	p, err := playground.Up(ctx, playground.Options{
 		Supervisor:               supervisor,
 		Dir:                      filepath.Join(dir, "playground"),
@@ -220,6 +225,9 @@ func reapAndCheck(dir string) bool {
 	}
 	return true
 }
+
+// BuildTimeout bounds the builds a suite does before its clusters start.
+const BuildTimeout = 15 * time.Minute
 
 // BuildControllerManager builds liqo-controller-manager from the working
 // tree into dir, so that a suite never tests a stale binary.

@@ -91,14 +91,34 @@ func TestPeerCannotGrowOurMemory(t *testing.T) {
 		for err := range errs {
 			t.Fatalf("storing a Secret of 1 MiB: %v", err)
 		}
-		framework.Cleanup(t, func(ctx context.Context) {
+		// Removed by 8 writers, each error reported: one by one, 200
+		// patches outlasted the cleanup's bound in CI, and a finalizer
+		// left held the namespace Terminating.
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
 			inB := framework.Client(t, b)
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 8)
 			for i := range n {
-				key := client.ObjectKey{Namespace: remoteNS, Name: fmt.Sprintf("%s-%d", prefix, i)}
-				_ = inB.Patch(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
-					client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-				_ = inB.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+				wg.Go(func() {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: fmt.Sprintf("%s-%d", prefix, i)}}
+					err := retry.OnError(retry.DefaultBackoff, func(err error) bool { return !apierrors.IsNotFound(err) }, func() error {
+						if keep {
+							if err := inB.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+								return err
+							}
+						}
+						return inB.Delete(ctx, s)
+					})
+					if client.IgnoreNotFound(err) != nil {
+						t.Errorf("cleanup: removing Secret %s/%s: %v", s.Namespace, s.Name, err)
+					}
+				})
 			}
+			wg.Wait()
 		})
 		settled()
 		after = controllerManagerMiB(t, m)
