@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -107,9 +108,31 @@ func IsPolicyRefusal(err error) bool {
 }
 
 // Issuer issues peering identities; the controller manager implements it.
-// tokenValid says whether the request was signed with the cluster's token.
+// signed says how the request was signed: "" (not signed), SignedByToken
+// or SignedByIntroduction.
 type Issuer interface {
-	IssueIdentity(ctx context.Context, req *IdentityRequest, tokenValid bool) (*IdentityResponse, error)
+	IssueIdentity(ctx context.Context, req *IdentityRequest, signed string) (*IdentityResponse, error)
+}
+
+// How a request was signed, as the Issuer is told.
+const (
+	SignedByToken        = "token"
+	SignedByIntroduction = "introduction"
+)
+
+// IntroductionSeparator splits an introduction token: "<introducer
+// ClusterID>.<secret>". A cluster's own token is hex, and a ClusterID a
+// DNS label, so neither has a dot.
+const IntroductionSeparator = "."
+
+// IntroducerOf returns the introducer of an introduction token, or "" for
+// a cluster's own token.
+func IntroducerOf(token string) string {
+	introducer, _, ok := strings.Cut(token, IntroductionSeparator)
+	if !ok {
+		return ""
+	}
+	return introducer
 }
 
 // mac returns the request MAC: method, path, timestamp, nonce and the body
@@ -201,8 +224,7 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	tokenValid := false
-	var nonce, token string
+	var signedBy, nonce, token string
 	if authz := r.Header.Get("Authorization"); authz != "" {
 		params, ok := parseAuthorization(authz)
 		if !ok {
@@ -215,14 +237,35 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 			refuse(http.StatusUnauthorized, ReasonExpired, "the request timestamp is missing or more than %s away from this cluster's clock", MaxClockSkew)
 			return
 		}
-		token, err = s.cachedToken(r.Context())
-		if err != nil {
+		signedBy = SignedByToken
+		if introducer := params["intro"]; introducer != "" {
+			// An introduction's token, looked up by who introduces and
+			// whom: it signs for that consumer and no other.
+			signedBy = SignedByIntroduction
+			if s.Introduction == nil {
+				refuse(http.StatusUnauthorized, ReasonWrongToken, "this cluster accepts no introductions")
+				return
+			}
+			token, err = s.Introduction(r.Context(), introducer, req.ClusterID)
+			if err != nil {
+				refuse(http.StatusServiceUnavailable, ReasonNotReady, "the introductions are not available yet")
+				return
+			}
+			if token == "" {
+				refuse(http.StatusUnauthorized, ReasonWrongToken, "this cluster holds no accepted introduction of %s by %s", req.ClusterID, introducer)
+				return
+			}
+		} else if token, err = s.cachedToken(r.Context()); err != nil {
 			refuse(http.StatusServiceUnavailable, ReasonNotReady, "the peering token is not available yet")
 			return
 		}
 		got, err := hex.DecodeString(params["mac"])
 		want := mac(token, r.Method, r.URL.Path, params["ts"], params["nonce"], body)
 		if err != nil || !hmac.Equal(got, want) { // constant time
+			if signedBy == SignedByIntroduction {
+				refuse(http.StatusUnauthorized, ReasonWrongToken, "the introduction's token is wrong: ask the broker for the introduction again")
+				return
+			}
 			refuse(http.StatusUnauthorized, ReasonWrongToken, "the peering token is wrong: ask this cluster's operator for the output of liqoctl generate-add-command")
 			return
 		}
@@ -237,10 +280,10 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 			refuse(http.StatusUnauthorized, ReasonReplayed, "the request was already used once (replayed nonce)")
 			return
 		}
-		tokenValid, nonce = true, params["nonce"]
+		nonce = params["nonce"]
 	}
 
-	resp, err := s.Issuer.IssueIdentity(r.Context(), &req, tokenValid)
+	resp, err := s.Issuer.IssueIdentity(r.Context(), &req, signedBy)
 	if err != nil {
 		var e *ExchangeError
 		if !errors.As(err, &e) {
@@ -258,7 +301,7 @@ func (s *Server) servePeeringIdentity(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusInternalServerError, ReasonInternal, "encoding the response: %v", err)
 		return
 	}
-	if tokenValid {
+	if signedBy != "" {
 		w.Header().Set(ResponseMACHeader, hex.EncodeToString(responseMAC(token, nonce, out)))
 	}
 	issued.Inc()
@@ -299,6 +342,9 @@ func parseAuthorization(h string) (map[string]string, bool) {
 		params[k] = v
 	}
 	if params["ts"] == "" || len(params["nonce"]) < 16 || len(params["nonce"]) > 128 || params["mac"] == "" {
+		return nil, false
+	}
+	if intro, ok := params["intro"]; ok && len(validation.IsDNS1123Label(intro)) > 0 {
 		return nil, false
 	}
 	return params, true
@@ -362,7 +408,9 @@ func RequestIdentity(ctx context.Context, authURL, token string, req *IdentityRe
 }
 
 // SignRequest adds the Authorization header of the token exchange to r,
-// whose body is body, and returns the nonce it used.
+// whose body is body, and returns the nonce it used. An introduction's
+// token names its introducer (intro=), so that the provider knows which
+// introduction to check the MAC with.
 func SignRequest(r *http.Request, token string, body []byte) (string, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
@@ -370,7 +418,11 @@ func SignRequest(r *http.Request, token string, body []byte) (string, error) {
 	}
 	nonce := hex.EncodeToString(b)
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	r.Header.Set("Authorization", fmt.Sprintf("%s ts=%s,nonce=%s,mac=%s", AuthorizationScheme, ts, nonce,
+	intro := ""
+	if introducer := IntroducerOf(token); introducer != "" {
+		intro = ",intro=" + introducer
+	}
+	r.Header.Set("Authorization", fmt.Sprintf("%s ts=%s,nonce=%s%s,mac=%s", AuthorizationScheme, ts, nonce, intro,
 		hex.EncodeToString(mac(token, r.Method, r.URL.Path, ts, nonce, body))))
 	return nonce, nil
 }

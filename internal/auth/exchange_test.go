@@ -21,14 +21,14 @@ import (
 
 // stubIssuer records what reached it.
 type stubIssuer struct {
-	calls      int
-	tokenValid bool
-	err        error
+	calls  int
+	signed string
+	err    error
 }
 
-func (s *stubIssuer) IssueIdentity(_ context.Context, req *IdentityRequest, tokenValid bool) (*IdentityResponse, error) {
+func (s *stubIssuer) IssueIdentity(_ context.Context, req *IdentityRequest, signed string) (*IdentityResponse, error) {
 	s.calls++
-	s.tokenValid = tokenValid
+	s.signed = signed
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -53,8 +53,8 @@ func TestRequestIdentity(t *testing.T) {
 	opts := ClientOptions{InsecureSkipVerify: true}
 
 	resp, err := RequestIdentity(t.Context(), srv.URL, testToken, sampleRequest, opts)
-	if err != nil || resp.Certificate != "cert for consumer" || !issuer.tokenValid {
-		t.Fatalf("signed request: %+v, %v (tokenValid %v); want the identity with a valid token", resp, err, issuer.tokenValid)
+	if err != nil || resp.Certificate != "cert for consumer" || issuer.signed != SignedByToken {
+		t.Fatalf("signed request: %+v, %v (signed %q); want the identity with a valid token", resp, err, issuer.signed)
 	}
 
 	var ee *ExchangeError
@@ -67,8 +67,8 @@ func TestRequestIdentity(t *testing.T) {
 	}
 
 	// Without a token the issuer decides (LAN trust, open policy).
-	if _, err := RequestIdentity(t.Context(), srv.URL, "", sampleRequest, opts); err != nil || issuer.tokenValid {
-		t.Fatalf("unsigned request: %v (tokenValid %v), want it passed on as not token-authenticated", err, issuer.tokenValid)
+	if _, err := RequestIdentity(t.Context(), srv.URL, "", sampleRequest, opts); err != nil || issuer.signed != "" {
+		t.Fatalf("unsigned request: %v (signed %q), want it passed on as not signed", err, issuer.signed)
 	}
 
 	issuer.err = &ExchangeError{Status: http.StatusForbidden, Reason: ReasonPolicy, Message: "denied by rule x"}
@@ -186,7 +186,7 @@ func FuzzExchange(f *testing.F) {
 		reached := issuer.calls > before
 		// Nobody holding no token can forge a signature: whatever the
 		// input, the issuer never hears that the token was valid.
-		if reached && issuer.tokenValid {
+		if reached && issuer.signed != "" {
 			t.Fatalf("input %q with Authorization %q reached the issuer as signed with the token", b, authz)
 		}
 		// Only a well-formed identity request reaches the issuer.
@@ -261,5 +261,64 @@ func TestOneSourceCannotSpendEveryonesExchanges(t *testing.T) {
 	}
 	if code := send("192.0.2.2:1000"); code == http.StatusTooManyRequests {
 		t.Fatalf("another source: %d; want it served although the first one flooded", code)
+	}
+}
+
+// An introduction's token signs for the consumer it was made for, by the
+// introducer it names, and for nobody else.
+func TestIntroductionToken(t *testing.T) {
+	issuer := &stubIssuer{}
+	introToken := "broker" + IntroductionSeparator + strings.Repeat("ab", 32)
+	s := &Server{Issuer: issuer, Token: func(context.Context) (string, error) { return testToken, nil },
+		Introduction: func(_ context.Context, introducer, consumer string) (string, error) {
+			if introducer == "broker" && consumer == "consumer" {
+				return introToken, nil
+			}
+			return "", nil
+		},
+		Limiter: rate.NewLimiter(rate.Inf, 0), PerSource: rate.Inf}
+	srv := httptest.NewTLSServer(s.Handler())
+	t.Cleanup(srv.Close)
+	opts := ClientOptions{InsecureSkipVerify: true}
+
+	if IntroducerOf(introToken) != "broker" || IntroducerOf(testToken) != "" {
+		t.Fatalf("IntroducerOf(%q) = %q, IntroducerOf(own token) = %q", introToken, IntroducerOf(introToken), IntroducerOf(testToken))
+	}
+	resp, err := RequestIdentity(t.Context(), srv.URL, introToken, sampleRequest, opts)
+	if err != nil || resp.Certificate != "cert for consumer" || issuer.signed != SignedByIntroduction {
+		t.Fatalf("introduced consumer: %+v, %v (signed %q); want the identity, signed by introduction", resp, err, issuer.signed)
+	}
+	calls := issuer.calls
+	var ee *ExchangeError
+	// Another consumer holding the same token.
+	other := *sampleRequest
+	other.ClusterID = "other"
+	if _, err := RequestIdentity(t.Context(), srv.URL, introToken, &other, opts); !errors.As(err, &ee) || ee.Reason != ReasonWrongToken {
+		t.Fatalf("another consumer with the introduction's token: %v, want %s", err, ReasonWrongToken)
+	}
+	// The same secret said to come from another introducer.
+	forged := "elsewhere" + IntroductionSeparator + strings.Repeat("ab", 32)
+	if _, err := RequestIdentity(t.Context(), srv.URL, forged, sampleRequest, opts); !errors.As(err, &ee) || ee.Reason != ReasonWrongToken {
+		t.Fatalf("the token under another introducer: %v, want %s", err, ReasonWrongToken)
+	}
+	// A wrong secret under the right introducer.
+	wrong := "broker" + IntroductionSeparator + strings.Repeat("cd", 32)
+	if _, err := RequestIdentity(t.Context(), srv.URL, wrong, sampleRequest, opts); !errors.As(err, &ee) || ee.Reason != ReasonWrongToken {
+		t.Fatalf("a wrong introduction secret: %v, want %s", err, ReasonWrongToken)
+	}
+	// The cluster's own token is not an introduction, nor the reverse.
+	if _, err := RequestIdentity(t.Context(), srv.URL, "broker"+IntroductionSeparator+testToken, sampleRequest, opts); !errors.As(err, &ee) || ee.Reason != ReasonWrongToken {
+		t.Fatalf("the cluster's token as an introduction: %v, want %s", err, ReasonWrongToken)
+	}
+	if issuer.calls != calls {
+		t.Fatalf("the issuer was reached %d times by refused introductions", issuer.calls-calls)
+	}
+	// A malformed introducer is a malformed header.
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+PeeringIdentityPath, strings.NewReader("{}"))
+	req.Header.Set("Authorization", AuthorizationScheme+" ts=1,nonce=0123456789abcdef,intro=Not_A_Label,mac=00")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("a malformed introducer: %d, want 400", rec.Code)
 	}
 }

@@ -35,6 +35,10 @@ type Server struct {
 	Issuer Issuer
 	// Token returns this cluster's peering token.
 	Token func(ctx context.Context) (string, error)
+	// Introduction returns the token of the accepted introduction of
+	// consumer by introducer, or "" when there is none; nil accepts no
+	// introductions.
+	Introduction func(ctx context.Context, introducer, consumer string) (string, error)
 	// Limiter bounds the token exchanges; nil means 20 a second, in bursts
 	// of 40.
 	Limiter *rate.Limiter

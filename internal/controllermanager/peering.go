@@ -41,6 +41,7 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 	policy := &peering.Policy{Reader: direct, LocalClusterID: clusterID, Config: config}
 
 	authServer.Token = func(ctx context.Context) (string, error) { return auth.EnsureToken(ctx, direct, o.Namespace) }
+	authServer.Introduction = peering.IntroductionToken(mgr.GetClient(), config)
 	authServer.Issuer = &peering.Issuer{
 		Client: direct, Namespace: o.Namespace, Policy: policy, Config: config, Local: authServer.Identity,
 	}
@@ -69,6 +70,24 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 		Local: authServer.Identity, LocalAuthURL: authURL, Config: config, ForceUnpeerAfter: o.ForceUnpeerAfter,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the outgoing peering controller: %w", err)
+	}
+	return nil
+}
+
+// setupIntroductions adds both sides of a broker's introductions: the
+// provider's answer to those it receives, and the introducer's own,
+// carried to its providers with the virtual kubelet's clients.
+func setupIntroductions(mgr ctrl.Manager, o *Options, clusterID string, remotes *identity.Remotes, store *clusterconfig.Store) error {
+	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
+	if err := (&peering.IntroductionsReceived{
+		Client: mgr.GetClient(), LocalClusterID: clusterID, Config: config, Changes: store.Subscribe(),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the received introductions' controller: %w", err)
+	}
+	if err := (&peering.IntroductionsSent{
+		Client: mgr.GetClient(), Namespace: o.Namespace, LocalClusterID: clusterID, Remotes: remotes,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the sent introductions' controller: %w", err)
 	}
 	return nil
 }

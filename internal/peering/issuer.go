@@ -69,7 +69,7 @@ func refuse(status int, reason, format string, args ...any) error {
 }
 
 // IssueIdentity implements auth.Issuer.
-func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, tokenValid bool) (*auth.IdentityResponse, error) {
+func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, signed string) (*auth.IdentityResponse, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("consumer", req.ClusterID)
 	if !ValidClusterID(req.ClusterID) {
 		return nil, refuse(http.StatusBadRequest, auth.ReasonBadRequest, "clusterID %q is not a DNS label", req.ClusterID)
@@ -86,7 +86,7 @@ func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, t
 		return nil, refuse(http.StatusBadRequest, auth.ReasonBadRequest, "csr: %v", err)
 	}
 
-	by, err := i.authenticate(ctx, req, caFP, tokenValid)
+	by, err := i.authenticate(ctx, req, caFP, signed)
 	if err != nil {
 		return nil, err
 	}
@@ -146,13 +146,14 @@ func (i *Issuer) IssueIdentity(ctx context.Context, req *auth.IdentityRequest, t
 	}, nil
 }
 
-// authenticate says how the consumer proved who it is: with the token, as
-// a LAN peer whose CA this cluster pinned at discovery, or not at all when
-// the policy does not require a token.
-func (i *Issuer) authenticate(ctx context.Context, req *auth.IdentityRequest, caFP string, tokenValid bool) (string, error) {
+// authenticate says how the consumer proved who it is: with the token,
+// with an introduction's token (the auth service checked it was made for
+// this consumer), as a LAN peer whose CA this cluster pinned at discovery,
+// or not at all when the policy does not require a token.
+func (i *Issuer) authenticate(ctx context.Context, req *auth.IdentityRequest, caFP string, signed string) (string, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("consumer", req.ClusterID)
-	if tokenValid {
-		return "token", nil
+	if signed != "" {
+		return signed, nil
 	}
 	var pc configv1alpha1.PeeringConfig
 	if cc := i.Config(); cc != nil {

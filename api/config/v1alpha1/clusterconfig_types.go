@@ -260,6 +260,18 @@ type PeeringConfig struct {
 	// +optional
 	DeniedClusterIDs []string `json:"deniedClusterIDs,omitempty"`
 
+	// Introducers are the clusters (brokers) whose introductions this
+	// cluster accepts: a consumer one of them introduces peers with the
+	// token this cluster writes in the Introduction, which works for that
+	// consumer alone until this cluster deletes it. Each one must be a
+	// peer (it writes its Introductions in its tenant namespace here). The
+	// consumers still pass the rules above (allowed, denied, the cap).
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +optional
+	Introducers []string `json:"introducers,omitempty"`
+
 	// MaxIncomingPeerings caps the number of clusters peering with this one;
 	// 0 means no cap.
 	// +kubebuilder:validation:Minimum=0
