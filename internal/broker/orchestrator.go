@@ -336,7 +336,8 @@ func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, provider
 // report writes what the orchestrator does for the consumer into its
 // Selection's status.
 func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection, ready map[string]bool, pods, draining map[string]int32) error {
-	st := brokerv1alpha1.SelectionStatus{ObservedGeneration: sel.Generation, Conditions: slices.Clone(sel.Status.Conditions)}
+	st := brokerv1alpha1.SelectionStatus{ObservedGeneration: sel.Generation, Conditions: slices.Clone(sel.Status.Conditions),
+		Introductions: sel.Status.Introductions} // the Introducer's
 	var unavailable, drains []string
 	for _, p := range sel.Spec.Providers {
 		state := brokerv1alpha1.ProviderServing

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -85,17 +86,20 @@ func (s *Server) selectionFor(r *http.Request, verb string) (string, error) {
 
 // SelectionView is a consumer's selection in the v1 API.
 type SelectionView struct {
-	Kind       string                         `json:"kind"`
-	APIVersion string                         `json:"apiVersion"`
-	Consumer   string                         `json:"consumer"`
-	Providers  []string                       `json:"providers"`
-	Status     brokerv1alpha1.SelectionStatus `json:"status"`
+	Kind       string   `json:"kind"`
+	APIVersion string   `json:"apiVersion"`
+	Consumer   string   `json:"consumer"`
+	Providers  []string `json:"providers"`
+	// Introductions the consumer asked besides its providers.
+	Introductions []string                       `json:"introductions,omitempty"`
+	Status        brokerv1alpha1.SelectionStatus `json:"status"`
 }
 
 func view(consumer string, sel *brokerv1alpha1.Selection) SelectionView {
 	v := SelectionView{Kind: "Selection", APIVersion: APIVersion, Consumer: consumer, Providers: []string{}}
 	if sel != nil {
 		v.Providers = append(v.Providers, sel.Spec.Providers...)
+		v.Introductions = sel.Spec.Introductions
 		v.Status = sel.Status
 	}
 	return v
@@ -166,7 +170,7 @@ func (s *Server) putSelection(w http.ResponseWriter, r *http.Request) error {
 	}
 	slices.Sort(body.Providers)
 	body.Providers = slices.Compact(body.Providers)
-	sel, err := s.changeSelection(r.Context(), consumer, func(providers []string) []string { return body.Providers })
+	sel, err := s.changeSelection(r.Context(), consumer, func(spec *brokerv1alpha1.SelectionSpec) { spec.Providers = body.Providers })
 	if err != nil {
 		return err
 	}
@@ -203,13 +207,12 @@ func (s *Server) toggle(w http.ResponseWriter, r *http.Request) error {
 			return errNotFound(fmt.Sprintf("id: the broker serves no provider %s", id))
 		}
 	}
-	sel, err := s.changeSelection(r.Context(), consumer, func(providers []string) []string {
-		providers = slices.DeleteFunc(providers, func(p string) bool { return p == id })
+	sel, err := s.changeSelection(r.Context(), consumer, func(spec *brokerv1alpha1.SelectionSpec) {
+		spec.Providers = slices.DeleteFunc(spec.Providers, func(p string) bool { return p == id })
 		if enable {
-			providers = append(providers, id)
-			slices.Sort(providers)
+			spec.Providers = append(spec.Providers, id)
+			slices.Sort(spec.Providers)
 		}
-		return providers
 	})
 	if err != nil {
 		return err
@@ -234,10 +237,10 @@ func (s *Server) providers(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
-// changeSelection applies change to the consumer's providers, creating
-// its Selection the first time; it reads and writes through to the API
+// changeSelection applies change to the consumer's Selection's spec,
+// creating it the first time; it reads and writes through to the API
 // server, so that two changes one after the other never lose the first.
-func (s *Server) changeSelection(ctx context.Context, consumer string, change func([]string) []string) (*brokerv1alpha1.Selection, error) {
+func (s *Server) changeSelection(ctx context.Context, consumer string, change func(spec *brokerv1alpha1.SelectionSpec)) (*brokerv1alpha1.Selection, error) {
 	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}
 	var out *brokerv1alpha1.Selection
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -245,7 +248,7 @@ func (s *Server) changeSelection(ctx context.Context, consumer string, change fu
 		err := s.Writer.Get(ctx, key, &sel)
 		if apierrors.IsNotFound(err) {
 			sel = brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-			sel.Spec.Providers = change(nil)
+			change(&sel.Spec)
 			if err := s.Writer.Create(ctx, &sel); err != nil {
 				if apierrors.IsAlreadyExists(err) {
 					return apierrors.NewConflict(brokerv1alpha1.GroupVersion.WithResource(SelectionResource).GroupResource(), key.Name, err)
@@ -258,12 +261,13 @@ func (s *Server) changeSelection(ctx context.Context, consumer string, change fu
 		if err != nil {
 			return err
 		}
-		providers := change(slices.Clone(sel.Spec.Providers))
-		if slices.Equal(providers, sel.Spec.Providers) {
+		spec := *sel.Spec.DeepCopy()
+		change(&spec)
+		if equality.Semantic.DeepEqual(spec, sel.Spec) {
 			out = &sel
 			return nil
 		}
-		sel.Spec.Providers = providers
+		sel.Spec = spec
 		if err := s.Writer.Update(ctx, &sel); err != nil {
 			return err
 		}
@@ -274,4 +278,100 @@ func (s *Server) changeSelection(ctx context.Context, consumer string, change fu
 		return nil, fmt.Errorf("changing the selection of %s: %w", consumer, err)
 	}
 	return out, nil
+}
+
+// IntroductionView is the broker's introduction of the calling consumer to
+// one provider in the v1 API: with State Accepted, what liqoctl add takes
+// (auth URL, cluster ID, token), the token valid for this consumer alone.
+type IntroductionView struct {
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	Consumer   string `json:"consumer"`
+	brokerv1alpha1.IntroducedProvider
+}
+
+// introductionOf returns the consumer's introduction to id, if requested.
+func introductionOf(consumer string, sel *brokerv1alpha1.Selection, id string) (IntroductionView, bool) {
+	v := IntroductionView{Kind: "Introduction", APIVersion: APIVersion, Consumer: consumer,
+		IntroducedProvider: brokerv1alpha1.IntroducedProvider{ClusterID: id, State: brokerv1alpha1.IntroductionPending,
+			Message: "the broker is introducing this consumer"}}
+	if sel == nil || (!slices.Contains(sel.Spec.Providers, id) && !slices.Contains(sel.Spec.Introductions, id)) {
+		return v, false
+	}
+	for _, in := range sel.Status.Introductions {
+		if in.ClusterID == id {
+			v.IntroducedProvider = in
+		}
+	}
+	return v, true
+}
+
+// getIntroduction answers GET /api/v1/clusters/{id}/introduction: the
+// caller's introduction to provider id, 404 when it asked none.
+func (s *Server) getIntroduction(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
+		return errBadRequest(fmt.Sprintf("id: %q is not a cluster ID: %s", id, strings.Join(errs, "; ")))
+	}
+	consumer, err := s.selectionFor(r, "get")
+	if err != nil {
+		return err
+	}
+	sel, err := s.readSelection(r.Context(), consumer)
+	if err != nil {
+		return err
+	}
+	v, ok := introductionOf(consumer, sel, id)
+	if !ok {
+		return errNotFound(fmt.Sprintf("consumer %s asked no introduction to %s (POST it)", consumer, id))
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// postIntroduction answers POST /api/v1/clusters/{id}/introduction: the
+// caller asks to be introduced to provider id (spec.introductions of its
+// Selection). 200 with the token once the provider accepted, 202 while it
+// has not answered, 200 with State Refused and the provider's reason.
+func (s *Server) postIntroduction(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
+		return errBadRequest(fmt.Sprintf("id: %q is not a cluster ID: %s", id, strings.Join(errs, "; ")))
+	}
+	consumer, err := s.selectionFor(r, "update")
+	if err != nil {
+		return err
+	}
+	if id == consumer {
+		return errBadRequest("id: a consumer is not introduced to itself")
+	}
+	known, err := s.providers(r.Context())
+	if err != nil {
+		return err
+	}
+	if !known[id] {
+		return errNotFound(fmt.Sprintf("id: the broker serves no provider %s", id))
+	}
+	sel, err := s.changeSelection(r.Context(), consumer, func(spec *brokerv1alpha1.SelectionSpec) {
+		if !slices.Contains(spec.Introductions, id) {
+			if len(spec.Introductions) >= brokerv1alpha1.MaxSelectedProviders {
+				return
+			}
+			spec.Introductions = append(spec.Introductions, id)
+			slices.Sort(spec.Introductions)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	v, ok := introductionOf(consumer, sel, id)
+	if !ok {
+		return errBadRequest(fmt.Sprintf("introductions: at most %d", brokerv1alpha1.MaxSelectedProviders))
+	}
+	code := http.StatusAccepted
+	if v.State != brokerv1alpha1.IntroductionPending {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, v)
+	return nil
 }

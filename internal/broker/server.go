@@ -129,6 +129,8 @@ func (s *Server) routes() []route {
 		{"PUT /api/v1/selection", "v1.selection", orchestrator, s.putSelection},
 		{"GET /api/v1/clusters", "v1.clusters", catalog, s.v1Clusters},
 		{"GET /api/v1/clusters/{id}", "v1.cluster", catalog, s.v1Cluster},
+		{"GET /api/v1/clusters/{id}/introduction", "v1.introduction", catalog, s.getIntroduction},
+		{"POST /api/v1/clusters/{id}/introduction", "v1.introduction", catalog, s.postIntroduction},
 		{"GET /api/v1/openapi.json", "openapi", always, serveOpenAPI},
 	}
 }

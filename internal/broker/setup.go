@@ -25,6 +25,9 @@ type Options struct {
 	BindAddress string
 	// PublicCatalog lets anonymous callers read the catalog.
 	PublicCatalog bool
+	// Namespace is the Liqo namespace, where the broker keeps its
+	// introductions.
+	Namespace string
 }
 
 // ParseModes parses a comma-separated subset of the broker's services
@@ -74,6 +77,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
 	if err := mgr.Add(s); err != nil {
 		_ = ln.Close()
 		return nil, err
+	}
+	if err := (&Introducer{Client: mgr.GetClient(), Namespace: o.Namespace}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the introducer: %w", err)
 	}
 	if o.Modes.Orchestrator {
 		if err := (&Orchestrator{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -143,7 +144,11 @@ func (r *Incoming) accept(ctx context.Context, s *incomingScope) (ctrl.Result, b
 	var tenant string
 	var g errgroup.Group
 	g.Go(func() (err error) {
-		tenant, err = ensureTenant(ctx, r.Client, s.id, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+s.id, virtualKubeletRules)
+		rules := virtualKubeletRules
+		if r.Config != nil && acceptsIntroducer(r.Config(), s.id) {
+			rules = slices.Concat(rules, introducerRules)
+		}
+		tenant, err = ensureTenant(ctx, r.Client, s.id, VirtualKubeletRole, identity.VirtualKubeletUserPrefix+s.id, rules)
 		return err
 	})
 	g.Go(func() error { return r.answerVirtualKubeletCSR(ctx, s.pr) })

@@ -217,7 +217,9 @@ func (r *IntroductionsSent) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !in.DeletionTimestamp.IsZero() {
 		if remote, err := r.Remotes.For(ctx, provider); err == nil {
 			err := remote.Delete(ctx, &discoveryv1alpha1.Introduction{ObjectMeta: metav1.ObjectMeta{Namespace: remoteKey.Namespace, Name: remoteKey.Name}})
-			if client.IgnoreNotFound(err) != nil {
+			// Forbidden: the provider no longer accepts this cluster as
+			// an introducer, which revoked every token of its own.
+			if client.IgnoreNotFound(err) != nil && !apierrors.IsForbidden(err) {
 				return ctrl.Result{}, fmt.Errorf("revoking the introduction of %s in %s: %w", consumer, provider, err)
 			}
 		}
@@ -255,6 +257,17 @@ func (r *IntroductionsSent) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		theirs.Spec = discoveryv1alpha1.IntroductionSpec{Consumer: in.Spec.Consumer, ProviderClusterID: provider}
 		err = remote.Update(ctx, theirs)
 	}
+	resync := r.Resync
+	if resync == 0 {
+		resync = 30 * time.Second
+	}
+	if apierrors.IsForbidden(err) {
+		// The provider grants the right to introduce only to the
+		// introducers its ClusterConfig lists.
+		in.Status.Token = ""
+		return ctrl.Result{RequeueAfter: resync}, setStatus(metav1.ConditionFalse, discoveryv1alpha1.IntroductionReasonNotAnIntroducer,
+			fmt.Sprintf("%s does not accept introductions from this cluster (not in its ClusterConfig's spec.peeringConfig.introducers)", provider))
+	}
 	if err != nil {
 		in.Status.Token = ""
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, setStatus(metav1.ConditionUnknown, discoveryv1alpha1.IntroductionReasonUnreachable,
@@ -269,10 +282,6 @@ func (r *IntroductionsSent) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	in.Status.Token = ""
 	if answer.Status == metav1.ConditionTrue {
 		in.Status.Token = theirs.Status.Token
-	}
-	resync := r.Resync
-	if resync == 0 {
-		resync = 30 * time.Second
 	}
 	return ctrl.Result{RequeueAfter: resync}, setStatus(answer.Status, answer.Reason, provider+": "+answer.Message)
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -57,23 +56,8 @@ func ensureTenant(ctx context.Context, c client.Client, peer, roleName, user str
 	if err := identity.EnsureRoleBinding(ctx, c, nsName, roleName, user, rules, peerLabels(peer)); err != nil {
 		return "", err
 	}
-	// What a peer may write here in numbers (this cluster watches it).
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: TenantQuotaName}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, quota, func() error {
-		quota.Labels = peerLabels(peer)
-		quota.Spec.Hard = corev1.ResourceList{introductionCount: *resource.NewQuantity(MaxIntroductionsPerIntroducer, resource.DecimalSI)}
-		return nil
-	}); err != nil {
-		return "", fmt.Errorf("tenant quota in %s: %w", nsName, err)
-	}
 	return nsName, nil
 }
-
-// TenantQuotaName is the ResourceQuota of a tenant namespace: how many
-// Introductions the peer may write in it.
-const TenantQuotaName = "liqo-tenant"
-
-const introductionCount corev1.ResourceName = "count/introductions.discovery.liqo.io"
 
 // releaseTenant removes one direction's Role, RoleBinding and mark from
 // peer's tenant namespace; the namespace itself, which both directions of
@@ -145,7 +129,6 @@ const (
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespacemaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=sharing.liqo.io,resources=advertisements;advertisements/status,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=net.liqo.io,resources=networkconfigs,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch;create;update;patch;delete
 
 var (
 	objectVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
@@ -157,12 +140,16 @@ var (
 	// them, is the provider's answer).
 	virtualKubeletRules = []rbacv1.PolicyRule{
 		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps"}, Verbs: objectVerbs},
-		// A broker introduces its consumers here (IntroductionsReceived
-		// answers only the introducers the ClusterConfig lists; the
-		// tenant quota bounds how many).
-		{APIGroups: []string{"discovery.liqo.io"}, Resources: []string{"introductions"}, Verbs: objectVerbs},
 		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps/status"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"net.liqo.io"}, Resources: []string{"networkconfigs"}, Verbs: objectVerbs},
+	}
+	// introducerRules: what a consumer this cluster accepts as an
+	// introducer (ClusterConfig spec.peeringConfig.introducers) may do
+	// besides, in its tenant namespace: introduce its own consumers. Any
+	// other peer may write no Introduction at all, so none can grow this
+	// cluster's cache of them.
+	introducerRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{"discovery.liqo.io"}, Resources: []string{"introductions"}, Verbs: objectVerbs},
 	}
 	// providerRules: what a provider does in its tenant namespace in the
 	// consumer: manage its Advertisement (the admission policy

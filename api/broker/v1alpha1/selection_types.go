@@ -24,6 +24,49 @@ type SelectionSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
 	Providers []string `json:"providers,omitempty"`
+
+	// Introductions are the providers, besides those enabled, this
+	// consumer asks the broker to introduce it to, so that it peers with
+	// them directly. Every enabled provider is introduced too.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Introductions []string `json:"introductions,omitempty"`
+}
+
+// IntroductionState is a provider's answer to an introduction.
+// +kubebuilder:validation:Enum=Accepted;Refused;Pending
+type IntroductionState string
+
+// The states of an introduction.
+const (
+	IntroductionAccepted IntroductionState = "Accepted"
+	IntroductionRefused  IntroductionState = "Refused"
+	IntroductionPending  IntroductionState = "Pending"
+)
+
+// IntroducedProvider is what the consumer needs to peer with a provider
+// the broker introduced it to: what liqoctl add takes, with a token that
+// works for this consumer alone.
+type IntroducedProvider struct {
+	// ClusterID of the provider.
+	ClusterID string `json:"clusterID"`
+	// ClusterName of the provider.
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+	// AuthURL is the provider's auth service, as the broker reaches it.
+	// +optional
+	AuthURL string `json:"authURL,omitempty"`
+	// Token signs the consumer's identity request (liqoctl add --token).
+	// +optional
+	Token string `json:"token,omitempty"`
+	// State is the provider's answer.
+	State IntroductionState `json:"state"`
+	// Message says why, when not Accepted.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ProviderState is how the orchestrator serves one provider for a
@@ -63,6 +106,13 @@ type SelectionStatus struct {
 	// +listMapKey=clusterID
 	// +optional
 	Providers []SelectedProvider `json:"providers,omitempty"`
+	// Introductions are the providers' answers to the broker's
+	// introductions of this consumer.
+	// +listType=map
+	// +listMapKey=clusterID
+	// +optional
+	Introductions []IntroducedProvider `json:"introductions,omitempty"`
+
 	// Conditions: Ready says whether every enabled provider serves and
 	// none drains.
 	// +listType=map

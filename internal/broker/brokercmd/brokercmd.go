@@ -112,6 +112,7 @@ func Run(ctx context.Context, o *Options) error {
 	}); err != nil {
 		return err
 	}
+	o.Broker.Namespace = o.Namespace
 	if _, err := broker.Setup(ctx, mgr, o.Broker); err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	brokerapi "github.com/liqo-go/liqo/internal/broker"
+	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/install"
@@ -97,7 +98,21 @@ func NewCommand(ctx context.Context) *cobra.Command {
 			return o.Show(ctx, cmd.OutOrStdout())
 		},
 	}
-	cmd.AddCommand(login, toggle(true), toggle(false), selection)
+	wait := time.Minute
+	peer := &cobra.Command{
+		Use:   "peer PROVIDER-ID",
+		Short: "Peer with a provider of the broker's catalog: the broker introduces this cluster, the provider's own policy answers",
+		Long: `Ask the broker to introduce this cluster to a provider of its catalog, wait for
+the provider's answer (its ClusterConfig lists the brokers whose introductions
+it accepts), and peer with it as 'liqoctl add' does, with a token that works
+for this cluster alone. No token is copied by hand.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.Peer(ctx, args[0], wait, cmd.OutOrStdout())
+		},
+	}
+	peer.Flags().DurationVar(&wait, "wait", wait, "How long to wait for the peering to be requested (0: do not wait)")
+	cmd.AddCommand(login, toggle(true), toggle(false), selection, peer)
 	return cmd
 }
 
@@ -180,7 +195,7 @@ func (o *Options) Show(ctx context.Context, out io.Writer) error {
 	return printSelection(out, v)
 }
 
-// call logs in and asks the broker's API.
+// call logs in and asks the broker's API for its selection.
 func (o *Options) call(ctx context.Context, method, path string) (*brokerapi.SelectionView, error) {
 	if err := o.validate(true); err != nil {
 		return nil, err
@@ -189,34 +204,101 @@ func (o *Options) call(ctx context.Context, method, path string) (*brokerapi.Sel
 	if err != nil {
 		return nil, err
 	}
+	var v brokerapi.SelectionView
+	if _, err := o.ask(ctx, token, method, path, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// ask calls the broker's API with token and decodes a 200 or 202 answer
+// into out, returning its status code.
+func (o *Options) ask(ctx context.Context, token, method, path string, out any) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(o.URL, "/")+path, nil)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("asking the broker at %s: %w", o.URL, err)
+		return 0, fmt.Errorf("asking the broker at %s: %w", o.URL, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
 		var st metav1.Status
 		if json.Unmarshal(body, &st) == nil && st.Message != "" {
-			return nil, fmt.Errorf("the broker answered %d: %s", resp.StatusCode, st.Message)
+			return resp.StatusCode, fmt.Errorf("the broker answered %d: %s", resp.StatusCode, st.Message)
 		}
-		return nil, fmt.Errorf("the broker answered %d", resp.StatusCode)
+		return resp.StatusCode, fmt.Errorf("the broker answered %d", resp.StatusCode)
 	}
-	var v brokerapi.SelectionView
-	if err := json.Unmarshal(body, &v); err != nil {
-		return nil, fmt.Errorf("the broker's answer: %w", err)
+	if err := json.Unmarshal(body, out); err != nil {
+		return resp.StatusCode, fmt.Errorf("the broker's answer: %w", err)
 	}
-	return &v, nil
+	return resp.StatusCode, nil
+}
+
+// Introduction asks the broker to introduce this cluster to provider and
+// waits, within the timeout, for the provider's answer: the introduction
+// when accepted, an error with the provider's reason when refused.
+func (o *Options) Introduction(ctx context.Context, provider string, progress io.Writer) (*brokerapi.IntroductionView, error) {
+	if errs := validation.IsDNS1123Label(provider); len(errs) > 0 {
+		return nil, fmt.Errorf("%q is not a provider's ClusterID", provider)
+	}
+	if err := o.validate(true); err != nil {
+		return nil, err
+	}
+	token, err := o.Login(ctx)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(o.Timeout)
+	said := false
+	for {
+		var v brokerapi.IntroductionView
+		if _, err := o.ask(ctx, token, http.MethodPost, "/api/v1/clusters/"+provider+"/introduction", &v); err != nil {
+			return nil, err
+		}
+		switch v.State {
+		case brokerv1alpha1.IntroductionAccepted:
+			if v.Token == "" || v.AuthURL == "" {
+				return nil, fmt.Errorf("the broker's introduction to %s has no token or auth URL", provider)
+			}
+			return &v, nil
+		case brokerv1alpha1.IntroductionRefused:
+			return nil, fmt.Errorf("provider %s refused the introduction: %s", provider, v.Message)
+		}
+		if !said {
+			fmt.Fprintf(progress, "Waiting for %s to answer the broker's introduction...\n", provider)
+			said = true
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("provider %s did not answer the introduction within %s: %s", provider, o.Timeout, v.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Peer has the broker introduce this cluster to provider, then peers with
+// it as liqoctl add does, with the introduction's token: no token is
+// copied by hand.
+func (o *Options) Peer(ctx context.Context, provider string, wait time.Duration, out io.Writer) error {
+	v, err := o.Introduction(ctx, provider, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "The broker introduced this cluster to %s (%s)\n", v.ClusterID, v.AuthURL)
+	return (&add.Options{Kubeconfig: o.Kubeconfig, Namespace: o.Namespace, AuthURL: v.AuthURL, ClusterID: v.ClusterID, Token: v.Token,
+		Timeout: o.Timeout, Wait: wait}).Run(ctx, out)
 }
 
 func printSelection(out io.Writer, v *brokerapi.SelectionView) error {

@@ -33,9 +33,11 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/broker"
 	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -430,6 +432,75 @@ func TestBroker(t *testing.T) {
 			}
 			if n := providerPods(t, p2); n != replicas {
 				return fmt.Errorf("%s runs %d pods for the broker, want %d", p2.Name, n, replicas)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a consumer peers with a provider using only the catalog and the provider's policy", func(t *testing.T) {
+		o := &ctlbroker.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, Broker: b.ClusterID, URL: b.BrokerURL,
+			TTL: time.Hour, Timeout: 30 * time.Second}
+		var out strings.Builder
+		// p2 accepts no introductions yet: its own policy refuses.
+		if err := o.Peer(ctx, p2.ClusterID, time.Minute, &out); err == nil || !strings.Contains(err.Error(), "refused the introduction") {
+			t.Fatalf("liqoctl broker peer before %s accepts the broker's introductions: %v, want refused\n%s", p2.Name, err, out.String())
+		}
+		framework.SetClusterConfig(t, p2, func(spec *configv1alpha1.ClusterConfigSpec) { spec.PeeringConfig.Introducers = []string{b.ClusterID} })
+		t.Cleanup(func() {
+			framework.SetJoin(t, consumer, p2.ClusterID, false)
+			framework.SetClusterConfig(t, p2, func(spec *configv1alpha1.ClusterConfigSpec) { spec.PeeringConfig.Introducers = nil })
+		})
+		// The provider's answer reaches the broker at its next check.
+		framework.Eventually(t, time.Minute, func() error {
+			out.Reset()
+			return o.Peer(ctx, p2.ClusterID, time.Minute, &out)
+		})
+		t.Logf("liqoctl broker peer %s:\n%s", p2.ClusterID, out.String())
+		framework.Eventually(t, time.Minute, func() error {
+			if !accepted(t, consumer, p2.ClusterID) {
+				return fmt.Errorf("%s's peering with %s is not accepted yet", consumer.Name, p2.Name)
+			}
+			var secret corev1.Secret
+			if err := framework.Client(t, p2).Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: peering.PeerSecretName(consumer.ClusterID)}, &secret); err != nil {
+				return err
+			}
+			if by := secret.Annotations[discoveryv1alpha1.AuthenticatedByAnnotation]; by != auth.SignedByIntroduction {
+				return fmt.Errorf("%s authenticated %s by %q, want %q", p2.Name, consumer.Name, by, auth.SignedByIntroduction)
+			}
+			return nil
+		})
+
+		// The introduction's token, in another consumer's hands (p1 is
+		// the broker's second consumer), is worth nothing, and p1 cannot
+		// read the first consumer's introduction from the broker.
+		intro, err := o.Introduction(ctx, p2.ClusterID, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exchange := func(clusterID string) error {
+			_, err := auth.RequestIdentity(ctx, intro.AuthURL, intro.Token, &auth.IdentityRequest{ClusterID: clusterID, Namespace: install.DefaultNamespace, CACert: "x", CSR: "x"},
+				auth.ClientOptions{InsecureSkipVerify: true, Timeout: 10 * time.Second})
+			return err
+		}
+		if err := exchange(p1.ClusterID); err == nil || !strings.Contains(err.Error(), auth.ReasonWrongToken) {
+			t.Errorf("%s exchanging the token introduced for %s: %v, want %s", p1.Name, consumer.Name, err, auth.ReasonWrongToken)
+		}
+		two := consumerToken(t, p1)
+		path := "/api/v1/clusters/" + p2.ClusterID + "/introduction?consumer=" + consumer.ClusterID
+		if code, body := get(t, http.MethodGet, path, two); code != http.StatusForbidden {
+			t.Errorf("GET %s with the other consumer's token: %d %s, want 403", path, code, body)
+		}
+		if code, body := get(t, http.MethodPost, "/api/v1/clusters/"+p2.ClusterID+"/introduction", ""); code != http.StatusUnauthorized {
+			t.Errorf("an anonymous introduction: %d %s, want 401", code, body)
+		}
+
+		// p2 stops accepting the broker's introductions: the token no
+		// longer works, even for the consumer it was made for (its
+		// request is refused at the MAC check, before any other one).
+		framework.SetClusterConfig(t, p2, func(spec *configv1alpha1.ClusterConfigSpec) { spec.PeeringConfig.Introducers = nil })
+		framework.Eventually(t, 30*time.Second, func() error {
+			if err := exchange(consumer.ClusterID); err == nil || !strings.Contains(err.Error(), auth.ReasonWrongToken) {
+				return fmt.Errorf("the consumer's token after %s revoked the broker: %v, want %s", p2.Name, err, auth.ReasonWrongToken)
 			}
 			return nil
 		})
