@@ -314,7 +314,7 @@ func TestIntroductionToken(t *testing.T) {
 		t.Fatalf("the issuer was reached %d times by refused introductions", issuer.calls-calls)
 	}
 	// A malformed introducer is a malformed header.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+PeeringIdentityPath, strings.NewReader("{}"))
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+PeeringIdentityPath, strings.NewReader("{}"))
 	req.Header.Set("Authorization", AuthorizationScheme+" ts=1,nonce=0123456789abcdef,intro=Not_A_Label,mac=00")
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, req)

@@ -41,6 +41,7 @@ const consumerLabel = "broker.liqo.io/consumer"
 
 // +kubebuilder:rbac:groups=discovery.liqo.io,resources=introductions,verbs=get;list;watch;create;update;patch;delete
 
+// Reconcile introduces one consumer (the request's name) to its providers.
 func (i *Introducer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	consumer := req.Name
 	var sel brokerv1alpha1.Selection

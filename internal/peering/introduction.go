@@ -97,6 +97,7 @@ type IntroductionsReceived struct {
 	Changes <-chan struct{}
 }
 
+// Reconcile answers one Introduction in a tenant namespace.
 func (r *IntroductionsReceived) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var in discoveryv1alpha1.Introduction
 	if err := r.Client.Get(ctx, req.NamespacedName, &in); err != nil {
@@ -153,6 +154,8 @@ func (r *IntroductionsReceived) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, &in, patch))
 }
 
+// SetupWithManager registers the controller; a ClusterConfig change
+// reconciles every Introduction.
 func (r *IntroductionsReceived) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list discoveryv1alpha1.IntroductionList
@@ -177,8 +180,8 @@ type RemoteClients interface {
 	For(ctx context.Context, provider string) (client.Client, error)
 }
 
-// IntroductionFinalizer, on an introducer's own Introduction, removes the
-// provider's copy (revoking its token) before it goes.
+// IntroductionFinalizer is on an introducer's own Introduction: the
+// provider's copy (and its token) goes before it does.
 const IntroductionFinalizer = "discovery.liqo.io/introduction"
 
 // IntroductionsSent is the introducer's side: for each Introduction in
@@ -196,6 +199,7 @@ type IntroductionsSent struct {
 	Resync time.Duration
 }
 
+// Reconcile carries one of this cluster's Introductions to its provider.
 func (r *IntroductionsSent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var in discoveryv1alpha1.Introduction
 	if err := r.Client.Get(ctx, req.NamespacedName, &in); err != nil {
@@ -232,7 +236,7 @@ func (r *IntroductionsSent) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if err := r.Client.Update(ctx, &in); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{Requeue: true}, nil
+		patch = client.MergeFrom(in.DeepCopy())
 	}
 
 	fc, err := foreigncluster.Find(ctx, r.Client, provider)
@@ -286,6 +290,8 @@ func (r *IntroductionsSent) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{RequeueAfter: resync}, setStatus(answer.Status, answer.Reason, provider+": "+answer.Message)
 }
 
+// SetupWithManager registers the controller, for the Introductions of the
+// Liqo namespace.
 func (r *IntroductionsSent) SetupWithManager(mgr ctrl.Manager) error {
 	inLiqoNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
 	return ctrl.NewControllerManagedBy(mgr).Named("introductions-sent").

@@ -67,7 +67,7 @@ func TestIntroductions(t *testing.T) {
 	}
 	var cfg atomic.Pointer[configv1alpha1.ClusterConfig]
 	cfg.Store(&configv1alpha1.ClusterConfig{})
-	config := func() *configv1alpha1.ClusterConfig { return cfg.Load() }
+	config := cfg.Load
 	changes := make(chan struct{}, 1)
 	setIntroducers := func(ids ...string) {
 		cfg.Store(&configv1alpha1.ClusterConfig{Spec: configv1alpha1.ClusterConfigSpec{PeeringConfig: configv1alpha1.PeeringConfig{Introducers: ids}}})
@@ -167,10 +167,10 @@ func TestIntroductions(t *testing.T) {
 	envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
 		err := inProvider.Get(ctx, client.ObjectKey{Namespace: tenant, Name: consumerID}, &theirs)
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the provider's copy is still there (%v)", err)
+			return fmt.Errorf("the provider's copy is still there (%w)", err)
 		}
 		if err := inBroker.Get(ctx, client.ObjectKeyFromObject(intro), intro); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the broker's introduction is still there (%v)", err)
+			return fmt.Errorf("the broker's introduction is still there (%w)", err)
 		}
 		return nil
 	})

@@ -205,42 +205,42 @@ func (o *Options) call(ctx context.Context, method, path string) (*brokerapi.Sel
 		return nil, err
 	}
 	var v brokerapi.SelectionView
-	if _, err := o.ask(ctx, token, method, path, &v); err != nil {
+	if err := o.ask(ctx, token, method, path, &v); err != nil {
 		return nil, err
 	}
 	return &v, nil
 }
 
 // ask calls the broker's API with token and decodes a 200 or 202 answer
-// into out, returning its status code.
-func (o *Options) ask(ctx context.Context, token, method, path string, out any) (int, error) {
+// into out.
+func (o *Options) ask(ctx context.Context, token, method, path string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(o.URL, "/")+path, nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("asking the broker at %s: %w", o.URL, err)
+		return fmt.Errorf("asking the broker at %s: %w", o.URL, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
 		var st metav1.Status
 		if json.Unmarshal(body, &st) == nil && st.Message != "" {
-			return resp.StatusCode, fmt.Errorf("the broker answered %d: %s", resp.StatusCode, st.Message)
+			return fmt.Errorf("the broker answered %d: %s", resp.StatusCode, st.Message)
 		}
-		return resp.StatusCode, fmt.Errorf("the broker answered %d", resp.StatusCode)
+		return fmt.Errorf("the broker answered %d", resp.StatusCode)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return resp.StatusCode, fmt.Errorf("the broker's answer: %w", err)
+		return fmt.Errorf("the broker's answer: %w", err)
 	}
-	return resp.StatusCode, nil
+	return nil
 }
 
 // Introduction asks the broker to introduce this cluster to provider and
@@ -261,7 +261,7 @@ func (o *Options) Introduction(ctx context.Context, provider string, progress io
 	said := false
 	for {
 		var v brokerapi.IntroductionView
-		if _, err := o.ask(ctx, token, http.MethodPost, "/api/v1/clusters/"+provider+"/introduction", &v); err != nil {
+		if err := o.ask(ctx, token, http.MethodPost, "/api/v1/clusters/"+provider+"/introduction", &v); err != nil {
 			return nil, err
 		}
 		switch v.State {

@@ -500,7 +500,7 @@ func TestBroker(t *testing.T) {
 		framework.SetClusterConfig(t, p2, func(spec *configv1alpha1.ClusterConfigSpec) { spec.PeeringConfig.Introducers = nil })
 		framework.Eventually(t, 30*time.Second, func() error {
 			if err := exchange(consumer.ClusterID); err == nil || !strings.Contains(err.Error(), auth.ReasonWrongToken) {
-				return fmt.Errorf("the consumer's token after %s revoked the broker: %v, want %s", p2.Name, err, auth.ReasonWrongToken)
+				return fmt.Errorf("the consumer's token after %s revoked the broker: %w, want %s", p2.Name, err, auth.ReasonWrongToken)
 			}
 			return nil
 		})
