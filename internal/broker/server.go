@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,7 +87,8 @@ type Server struct {
 	// Listener is where the API is served.
 	Listener net.Listener
 
-	handler http.Handler
+	handlerOnce sync.Once
+	handler     http.Handler
 }
 
 var requests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -135,11 +137,14 @@ func (s *Server) routes() []route {
 	}
 }
 
-// Handler returns the API's handler.
+// Handler returns the API's handler, built once (callers may ask from
+// several goroutines: the server and tests).
 func (s *Server) Handler() http.Handler {
-	if s.handler != nil {
-		return s.handler
-	}
+	s.handlerOnce.Do(func() { s.handler = s.buildHandler() })
+	return s.handler
+}
+
+func (s *Server) buildHandler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
 		if !rt.mode(s.Modes) {
@@ -153,14 +158,13 @@ func (s *Server) Handler() http.Handler {
 		return errNotFound(fmt.Sprintf("no endpoint %s %s on this broker (modes %s)", r.Method, r.URL.Path, s.Modes))
 	}})
 	mux.Handle("/", other)
-	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodConnect || r.URL.Path == "" || path.Clean(r.URL.Path) != r.URL.Path {
 			other.ServeHTTP(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
-	return s.handler
 }
 
 // Start implements manager.Runnable: it serves until ctx ends.

@@ -281,7 +281,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := setupIntroductions(mgr, o, id, remotes, store); err != nil {
+	if err := setupIntroductions(mgr, o, direct, id, remotes, store); err != nil {
 		return err
 	}
 	if err := setupNetwork(mgr, o, direct, id, remotes, store); err != nil {

@@ -77,7 +77,7 @@ func setupPeering(mgr ctrl.Manager, o *Options, direct client.Client, clusterID,
 // setupIntroductions adds both sides of a broker's introductions: the
 // provider's answer to those it receives, and the introducer's own,
 // carried to its providers with the virtual kubelet's clients.
-func setupIntroductions(mgr ctrl.Manager, o *Options, clusterID string, remotes *identity.Remotes, store *clusterconfig.Store) error {
+func setupIntroductions(mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, remotes *identity.Remotes, store *clusterconfig.Store) error {
 	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
 	if err := (&peering.IntroductionsReceived{
 		Client: mgr.GetClient(), LocalClusterID: clusterID, Config: config, Changes: store.Subscribe(),
@@ -89,7 +89,13 @@ func setupIntroductions(mgr ctrl.Manager, o *Options, clusterID string, remotes 
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the sent introductions' controller: %w", err)
 	}
-	return nil
+	// The consumer's side: peerings for the network with the providers
+	// its brokers introduced it to (spec.peeringConfig.brokers).
+	// Direct: the token Secrets are not in the cache (docs/security.md).
+	return mgr.Add(&peering.Brokered{
+		Client: direct, Namespace: o.Namespace, LocalClusterID: clusterID, Config: config,
+		Brokers: peering.BrokerClientsFrom(direct, o.Namespace, client.Options{Scheme: mgr.GetScheme()}),
+	})
 }
 
 // setupSharing adds the Broadcaster (provider) and the Advertisement

@@ -98,6 +98,10 @@ func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisemen
 		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonUnknownProvider, fmt.Sprintf("no ForeignCluster for %s", provider)
 	case !joined(fc, adv):
 		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonProviderNotJoined, fmt.Sprintf("this cluster has no peering with %s", provider)
+	case fc.Labels[discoveryv1alpha1.IntroducedByLabel] != "":
+		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonNetworkOnly, fmt.Sprintf(
+			"this cluster peers with %s for the network only, introduced by broker %s (its pods reach the pods the broker runs there); without the label %s on ForeignCluster %s, the offer is used",
+			provider, fc.Labels[discoveryv1alpha1.IntroducedByLabel], discoveryv1alpha1.IntroducedByLabel, fc.Name)
 	}
 	var sc configv1alpha1.SharingConfig
 	if cc := o.Config(); cc != nil {

@@ -29,7 +29,8 @@ import (
 // TestOperatorDecidesOffers runs the Advertisement operator alone against
 // a real API server: a joined provider's offer is accepted and the
 // ForeignCluster says so; a ClusterConfig change (a cap the offer exceeds)
-// decides every offer again; an offer left to expire is deleted.
+// decides every offer again; a peering a broker introduced (network only)
+// gets no offer accepted; an offer left to expire is deleted.
 func TestOperatorDecidesOffers(t *testing.T) {
 	cfg := envtest.Start(t, "consumer")
 	ctx := t.Context()
@@ -105,6 +106,30 @@ func TestOperatorDecidesOffers(t *testing.T) {
 	}}})
 	changes <- struct{}{}
 	decided(sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonOverCap, metav1.ConditionFalse)
+
+	// A peering a broker introduced is for the network only: its offer
+	// is refused, whatever the cap; without the mark, it is used.
+	mark := func(introducer string) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(fc.DeepCopy())
+		if introducer == "" {
+			delete(fc.Labels, discoveryv1alpha1.IntroducedByLabel)
+		} else {
+			fc.Labels[discoveryv1alpha1.IntroducedByLabel] = introducer
+		}
+		if err := c.Patch(ctx, fc, patch); err != nil {
+			t.Fatal(err)
+		}
+		config.Store(&configv1alpha1.ClusterConfig{})
+		changes <- struct{}{}
+	}
+	mark("broker-1")
+	decided(sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonNetworkOnly, metav1.ConditionFalse)
+	mark("")
+	decided(sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.ReasonAccepted, metav1.ConditionTrue)
 
 	// The provider stops refreshing its offer: it expires and goes.
 	patch := client.MergeFrom(adv.DeepCopy())

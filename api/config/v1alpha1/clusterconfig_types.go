@@ -272,6 +272,25 @@ type PeeringConfig struct {
 	// +optional
 	Introducers []string `json:"introducers,omitempty"`
 
+	// Brokers are the brokers (peers this cluster consumes) whose
+	// introductions this cluster uses on its own: it peers, for the
+	// network only (no virtual node), with every provider such a broker
+	// introduced it to among those its Selection enables, so that its
+	// pods reach the pods the broker runs there directly; a provider
+	// disabled for BrokeredUnpeerAfterSeconds is unpeered.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +optional
+	Brokers []string `json:"brokers,omitempty"`
+
+	// BrokeredUnpeerAfterSeconds is how long a provider a broker
+	// introduced stays peered once the Selection no longer enables it.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=600
+	// +optional
+	BrokeredUnpeerAfterSeconds int32 `json:"brokeredUnpeerAfterSeconds,omitempty"`
+
 	// MaxIncomingPeerings caps the number of clusters peering with this one;
 	// 0 means no cap.
 	// +kubebuilder:validation:Minimum=0

@@ -34,6 +34,15 @@ const (
 	// belongs to, so that everything of one peer can be selected at once.
 	ClusterIDLabel = "discovery.liqo.io/cluster-id"
 
+	// IntroducedByLabel, on a ForeignCluster (and its token Secret) this
+	// cluster made from a broker's introduction, is the broker: such a
+	// peering is for the network only, and the broker's Selection keeps
+	// it (peering.Brokered).
+	IntroducedByLabel = "discovery.liqo.io/introduced-by"
+	// UnusedSinceAnnotation, on such a ForeignCluster, is when the
+	// Selection stopped enabling the provider (RFC 3339).
+	UnusedSinceAnnotation = "discovery.liqo.io/unused-since"
+
 	// DiscoveryTypeLabel records how a ForeignCluster was found.
 	DiscoveryTypeLabel = "discovery.liqo.io/discovery-type"
 

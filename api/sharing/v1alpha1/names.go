@@ -22,4 +22,5 @@ const (
 	ReasonExpired           = "Expired"
 	ReasonUnknownProvider   = "UnknownProvider"
 	ReasonProviderNotJoined = "NotJoined"
+	ReasonNetworkOnly       = "NetworkOnly"
 )
