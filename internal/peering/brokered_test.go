@@ -51,7 +51,9 @@ func TestBrokeredPeerings(t *testing.T) {
 	if err := inBroker.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}); err != nil {
 		t.Fatal(err)
 	}
-	token := func(introducer, secret string) string { return introducer + auth.IntroductionSeparator + strings.Repeat(secret, 32) }
+	token := func(introducer, secret string) string {
+		return introducer + auth.IntroductionSeparator + strings.Repeat(secret, 32)
+	}
 	sel := &brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName},
 		Spec: brokerv1alpha1.SelectionSpec{Providers: []string{"p1", "p2", "p4", "p5"}}}
 	if err := inBroker.Create(ctx, sel); err != nil {
