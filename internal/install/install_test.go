@@ -22,6 +22,7 @@ func TestCRDsAreComplete(t *testing.T) {
 		"foreignclusters.discovery.liqo.io":       true,
 		"searchdomains.discovery.liqo.io":         true,
 		"peeringrequests.discovery.liqo.io":       true,
+		"introductions.discovery.liqo.io":         true,
 		"advertisements.sharing.liqo.io":          true,
 		"namespaceoffloadings.offloading.liqo.io": true,
 		"namespacemaps.offloading.liqo.io":        true,
