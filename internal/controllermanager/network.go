@@ -93,7 +93,8 @@ func setupNetwork(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 		}
 		return nil, nil
 	}
-	if err := (&exposure.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&exposure.Reconciler{Client: mgr.GetClient(),
+		Introducers: peering.IntroducersOf(mgr.GetClient(), func() *configv1alpha1.ClusterConfig { return store.Get() })}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the exposure controller: %w", err)
 	}
 	if err := (&publishing.Reconciler{

@@ -164,7 +164,7 @@ func TestBrokeredPeerings(t *testing.T) {
 	}
 	sync()
 	if fc := fcOf("p1"); !fc.Spec.Join || fc.Annotations[discoveryv1alpha1.UnusedSinceAnnotation] == "" {
-		t.Fatalf("p1 just dropped: %+v, want joined and marked unused", fc.ObjectMeta.Annotations)
+		t.Fatalf("p1 just dropped: %+v, want joined and marked unused", fc.Annotations)
 	}
 	now = now.Add(30 * time.Second)
 	sync()
@@ -180,7 +180,7 @@ func TestBrokeredPeerings(t *testing.T) {
 	}
 	sync()
 	if fc := fcOf("p1"); !fc.Spec.Join || fc.Annotations[discoveryv1alpha1.UnusedSinceAnnotation] != "" {
-		t.Fatalf("p1 enabled again: %+v, want joined and not marked", fc.ObjectMeta.Annotations)
+		t.Fatalf("p1 enabled again: %+v, want joined and not marked", fc.Annotations)
 	}
 	sel.Spec.Providers = nil
 	if err := inBroker.Update(ctx, sel); err != nil {

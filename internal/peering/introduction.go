@@ -81,6 +81,36 @@ func IntroductionToken(r client.Reader, config func() *configv1alpha1.ClusterCon
 	}
 }
 
+// IntroducersOf returns the introducers that introduced consumer to this
+// cluster, as accepted now: an accepted Introduction of consumer in their
+// tenant namespace, and the ClusterConfig still lists them.
+func IntroducersOf(r client.Reader, config func() *configv1alpha1.ClusterConfig) func(ctx context.Context, consumer string) ([]string, error) {
+	return func(ctx context.Context, consumer string) ([]string, error) {
+		cfg := config()
+		if cfg == nil {
+			return nil, nil
+		}
+		var out []string
+		for _, introducer := range cfg.Spec.PeeringConfig.Introducers {
+			if introducer == consumer || !ValidClusterID(introducer) {
+				continue
+			}
+			var in discoveryv1alpha1.Introduction
+			err := r.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(introducer), Name: consumer}, &in)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if in.Spec.Consumer.ClusterID == consumer && meta.IsStatusConditionTrue(in.Status.Conditions, discoveryv1alpha1.IntroductionAccepted) {
+				out = append(out, introducer)
+			}
+		}
+		return out, nil
+	}
+}
+
 // +kubebuilder:rbac:groups=discovery.liqo.io,resources=introductions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=discovery.liqo.io,resources=introductions/status,verbs=get;update;patch
 

@@ -130,6 +130,10 @@ func TestIntroductions(t *testing.T) {
 	check(brokerID, consumerID, token)
 	check(brokerID, "consumer-2", "")
 	check("elsewhere", consumerID, "")
+	introducers := IntroducersOf(inProvider, config)
+	if got, err := introducers(ctx, consumerID); err != nil || len(got) != 1 || got[0] != brokerID {
+		t.Fatalf("the introducers of %s: %v, %v; want %s", consumerID, got, err, brokerID)
+	}
 
 	// What a peer writes by itself: another consumer's name on the
 	// object, or an Introduction outside a tenant namespace.
@@ -154,6 +158,9 @@ func TestIntroductions(t *testing.T) {
 	// answer follows.
 	setIntroducers()
 	check(brokerID, consumerID, "")
+	if got, err := introducers(ctx, consumerID); err != nil || len(got) != 0 {
+		t.Fatalf("the introducers of %s once the broker is no longer accepted: %v, %v", consumerID, got, err)
+	}
 	answered(metav1.ConditionFalse, discoveryv1alpha1.IntroductionReasonNotAnIntroducer)
 
 	// Accepted again, then withdrawn by the broker: the provider's copy

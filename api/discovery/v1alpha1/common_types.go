@@ -34,12 +34,12 @@ const (
 	// belongs to, so that everything of one peer can be selected at once.
 	ClusterIDLabel = "discovery.liqo.io/cluster-id"
 
-	// IntroducedByLabel, on a ForeignCluster (and its token Secret) this
-	// cluster made from a broker's introduction, is the broker: such a
+	// IntroducedByLabel is the broker, on a ForeignCluster (and its token
+	// Secret) this cluster made from that broker's introduction: such a
 	// peering is for the network only, and the broker's Selection keeps
 	// it (peering.Brokered).
 	IntroducedByLabel = "discovery.liqo.io/introduced-by"
-	// UnusedSinceAnnotation, on such a ForeignCluster, is when the
+	// UnusedSinceAnnotation is when, on such a ForeignCluster, the
 	// Selection stopped enabling the provider (RFC 3339).
 	UnusedSinceAnnotation = "discovery.liqo.io/unused-since"
 

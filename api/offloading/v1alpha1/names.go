@@ -32,6 +32,12 @@ const (
 	// OriginClusterLabel names, on what a provider runs for a consumer
 	// (namespaces, pods, objects), that consumer.
 	OriginClusterLabel = "offloading.liqo.io/origin-cluster-id"
+	// ForClusterLabel names, on what a broker offloads in turn for one of
+	// its consumers, that consumer: the provider lets the consumer reach
+	// those pods when the broker introduced it (the direct data plane).
+	// The virtual kubelet sets it from its own origin label, never from
+	// the consumer's object.
+	ForClusterLabel = "offloading.liqo.io/for-cluster-id"
 	// OriginUIDAnnotation records, on a provider copy, the UID of the
 	// consumer object it reflects: a copy of an older object of the same
 	// name is replaced, never taken for the new one.
@@ -80,7 +86,19 @@ const (
 	// ReasonAddressOutsideRanges: the provider reported an address
 	// outside the ranges agreed with it.
 	ReasonAddressOutsideRanges = "OutsideAgreedRanges"
+	// ReasonAddressDirect: the address of the pod in the provider a
+	// broker runs it in, as this cluster reaches it through its own
+	// tunnel with that provider.
+	ReasonAddressDirect = "TranslatedDirect"
 )
+
+// ConditionProviderAddress is on a pod a broker runs for a consumer, and
+// says where it runs: its reason is the provider's ClusterID, its message the
+// pod's addresses in that provider (comma-separated), before the broker's
+// own translation. The consumer's virtual kubelet copies it with the
+// pod's other conditions and, with a tunnel of its own to that provider,
+// shows those addresses as it reaches them.
+const ConditionProviderAddress = "offloading.liqo.io/ProviderAddress"
 
 // ReadyRemoteNamespace returns the namespace no offloads to in provider,
 // once the provider reported it Ready.

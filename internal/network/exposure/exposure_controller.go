@@ -47,6 +47,10 @@ type Reconciler struct {
 	// Client reads TunnelEndpoints, pods, nodes, NamespaceOffloadings and
 	// ForeignClusters (cached) and patches TunnelEndpoints.
 	Client client.Client
+	// Introducers returns the brokers that introduced a peer to this
+	// cluster, as accepted now (peering.IntroducersOf); nil for none. The
+	// peer also reaches the pods such a broker runs here for it.
+	Introducers func(ctx context.Context, peer string) ([]string, error)
 }
 
 // Reconcile implements reconcile.Reconciler; the request names a peer's
@@ -123,6 +127,24 @@ func (r *Reconciler) exposed(ctx context.Context, peer string) ([]string, error)
 	for i := range forPeer.Items {
 		add(&forPeer.Items[i])
 	}
+	// The pods a broker that introduced the peer runs here for it (the
+	// broker's own pods, marked by the broker for that peer): the direct
+	// data plane. A broker can open its own pods only.
+	if r.Introducers != nil {
+		brokers, err := r.Introducers(ctx, peer)
+		if err != nil {
+			return nil, fmt.Errorf("reading the introductions of %s: %w", peer, err)
+		}
+		for _, b := range brokers {
+			var forIt corev1.PodList
+			if err := r.Client.List(ctx, &forIt, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: b, offloadingv1alpha1.ForClusterLabel: peer}); err != nil {
+				return nil, fmt.Errorf("listing the pods %s runs for %s: %w", b, peer, err)
+			}
+			for i := range forIt.Items {
+				add(&forIt.Items[i])
+			}
+		}
+	}
 	var offloadings offloadingv1alpha1.NamespaceOffloadingList
 	if err := r.Client.List(ctx, &offloadings); err != nil {
 		return nil, fmt.Errorf("listing the offloaded namespaces: %w", err)
@@ -194,7 +216,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	peersOf := func(ctx context.Context, o client.Object) []reconcile.Request {
 		if id := o.GetLabels()[offloadingv1alpha1.OriginClusterLabel]; id != "" {
-			return []reconcile.Request{peerRequest(id)}
+			reqs := []reconcile.Request{peerRequest(id)}
+			if forID := o.GetLabels()[offloadingv1alpha1.ForClusterLabel]; forID != "" && forID != id {
+				reqs = append(reqs, peerRequest(forID))
+			}
+			return reqs
 		}
 		var no offloadingv1alpha1.NamespaceOffloading
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
@@ -234,6 +260,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, podPeers, builder.WithPredicates(addressChanged)).
 		Watches(&offloadingv1alpha1.NamespaceOffloading{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return offloadingPeers(o.(*offloadingv1alpha1.NamespaceOffloading), peerRequest)
+		})).
+		// An introduction accepted or withdrawn: its consumer's reach.
+		Watches(&discoveryv1alpha1.Introduction{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{peerRequest(o.GetName())}
 		})).
 		Watches(&discoveryv1alpha1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if id := o.GetLabels()[discoveryv1alpha1.ClusterIDLabel]; id != "" {

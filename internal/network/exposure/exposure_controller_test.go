@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +27,9 @@ import (
 // cluster runs for it and this cluster's own pods in the namespaces it
 // offloads to it, not a pod on a virtual node (it runs in a provider), on
 // the host's network, finished, or of a namespace offloaded elsewhere or
-// not at all; it follows pods as they come and go; with AllPods reach on
+// not at all; it follows pods as they come and go; it lists the pods a
+// broker that introduced the peer marked for it, while the introduction
+// holds; with AllPods reach on
 // the peer's ForeignCluster, it reaches everything and lists nothing.
 func TestExposedToThePeer(t *testing.T) {
 	cfg := envtest.Start(t, "exposure")
@@ -38,8 +41,16 @@ func TestExposedToThePeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error { return (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr) })
-	const peer, other = "peer-1", "peer-2"
+	const peer, other, broker = "peer-1", "peer-2", "broker-1"
+	var introduced atomic.Bool
+	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
+		return (&Reconciler{Client: mgr.GetClient(), Introducers: func(_ context.Context, p string) ([]string, error) {
+			if p == peer && introduced.Load() {
+				return []string{broker}, nil
+			}
+			return nil, nil
+		}}).SetupWithManager(mgr)
+	})
 	for _, n := range []*corev1.Node{
 		{ObjectMeta: metav1.ObjectMeta{Name: "real"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "virtual", Labels: map[string]string{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}}},
@@ -134,6 +145,33 @@ func TestExposedToThePeer(t *testing.T) {
 	pod("run-for-peer", "h", "real", "10.100.0.8", forPeer)
 	expect(netv1alpha1.ReachPeering, "10.100.0.1/32", "10.100.0.3/32", "10.100.0.8/32")
 	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "offloaded", Name: "c"}}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	expect(netv1alpha1.ReachPeering, "10.100.0.1/32", "10.100.0.8/32")
+
+	// A broker that introduced the peer: the pods it runs here marked for
+	// the peer, not those it marked for another, nor those another
+	// cluster marked for the peer.
+	namespace("run-for-broker")
+	pod("run-for-broker", "i", "real", "10.100.0.9", func(p *corev1.Pod) {
+		p.Labels = map[string]string{offloadingv1alpha1.OriginClusterLabel: broker, offloadingv1alpha1.ForClusterLabel: peer}
+	})
+	pod("run-for-broker", "j", "real", "10.100.0.10", func(p *corev1.Pod) {
+		p.Labels = map[string]string{offloadingv1alpha1.OriginClusterLabel: broker, offloadingv1alpha1.ForClusterLabel: other}
+	})
+	pod("run-for-broker", "k", "real", "10.100.0.11", func(p *corev1.Pod) {
+		p.Labels = map[string]string{offloadingv1alpha1.OriginClusterLabel: other, offloadingv1alpha1.ForClusterLabel: peer}
+	})
+	expect(netv1alpha1.ReachPeering, "10.100.0.1/32", "10.100.0.8/32")
+	introduced.Store(true)
+	intro := &discoveryv1alpha1.Introduction{ObjectMeta: metav1.ObjectMeta{Namespace: "local", Name: peer},
+		Spec: discoveryv1alpha1.IntroductionSpec{Consumer: discoveryv1alpha1.ClusterIdentity{ClusterID: peer}}}
+	if err := c.Create(ctx, intro); err != nil {
+		t.Fatal(err)
+	}
+	expect(netv1alpha1.ReachPeering, "10.100.0.1/32", "10.100.0.8/32", "10.100.0.9/32")
+	introduced.Store(false)
+	if err := c.Delete(ctx, intro); err != nil {
 		t.Fatal(err)
 	}
 	expect(netv1alpha1.ReachPeering, "10.100.0.1/32", "10.100.0.8/32")

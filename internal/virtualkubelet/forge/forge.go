@@ -33,6 +33,13 @@ func Meta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.ObjectMe
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	// What a broker offloads in turn for a consumer names that consumer:
+	// from this cluster's own origin label (which the admission policy
+	// holds to the consumer's identity), never from the consumer's word.
+	delete(labels, offloadingv1alpha1.ForClusterLabel)
+	if origin := local.Labels[offloadingv1alpha1.OriginClusterLabel]; origin != "" && origin != consumerID {
+		labels[offloadingv1alpha1.ForClusterLabel] = origin
+	}
 	labels[offloadingv1alpha1.OriginClusterLabel] = consumerID
 	annotations := maps.Clone(local.Annotations)
 	if annotations == nil {

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -149,6 +150,12 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		ctrl.LoggerFrom(ctx).Info("Provider pod corrected", "provider", providerID, "pod", remoteNS+"/"+remote.Name)
 	}
 	status := LocalStatus(&pod, remote)
+	if origin := pod.Labels[offloadingv1alpha1.OriginClusterLabel]; origin != "" && origin != r.LocalClusterID {
+		// This cluster runs the pod for a consumer, in turn in
+		// providerID (a broker): it says where, for the consumer's
+		// direct path.
+		setProviderAddress(&status, providerID)
+	}
 	r.translate(ctx, providerID, &status)
 	if statusReflected(&pod.Status, &status) {
 		return result, nil
@@ -173,11 +180,11 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 // provider's node addresses (hostIP) are never shown.
 func (r *Reflector) translate(ctx context.Context, providerID string, st *corev1.PodStatus) {
 	st.HostIP, st.HostIPs = "", nil
-	reported := st.PodIPs
-	if len(reported) == 0 && st.PodIP != "" {
-		reported = []corev1.PodIP{{IP: st.PodIP}}
-	}
+	reported := podIPs(st)
 	if len(reported) == 0 {
+		return
+	}
+	if r.translateDirect(ctx, providerID, st) {
 		return
 	}
 	var shown []corev1.PodIP
@@ -408,9 +415,94 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 					reqs = append(reqs, enqueuePods(ctx, client.MatchingFields{node.PodsByNodeField: n.Name})...)
 				}
 			}
+			// And the pods a broker runs in that cluster, shown at their
+			// address there when this cluster has a tunnel to it.
+			var all corev1.NodeList
+			if err := r.Client.List(ctx, &all, client.MatchingLabels{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}); err != nil {
+				return reqs
+			}
+			for _, n := range all.Items {
+				var pods corev1.PodList
+				if err := r.Client.List(ctx, &pods, client.MatchingFields{node.PodsByNodeField: n.Name}); err != nil {
+					continue
+				}
+				for i := range pods.Items {
+					if slices.ContainsFunc(pods.Items[i].Status.Conditions, func(c corev1.PodCondition) bool {
+						return c.Type == offloadingv1alpha1.ConditionProviderAddress && c.Reason == o.GetName()
+					}) {
+						reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
+					}
+				}
+			}
 			return reqs
 		})
 		b = b.Watches(&netv1alpha1.TunnelEndpoint{}, remapped, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	return b.Complete(r)
+}
+
+// podIPs returns the addresses st reports.
+func podIPs(st *corev1.PodStatus) []corev1.PodIP {
+	if len(st.PodIPs) == 0 && st.PodIP != "" {
+		return []corev1.PodIP{{IP: st.PodIP}}
+	}
+	return st.PodIPs
+}
+
+// setProviderAddress says, on the status of a pod this cluster runs for a
+// consumer in provider, where it runs: the provider and the pod's
+// addresses there, as the provider reported them.
+func setProviderAddress(st *corev1.PodStatus, provider string) {
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == offloadingv1alpha1.ConditionProviderAddress
+	})
+	var ips []string
+	for _, ip := range podIPs(st) {
+		ips = append(ips, ip.IP)
+	}
+	if len(ips) == 0 {
+		return
+	}
+	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: offloadingv1alpha1.ConditionProviderAddress, Status: corev1.ConditionTrue,
+		Reason: provider, Message: strings.Join(ips, ",")})
+}
+
+// translateDirect shows, for a pod a broker (providerID) runs in another
+// provider, the pod's addresses there as this cluster reaches them
+// through its own tunnel with that provider, when it has one and every
+// address is inside what was agreed with it. What the broker says cannot
+// point this cluster anywhere else: an address outside that provider's
+// agreed ranges does not translate, and the broker's own address is
+// shown instead.
+func (r *Reflector) translateDirect(ctx context.Context, providerID string, st *corev1.PodStatus) bool {
+	var pa *corev1.PodCondition
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == offloadingv1alpha1.ConditionProviderAddress {
+			pa = &st.Conditions[i]
+		}
+	}
+	if pa == nil || r.Translate == nil || pa.Status != corev1.ConditionTrue || pa.Reason == providerID || pa.Reason == r.LocalClusterID ||
+		len(validation.IsDNS1123Label(pa.Reason)) > 0 || pa.Message == "" {
+		return false
+	}
+	var shown []corev1.PodIP
+	for ip := range strings.SplitSeq(pa.Message, ",") {
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			return false
+		}
+		t, ok := r.Translate(ctx, pa.Reason, a)
+		if !ok {
+			return false
+		}
+		shown = append(shown, corev1.PodIP{IP: t.String()})
+	}
+	if len(shown) == 0 || len(shown) > 2 {
+		return false
+	}
+	st.PodIPs, st.PodIP = shown, shown[0].IP
+	cond := corev1.PodCondition{Type: offloadingv1alpha1.ConditionPodAddress, Status: corev1.ConditionTrue, Reason: offloadingv1alpha1.ReasonAddressDirect,
+		Message: fmt.Sprintf("The pod runs in provider %s, which broker %s chose: its address there, as this cluster reaches it through its own tunnel with %s", pa.Reason, providerID, pa.Reason)}
+	st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
+	return true
 }
