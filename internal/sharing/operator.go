@@ -13,8 +13,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -168,9 +174,27 @@ func (o *Operator) reflect(ctx context.Context, provider string, phase sharingv1
 // SetupWithManager registers the operator.
 func (o *Operator) SetupWithManager(mgr ctrl.Manager) error {
 	all := enqueueAll(mgr, &sharingv1alpha1.AdvertisementList{})
+	// A peering marked network-only, or no longer: its offer is decided
+	// again.
+	offerOf := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		id := o.GetLabels()[discoveryv1alpha1.ClusterIDLabel]
+		if id == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: discoveryv1alpha1.TenantNamespace(id), Name: sharingv1alpha1.AdvertisementName(id)}}}
+	})
+	introducedChanged := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetLabels()[discoveryv1alpha1.IntroducedByLabel] != e.ObjectNew.GetLabels()[discoveryv1alpha1.IntroducedByLabel]
+		},
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sharingv1alpha1.Advertisement{}).
 		WatchesRawSource(clusterconfig.ChangeSource(mgr, o.Changes, &sharingv1alpha1.Advertisement{}, all)).
+		Watches(&discoveryv1alpha1.ForeignCluster{}, offerOf, builder.WithPredicates(introducedChanged)).
 		Named("advertisement").
 		Complete(o)
 }

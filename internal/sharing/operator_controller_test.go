@@ -123,9 +123,11 @@ func TestOperatorDecidesOffers(t *testing.T) {
 		if err := c.Patch(ctx, fc, patch); err != nil {
 			t.Fatal(err)
 		}
-		config.Store(&configv1alpha1.ClusterConfig{})
-		changes <- struct{}{}
 	}
+	// The cap goes first; the mark alone decides again.
+	config.Store(&configv1alpha1.ClusterConfig{})
+	changes <- struct{}{}
+	decided(sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.ReasonAccepted, metav1.ConditionTrue)
 	mark("broker-1")
 	decided(sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonNetworkOnly, metav1.ConditionFalse)
 	mark("")
