@@ -67,12 +67,18 @@ func trimConsumerPod(obj any) (any, error) {
 		}
 		return out
 	}
+	labels := map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}
+	// What a broker runs here for one of its consumers: the exposure
+	// lists it for that consumer by this label.
+	if forCluster := pod.Labels[offloadingv1alpha1.ForClusterLabel]; forCluster != "" {
+		labels[offloadingv1alpha1.ForClusterLabel] = forCluster
+	}
 	return &corev1.Pod{
 		TypeMeta: pod.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
 			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
-			Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer},
+			Labels: labels,
 		},
 		Spec: corev1.PodSpec{
 			NodeName: pod.Spec.NodeName, Containers: trim(pod.Spec.Containers), InitContainers: trim(pod.Spec.InitContainers),

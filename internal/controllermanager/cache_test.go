@@ -28,6 +28,17 @@ func TestTrimConsumerPod(t *testing.T) {
 	if p := got.(*corev1.Pod); p.Spec.Containers[0].Image != "" || p.Labels["app"] != "" {
 		t.Errorf("a consumer's pod cached with image %q and labels %v, want them trimmed", p.Spec.Containers[0].Image, p.Labels)
 	}
+	// A broker's pod run for one of its consumers keeps that mark: the
+	// exposure lists it for that consumer by it.
+	brokered := pod()
+	brokered.Labels[offloadingv1alpha1.ForClusterLabel] = "its-consumer"
+	got, err = trimConsumerPod(brokered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got.(*corev1.Pod); p.Labels[offloadingv1alpha1.ForClusterLabel] != "its-consumer" || p.Labels[offloadingv1alpha1.OriginClusterLabel] != "consumer" {
+		t.Errorf("a broker's pod for its consumer cached with labels %v, want its origin and for-cluster labels", p.Labels)
+	}
 	got, err = trimConsumerPod(pod(corev1.Toleration{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}))
 	if err != nil {
 		t.Fatal(err)
