@@ -13,13 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -34,18 +32,7 @@ func TestBrokeredPeerings(t *testing.T) {
 	consumer := envtest.StartCluster(t, "consumer")
 	broker := envtest.StartCluster(t, "broker")
 	ctx := t.Context()
-	clientOf := func(c *localcluster.Cluster) client.Client {
-		t.Helper()
-		if err := install.Install(ctx, c.RESTConfig, install.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		cl, err := client.New(c.RESTConfig, client.Options{Scheme: api.NewScheme()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl
-	}
-	inConsumer, inBroker := clientOf(consumer), clientOf(broker)
+	inConsumer, inBroker := installed(t, consumer), installed(t, broker)
 
 	tenant := discoveryv1alpha1.TenantNamespace(consumerID)
 	if err := inBroker.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}); err != nil {

@@ -23,11 +23,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -48,18 +46,7 @@ func TestIncomingAcceptsAVerifiedConsumer(t *testing.T) {
 	envtest.SignCSRs(t, consumer)
 	envtest.SignCSRs(t, provider)
 	ctx := t.Context()
-	clientOf := func(c *localcluster.Cluster) client.Client {
-		t.Helper()
-		if err := install.Install(ctx, c.RESTConfig, install.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		cl, err := client.New(c.RESTConfig, client.Options{Scheme: api.NewScheme()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl
-	}
-	inConsumer, inProvider := clientOf(consumer), clientOf(provider)
+	inConsumer, inProvider := installed(t, consumer), installed(t, provider)
 	consumerCA, err := os.ReadFile(consumer.CACertPath)
 	if err != nil {
 		t.Fatal(err)

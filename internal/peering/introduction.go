@@ -65,20 +65,29 @@ func IntroductionToken(r client.Reader, config func() *configv1alpha1.ClusterCon
 		if !ValidClusterID(introducer) || !ValidClusterID(consumer) || !acceptsIntroducer(config(), introducer) {
 			return "", nil
 		}
-		var in discoveryv1alpha1.Introduction
-		err := r.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(introducer), Name: consumer}, &in)
-		if apierrors.IsNotFound(err) {
-			return "", nil
-		}
-		if err != nil {
+		in, err := acceptedIntroduction(ctx, r, introducer, consumer)
+		if err != nil || in == nil || auth.IntroducerOf(in.Status.Token) != introducer {
 			return "", err
-		}
-		if in.Spec.Consumer.ClusterID != consumer || !meta.IsStatusConditionTrue(in.Status.Conditions, discoveryv1alpha1.IntroductionAccepted) ||
-			auth.IntroducerOf(in.Status.Token) != introducer {
-			return "", nil
 		}
 		return in.Status.Token, nil
 	}
+}
+
+// acceptedIntroduction returns the Introduction of consumer in
+// introducer's tenant namespace when this cluster accepted it, or nil.
+func acceptedIntroduction(ctx context.Context, r client.Reader, introducer, consumer string) (*discoveryv1alpha1.Introduction, error) {
+	var in discoveryv1alpha1.Introduction
+	err := r.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(introducer), Name: consumer}, &in)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if in.Spec.Consumer.ClusterID != consumer || !meta.IsStatusConditionTrue(in.Status.Conditions, discoveryv1alpha1.IntroductionAccepted) {
+		return nil, nil
+	}
+	return &in, nil
 }
 
 // IntroducersOf returns the introducers that introduced consumer to this
@@ -95,15 +104,11 @@ func IntroducersOf(r client.Reader, config func() *configv1alpha1.ClusterConfig)
 			if introducer == consumer || !ValidClusterID(introducer) {
 				continue
 			}
-			var in discoveryv1alpha1.Introduction
-			err := r.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(introducer), Name: consumer}, &in)
-			if apierrors.IsNotFound(err) {
-				continue
-			}
+			in, err := acceptedIntroduction(ctx, r, introducer, consumer)
 			if err != nil {
 				return nil, err
 			}
-			if in.Spec.Consumer.ClusterID == consumer && meta.IsStatusConditionTrue(in.Status.Conditions, discoveryv1alpha1.IntroductionAccepted) {
+			if in != nil {
 				out = append(out, introducer)
 			}
 		}

@@ -17,11 +17,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -47,18 +45,7 @@ func TestIntroductions(t *testing.T) {
 	broker := envtest.StartCluster(t, "broker")
 	provider := envtest.StartCluster(t, "provider")
 	ctx := t.Context()
-	clientOf := func(c *localcluster.Cluster) client.Client {
-		t.Helper()
-		if err := install.Install(ctx, c.RESTConfig, install.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		cl, err := client.New(c.RESTConfig, client.Options{Scheme: api.NewScheme()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl
-	}
-	inBroker, inProvider := clientOf(broker), clientOf(provider)
+	inBroker, inProvider := installed(t, broker), installed(t, provider)
 	// The broker's tenant namespace in the provider, as a peering makes it.
 	tenant := discoveryv1alpha1.TenantNamespace(brokerID)
 	if err := inProvider.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant,
