@@ -78,10 +78,12 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // ParseResults reads what `check get` printed (its pod's log): one Result
-// per JSON line; any other line is skipped.
+// per JSON line; any other line is skipped. A line may hold an answer of
+// up to the 1 MiB the server sends.
 func ParseResults(logs []byte) []Result {
 	var out []Result
 	sc := bufio.NewScanner(bytes.NewReader(logs))
+	sc.Buffer(nil, 2<<20)
 	for sc.Scan() {
 		var r Result
 		if json.Unmarshal(sc.Bytes(), &r) == nil && r.URL != "" {

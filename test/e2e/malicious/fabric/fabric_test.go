@@ -61,7 +61,7 @@ func seenAs(t *testing.T, m, peer *playground.Member, external string) netip.Pre
 // sends nothing for addr into the tunnel.
 func notRouted(t *testing.T, m *playground.Member, r netip.Prefix, addr netip.Addr) {
 	t.Helper()
-	if all := node(t, m, "-4", "route", "show", "table", "all"); strings.Contains(all, r.String()+" ") {
+	if all := framework.NodeIP(t, m, "-4", "route", "show", "table", "all"); strings.Contains(all, r.String()+" ") {
 		t.Errorf("%s's node routes %s:\n%s", m.Name, r, all)
 	}
 	if got := routeGet(t, m, addr); strings.Contains(got, "liqo-tunnel") {

@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -142,20 +141,10 @@ func established(t *testing.T, m *playground.Member, peerID string) (*metav1.Con
 	return cond, nil
 }
 
-// node runs ip(8) in the network namespace of m's real node.
-func node(t *testing.T, m *playground.Member, args ...string) string {
-	t.Helper()
-	out, err := exec.CommandContext(t.Context(), "ip", append([]string{"-n", m.RealNodeNetns(0)}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip %v on %s's node: %v: %s", args, m.Name, err, out)
-	}
-	return string(out)
-}
-
 // mainTable is the IPv4 main routing table of m's real node.
 func mainTable(t *testing.T, m *playground.Member) []string {
 	t.Helper()
-	lines := slices.DeleteFunc(strings.Split(node(t, m, "-4", "route", "show", "table", "main"), "\n"), func(l string) bool { return strings.TrimSpace(l) == "" })
+	lines := slices.DeleteFunc(strings.Split(framework.NodeIP(t, m, "-4", "route", "show", "table", "main"), "\n"), func(l string) bool { return strings.TrimSpace(l) == "" })
 	slices.Sort(lines)
 	return lines
 }
