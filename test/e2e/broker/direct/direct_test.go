@@ -1,0 +1,192 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package direct_test runs the broker's direct data plane on real nodes:
+// cluster-1 consumes through the broker, cluster-2 provides to it, and
+// each of the three clusters (the playground's broker included) has a
+// real node on one underlay with the chart's gateway and route agent.
+// cluster-1 never peers with cluster-2 by hand: the broker introduces it,
+// and cluster-1's controller manager peers with cluster-2 for the network
+// only.
+package direct_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/network/gateway"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+var suite *framework.Suite
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.Main(m, framework.Options{
+		Clusters: 2,
+		Network:  true,
+		Broker:   []string{"catalog", "orchestrator"},
+		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
+			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
+			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
+			spec.PeeringConfig.ReconcilePeriodSeconds = 3
+		},
+	}, &suite))
+}
+
+// tunnelBytes is what crossed m's tunnel interface so far, both ways.
+func tunnelBytes(t *testing.T, m *playground.Member) (rx, tx uint64) {
+	t.Helper()
+	var links []struct {
+		Stats struct {
+			RX struct {
+				Bytes uint64 `json:"bytes"`
+			} `json:"rx"`
+			TX struct {
+				Bytes uint64 `json:"bytes"`
+			} `json:"tx"`
+		} `json:"stats64"`
+	}
+	out := framework.NodeIP(t, m, "-j", "-s", "link", "show", "dev", gateway.DefaultInterface)
+	if err := json.Unmarshal([]byte(out), &links); err != nil || len(links) != 1 {
+		t.Fatalf("the counters of %s's %s: %v: %s", m.Name, gateway.DefaultInterface, err, out)
+	}
+	return links[0].Stats.RX.Bytes, links[0].Stats.TX.Bytes
+}
+
+// established waits until m's tunnel to peer is Established.
+func established(t *testing.T, m, peer *playground.Member) {
+	t.Helper()
+	framework.Eventually(t, 2*time.Minute, func() error {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := framework.Client(t, m).Get(t.Context(), client.ObjectKey{Name: peer.ClusterID}, &tep); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(tep.Status.Conditions, netv1alpha1.ConditionEstablished) {
+			return fmt.Errorf("%s's tunnel to %s is not established: %+v", m.Name, peer.Name, tep.Status.Conditions)
+		}
+		return nil
+	})
+}
+
+// TestConsumerReachesOrchestratedPodDirectly: a consumer pod reaches a pod
+// the broker runs on a provider at the address the consumer shows for it,
+// through the consumer's own tunnel with that provider; what crosses the
+// broker's tunnel meanwhile is far less than what the pod was sent.
+func TestConsumerReachesOrchestratedPodDirectly(t *testing.T) {
+	consumer, provider, b := suite.Members[0], suite.Members[1], suite.Broker
+	framework.LogOnFailure(t, consumer, provider, b)
+	ctx := t.Context()
+
+	// The broker consumes the provider, the consumer the broker; the
+	// provider accepts the broker's introductions, the consumer follows
+	// the broker's.
+	framework.AddWithToken(t, b, provider)
+	framework.AddWithToken(t, consumer, b)
+	framework.WaitVirtualNodesReady(t, b, provider)
+	framework.WaitVirtualNodesReady(t, consumer, b)
+	framework.SetClusterConfig(t, provider, func(spec *configv1alpha1.ClusterConfigSpec) {
+		spec.PeeringConfig.Introducers = []string{b.ClusterID}
+	})
+	framework.SetClusterConfig(t, consumer, func(spec *configv1alpha1.ClusterConfigSpec) {
+		spec.PeeringConfig.Brokers = []string{b.ClusterID}
+	})
+	o := &ctlbroker.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, Broker: b.ClusterID, URL: b.BrokerURL,
+		TTL: time.Hour, Timeout: 30 * time.Second}
+	framework.Eventually(t, time.Minute, func() error { return o.Toggle(ctx, provider.ClusterID, true, io.Discard) })
+
+	// The consumer peers with the provider on its own, for the network
+	// only: no virtual node of the provider's.
+	framework.Eventually(t, 2*time.Minute, func() error {
+		var fc discoveryv1alpha1.ForeignCluster
+		if err := framework.Client(t, consumer).Get(ctx, client.ObjectKey{Name: provider.ClusterID}, &fc); err != nil {
+			return err
+		}
+		if fc.Labels[discoveryv1alpha1.IntroducedByLabel] != b.ClusterID {
+			return fmt.Errorf("%s's ForeignCluster of %s is not introduced by the broker: %v", consumer.Name, provider.Name, fc.Labels)
+		}
+		return nil
+	})
+	established(t, consumer, provider)
+	established(t, consumer, b)
+	established(t, b, provider)
+	if n, err := framework.VirtualNode(framework.Client(t, consumer), provider.ClusterID); err == nil {
+		t.Errorf("%s has a virtual node %s of %s, which it peered with for the network only", consumer.Name, n.Name, provider.Name)
+	}
+
+	const ns = "direct"
+	framework.Offload(t, consumer, []*playground.Member{b}, ns, offloadingv1alpha1.NamespaceOffloadingSpec{
+		PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote,
+		ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{b.ClusterID}},
+		}}}},
+	}, 1)
+	server := framework.CheckPod(t, consumer, ns, "server", map[string]string{offloadingv1alpha1.RemoteClusterLabel: b.ClusterID}, "serve", ":8080", "orchestrated")
+	// The consumer shows the pod at the address it reaches it at through
+	// its own tunnel with the provider.
+	framework.Eventually(t, 2*time.Minute, func() error {
+		if err := framework.Client(t, consumer).Get(ctx, client.ObjectKeyFromObject(server), server); err != nil {
+			return err
+		}
+		for _, c := range server.Status.Conditions {
+			if c.Type == offloadingv1alpha1.ConditionPodAddress && c.Reason == offloadingv1alpha1.ReasonAddressDirect && server.Status.PodIP != "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("the orchestrated pod in %s: %s at %q, not at a direct address yet: %+v", consumer.Name, server.Status.Phase, server.Status.PodIP, server.Status.Conditions)
+	})
+	var onProvider corev1.PodList
+	if err := framework.Client(t, provider).List(ctx, &onProvider, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: b.ClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	if len(onProvider.Items) != 1 {
+		t.Fatalf("%s runs %d pods for the broker, want the orchestrated one", provider.Name, len(onProvider.Items))
+	}
+	t.Logf("the orchestrated pod runs in %s at %s, shown in %s at %s", provider.Name, onProvider.Items[0].Status.PodIP, consumer.Name, server.Status.PodIP)
+
+	// A client on the consumer's real node fetches 200 kB from it six
+	// times (netcheck's first answer and five timed requests).
+	const size, fetches = 200_000, 6
+	const clientNS = "direct-client"
+	if err := framework.Client(t, consumer).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clientNS}}); err != nil {
+		t.Fatal(err)
+	}
+	framework.DeleteOnCleanup(t, framework.Client(t, consumer), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clientNS}})
+	url := fmt.Sprintf("http://%s:8080/bytes/%d", server.Status.PodIP, size)
+	brokerRX, brokerTX := tunnelBytes(t, b)
+	consumerRX, _ := tunnelBytes(t, consumer)
+	got := framework.CheckResults(t, consumer, framework.CheckPod(t, consumer, clientNS, "client", map[string]string{"kubernetes.io/hostname": consumer.RealNodeName(0)}, "get", url))
+	brokerRX2, brokerTX2 := tunnelBytes(t, b)
+	consumerRX2, _ := tunnelBytes(t, consumer)
+
+	if r := got[url]; !r.OK || r.Answer != strings.Repeat("x", size) {
+		t.Fatalf("the consumer's pod asking the orchestrated pod at %s: ok %v, %d bytes, error %q; want %d bytes", server.Status.PodIP, r.OK, len(r.Answer), r.Error, size)
+	}
+	through := consumerRX2 - consumerRX
+	crossed := (brokerRX2 - brokerRX) + (brokerTX2 - brokerTX)
+	t.Logf("during the fetches, %d bytes came in through %s's tunnel, %d crossed the broker's", through, consumer.Name, crossed)
+	if through < size*fetches {
+		t.Errorf("%d bytes came in through %s's tunnel, want at least the %d fetched", through, consumer.Name, size*fetches)
+	}
+	// What crosses the broker's tunnel meanwhile is its own probes and
+	// the peerings' control traffic: a few kB, never the data.
+	if crossed >= size/2 {
+		t.Errorf("%d bytes crossed the broker's tunnel during the fetches, want the data to bypass it (under %d)", crossed, size/2)
+	}
+}
