@@ -198,7 +198,7 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 			return fmt.Errorf("the demo workload: %w", err)
 		}
 		if p.Broker != nil && slices.Contains(brokerModes, "orchestrator") && o.Clusters > 1 {
-			if err := runBrokerDemo(ctx, out, p); err != nil {
+			if err := runBrokerDemo(ctx, out, p, network); err != nil {
 				return fmt.Errorf("the broker demo: %w", err)
 			}
 		}

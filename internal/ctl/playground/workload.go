@@ -33,6 +33,22 @@ const (
 	demoReplicas  = 6
 )
 
+// demoContainer is the demo's workload: with network, a real container
+// that serves HTTP on port 8080 (the probe image the nodes have), else a
+// pause container for kwok's nodes.
+func demoContainer(ns, name string, network bool) corev1.Container {
+	if !network {
+		return corev1.Container{Name: name, Image: "registry.k8s.io/pause:3.10"}
+	}
+	return corev1.Container{Name: name, Image: localcluster.ProbeImage, ImagePullPolicy: corev1.PullNever,
+		Command: []string{"/probe"}, Args: []string{"serve", ":8080", "hello from " + ns + "/" + name},
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}}
+}
+
 // runDemoWorkload offloads the demo namespace of the cluster behind
 // kubeconfig (Remote strategy) and runs the demo Deployment there, then
 // prints where its pods run. With network, the pods are real (the
@@ -53,16 +69,7 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string, netw
 		return err
 	}
 	labels := map[string]string{"app": "hello"}
-	container := corev1.Container{Name: "hello", Image: "registry.k8s.io/pause:3.10"}
-	if network {
-		container = corev1.Container{Name: "hello", Image: localcluster.ProbeImage, ImagePullPolicy: corev1.PullNever,
-			Command: []string{"/probe"}, Args: []string{"serve", ":8080", "hello from demo/hello"},
-			SecurityContext: &corev1.SecurityContext{
-				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), AllowPrivilegeEscalation: ptr.To(false),
-				Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			}}
-	}
+	container := demoContainer(demoNamespace, "hello", network)
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "hello"},
 		Spec: appsv1.DeploymentSpec{

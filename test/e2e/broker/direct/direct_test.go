@@ -10,7 +10,6 @@
 package direct_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +29,6 @@ import (
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
 	"github.com/liqo-go/liqo/internal/install"
-	"github.com/liqo-go/liqo/internal/network/gateway"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -53,21 +51,11 @@ func TestMain(m *testing.M) {
 // tunnelBytes is what crossed m's tunnel interface so far, both ways.
 func tunnelBytes(t *testing.T, m *playground.Member) (rx, tx uint64) {
 	t.Helper()
-	var links []struct {
-		Stats struct {
-			RX struct {
-				Bytes uint64 `json:"bytes"`
-			} `json:"rx"`
-			TX struct {
-				Bytes uint64 `json:"bytes"`
-			} `json:"tx"`
-		} `json:"stats64"`
+	rx, tx, err := m.TunnelBytes(t.Context())
+	if err != nil {
+		t.Fatal(err)
 	}
-	out := framework.NodeIP(t, m, "-j", "-s", "link", "show", "dev", gateway.DefaultInterface)
-	if err := json.Unmarshal([]byte(out), &links); err != nil || len(links) != 1 {
-		t.Fatalf("the counters of %s's %s: %v: %s", m.Name, gateway.DefaultInterface, err, out)
-	}
-	return links[0].Stats.RX.Bytes, links[0].Stats.TX.Bytes
+	return rx, tx
 }
 
 // established waits until m's tunnel to peer is Established.
