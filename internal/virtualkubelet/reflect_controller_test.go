@@ -27,6 +27,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/controllermanager"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 	"github.com/liqo-go/liqo/internal/network/translation"
@@ -50,6 +51,7 @@ const (
 
 var shared struct {
 	c   client.Client
+	mgr ctrl.Manager
 	mem *memory.Providers
 	n   int
 }
@@ -89,7 +91,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	shared.mem = memory.New()
-	_, stopManager, err := envtest.RunManager(cfg, func(mgr ctrl.Manager) error {
+	// The controller manager's cache: what consumers store here is not
+	// in it.
+	var stopManager func() error
+	shared.mgr, stopManager, err = envtest.RunManager(cfg, func(mgr ctrl.Manager) error {
 		if err := node.IndexPods(ctx, mgr); err != nil {
 			return err
 		}
@@ -103,13 +108,21 @@ func run(m *testing.M) int {
 		}).SetupWithManager(mgr); err != nil {
 			return err
 		}
+		consumers, err := objects.ConsumersCache(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(consumers); err != nil {
+			return err
+		}
 		for _, r := range objects.NewReflectors(mgr.GetClient(), shared.mem, testConsumer, translation.ToPeers(mgr.GetClient())) {
+			r.Consumers, r.Live = consumers, mgr.GetAPIReader()
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}, func(o *ctrl.Options) { o.Cache = controllermanager.CacheOptions() })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -634,6 +647,69 @@ func TestObjectReflection(t *testing.T) {
 	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
 		if names := w.mem.Names(testProvider, provider.Secrets, w.remoteNS); slices.Contains(names, secret.Name) {
 			return errors.New("the Secret stayed in the provider after its last user went")
+		}
+		return nil
+	})
+}
+
+// TestConsumersObjectsReflectedInTurn: a broker offloads a namespace it
+// made for one of its consumers in turn. The consumer's ConfigMaps,
+// Services and (used) Secrets there, which the controller manager's cache
+// leaves out, reach the provider all the same, follow their changes and
+// go with them.
+func TestConsumersObjectsReflectedInTurn(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	theirs := map[string]string{offloadingv1alpha1.OriginClusterLabel: "the-consumer"}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "settings", Labels: theirs}, Data: map[string]string{"mode": "a"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "web", Labels: theirs},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "db", Labels: theirs}, Data: map[string][]byte{"password": []byte("x")}}
+	for _, obj := range []client.Object{cm, svc, secret} {
+		if err := w.c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The reflector cannot have read them from the cache.
+	if err := shared.mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the manager's cache holds a consumer's ConfigMap: %v", err)
+	}
+	w.offloadedPod(t, "web-1", func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret.Name}}}}
+	})
+	copyHas := func(want string) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+			obj := w.mem.Object(testProvider, provider.ConfigMaps, w.remoteNS, cm.Name)
+			if obj == nil {
+				return errors.New("no copy of the consumer's ConfigMap in the provider")
+			}
+			if got := obj.(*corev1.ConfigMap).Data["mode"]; got != want {
+				return fmt.Errorf("copy has mode=%q, want %q", got, want)
+			}
+			if w.mem.Object(testProvider, provider.Services, w.remoteNS, svc.Name) == nil {
+				return errors.New("no copy of the consumer's Service in the provider")
+			}
+			if w.mem.Object(testProvider, provider.Secrets, w.remoteNS, secret.Name) == nil {
+				return errors.New("no copy of the Secret the pod uses in the provider")
+			}
+			return nil
+		})
+	}
+	copyHas("a")
+	cm.Data["mode"] = "b"
+	if err := w.c.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	copyHas("b")
+	for _, obj := range []client.Object{cm, svc} {
+		if err := w.c.Delete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.ConfigMaps, w.remoteNS, cm.Name) != nil || w.mem.Object(testProvider, provider.Services, w.remoteNS, svc.Name) != nil {
+			return errors.New("copies outlived the consumer's ConfigMap and Service")
 		}
 		return nil
 	})

@@ -79,7 +79,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if !o.NoTranslation {
 		toProvider = translation.ToPeers(mgr.GetClient())
 	}
+	// What consumers stored here, known by its metadata alone: a broker
+	// reflects it in turn from the namespaces it offloads.
+	consumers, err := objects.ConsumersCache(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper())
+	if err != nil {
+		return fmt.Errorf("the cache of the consumers' objects: %w", err)
+	}
+	if err := mgr.Add(consumers); err != nil {
+		return err
+	}
 	for _, r := range objects.NewReflectors(mgr.GetClient(), o.Providers, o.LocalClusterID, toProvider) {
+		r.Consumers, r.Live = consumers, mgr.GetAPIReader()
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the object reflectors: %w", err)
 		}

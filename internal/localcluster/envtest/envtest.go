@@ -81,12 +81,17 @@ func StartManager(tb testing.TB, cfg *rest.Config, setup func(ctrl.Manager) erro
 // RunManager starts a controller manager against cfg with only what setup
 // adds to it, and returns the function that stops it; StartManager for a
 // TestMain, whose manager serves every test of the package.
-func RunManager(cfg *rest.Config, setup func(ctrl.Manager) error) (ctrl.Manager, func() error, error) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+// Each of opts changes the manager's options first (its cache's, say).
+func RunManager(cfg *rest.Config, setup func(ctrl.Manager) error, opts ...func(*ctrl.Options)) (ctrl.Manager, func() error, error) {
+	o := ctrl.Options{
 		Scheme:     api.NewScheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	mgr, err := ctrl.NewManager(cfg, o)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -18,14 +18,21 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
@@ -219,6 +226,16 @@ type Reflector struct {
 	// ToProvider shows a local address as a provider reaches it through
 	// the network fabric; nil reflects no EndpointSlice.
 	ToProvider func(ctx context.Context, providerID string, addr netip.Addr) (netip.Addr, bool)
+	// Consumers, if set, holds the metadata alone of the objects this
+	// cluster's consumers stored here (labelled with their origin), which
+	// the Client's cache leaves out; Live reads them whole. A broker
+	// offloads a consumer's namespace in turn: those objects are
+	// reflected like its own, read live when they change, never cached
+	// whole (a consumer cannot make this cluster's memory grow with
+	// them). EndpointSlices are not: a consumer's are its own copies,
+	// which forgeEndpointSlice leaves out.
+	Consumers cache.Cache
+	Live      client.Reader
 
 	kind objectKind
 }
@@ -236,6 +253,54 @@ func NewReflectors(c client.Client, providers provider.Providers, localClusterID
 		out = append(out, &Reflector{Client: c, Providers: providers, LocalClusterID: localClusterID, ToProvider: toProvider, kind: k})
 	}
 	return out
+}
+
+// ConsumersCache returns a cache of the metadata of the objects consumers
+// stored in this cluster (Reflector.Consumers); add it to the manager.
+func ConsumersCache(cfg *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper) (cache.Cache, error) {
+	origin, err := labels.NewRequirement(offloadingv1alpha1.OriginClusterLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	return cache.New(cfg, cache.Options{
+		Scheme: scheme, Mapper: mapper,
+		DefaultLabelSelector: labels.NewSelector().Add(*origin),
+		DefaultTransform:     cache.TransformStripManagedFields(),
+	})
+}
+
+// consumers says whether the reflector follows the objects consumers
+// stored here.
+func (r *Reflector) consumers() bool {
+	return r.Consumers != nil && r.Live != nil && r.kind.name != provider.EndpointSlices
+}
+
+// consumerMeta is an empty metadata-only object of the reflector's kind.
+func (r *Reflector) consumerMeta() (*metav1.PartialObjectMetadata, error) {
+	gvk, err := apiutil.GVKForObject(r.kind.newObject(), r.Client.Scheme())
+	if err != nil {
+		return nil, err
+	}
+	pom := &metav1.PartialObjectMetadata{}
+	pom.SetGroupVersionKind(gvk)
+	return pom, nil
+}
+
+// consumerObject reads key whole, live, when it is a consumer's object;
+// nil when it is not, or is gone.
+func (r *Reflector) consumerObject(ctx context.Context, key client.ObjectKey) (client.Object, error) {
+	pom, err := r.consumerMeta()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Consumers.Get(ctx, key, pom); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	obj := r.kind.newObject()
+	if err := r.Live.Get(ctx, key, obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return obj, nil
 }
 
 // destination says where the copies for one provider namespace go.
@@ -260,8 +325,20 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	exists := err == nil && local.GetDeletionTimestamp().IsZero()
 	var no offloadingv1alpha1.NamespaceOffloading
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, err
+	noErr := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no)
+	if client.IgnoreNotFound(noErr) != nil {
+		return ctrl.Result{}, noErr
+	}
+	// Not in the cache: a consumer's object, reflected only where this
+	// cluster offloads the consumer's namespace in turn.
+	if !exists && noErr == nil && r.consumers() {
+		obj, err := r.consumerObject(ctx, req.NamespacedName)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if obj != nil {
+			local, exists = obj, obj.GetDeletionTimestamp().IsZero()
+		}
 	}
 	// A Secret leaves the consumer only for a pod that uses it, unless the
 	// namespace shares all of them: its copy goes with the last such pod.
@@ -371,12 +448,30 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj.(client.Object))})
 			return nil
 		})
+		if r.consumers() {
+			if pom, err := r.consumerMeta(); err == nil {
+				theirs := &metav1.PartialObjectMetadataList{}
+				theirs.SetGroupVersionKind(pom.GroupVersionKind().GroupVersion().WithKind(pom.Kind + "List"))
+				if err := r.Consumers.List(ctx, theirs, client.InNamespace(o.GetNamespace())); err == nil {
+					for i := range theirs.Items {
+						reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&theirs.Items[i])})
+					}
+				}
+			}
+		}
 		return reqs
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(r.kind.newObject()).
 		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
 		WatchesRawSource(r.Providers.Source(r.kind.name, &handler.EnqueueRequestForObject{}))
+	if r.consumers() {
+		pom, err := r.consumerMeta()
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Kind(r.Consumers, pom, &handler.TypedEnqueueRequestForObject[*metav1.PartialObjectMetadata]{}))
+	}
 	if r.kind.name == provider.EndpointSlices {
 		// The network agreed with a provider, or changed: the slices of
 		// the namespaces offloaded there are shown again.

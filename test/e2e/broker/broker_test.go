@@ -288,6 +288,27 @@ func TestBroker(t *testing.T) {
 		})
 	})
 
+	t.Run("the consumer's objects reach its provider through the broker", func(t *testing.T) {
+		// The broker's cache leaves out what its consumers store there:
+		// it reads their objects live to reflect them in turn.
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}, Data: map[string]string{"mode": "brokered"}}
+		if err := framework.Client(t, consumer).Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, func() error {
+			var list corev1.ConfigMapList
+			if err := framework.Client(t, p1).List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: b.ClusterID}); err != nil {
+				return err
+			}
+			for _, c := range list.Items {
+				if c.Name == cm.Name && strings.HasPrefix(c.Namespace, ns+"-") && c.Data["mode"] == "brokered" {
+					return nil
+				}
+			}
+			return fmt.Errorf("%s has no copy of the consumer's ConfigMap %s/%s from the broker", p1.Name, ns, cm.Name)
+		})
+	})
+
 	t.Run("a toggle moves every pod, none lost, none duplicated", func(t *testing.T) {
 		before := consumerPods(t, consumer)
 		vnode2, err := framework.VirtualNode(framework.Client(t, b), p2.ClusterID)
