@@ -37,6 +37,7 @@ import (
 	"github.com/liqo-go/liqo/internal/broker"
 	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -286,6 +287,28 @@ func TestBroker(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("kubectl logs and exec on the consumer reach the pod in its provider, through both hops", func(t *testing.T) {
+		var pod string
+		for name := range consumerPods(t, consumer) {
+			pod = name
+			break
+		}
+		out, err := framework.Kubectl(t, consumer, "", "--namespace", ns, "logs", pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(out) != localcluster.KwokLogLine(p1.Name) {
+			t.Errorf("kubectl logs %s printed %q, want %q", pod, out, localcluster.KwokLogLine(p1.Name))
+		}
+		out, err = framework.Kubectl(t, consumer, "", "--namespace", ns, "exec", pod, "--", "printenv", localcluster.KwokExecClusterEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(out) != p1.Name {
+			t.Errorf("kubectl exec %s -- printenv %s printed %q, want %q", pod, localcluster.KwokExecClusterEnv, out, p1.Name)
+		}
 	})
 
 	t.Run("the consumer's objects reach its provider through the broker", func(t *testing.T) {

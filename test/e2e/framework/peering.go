@@ -7,7 +7,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,4 +171,26 @@ func StopControllerManager(t testing.TB, m *playground.Member) {
 			t.Errorf("restarting %s's controller manager: %v", m.Name, err)
 		}
 	})
+}
+
+// Kubectl runs the harness's kubectl against m with stdin, as an operator
+// would, and returns what it printed; its error carries its stderr. It
+// runs from cleanups too, so it is bounded by a minute of its own, not by
+// the test's context.
+func Kubectl(t testing.TB, m *playground.Member, stdin string, args ...string) (string, error) {
+	t.Helper()
+	bin, err := localcluster.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
 }

@@ -32,7 +32,7 @@ import (
 // and fails the test if it fails.
 func kubectlOn(t *testing.T, m *playground.Member, args ...string) string {
 	t.Helper()
-	out, err := runKubectl(t, m, "", args...)
+	out, err := framework.Kubectl(t, m, "", args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func TestDeleteVirtualNodeIsRefused(t *testing.T) {
 			t.Errorf("refusal %q does not say %q", refusal, want)
 		}
 	}
-	if _, err := runKubectl(t, a, "", "delete", "node", node.Name); err == nil || !strings.Contains(err.Error(), "kubectl cordon") {
+	if _, err := framework.Kubectl(t, a, "", "delete", "node", node.Name); err == nil || !strings.Contains(err.Error(), "kubectl cordon") {
 		t.Errorf("kubectl delete node %s: %v; want refused, saying what to do", node.Name, err)
 	}
 	var n corev1.Node

@@ -61,7 +61,7 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	framework.Eventually(t, time.Minute, func() error { return allRunning(t, ns, 2) })
 
 	kubectl := func(stdin string, args ...string) (string, error) {
-		return runKubectl(t, a, stdin, append([]string{"--namespace", ns}, args...)...)
+		return framework.Kubectl(t, a, stdin, append([]string{"--namespace", ns}, args...)...)
 	}
 
 	for _, p := range []*playground.Member{b, c} {

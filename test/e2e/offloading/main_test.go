@@ -9,16 +9,11 @@
 package offloading_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +24,6 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
-	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -205,25 +199,4 @@ func remotePods(t *testing.T, ns string, providers ...*playground.Member) int {
 		}
 	}
 	return n
-}
-
-// runKubectl runs the project's kubectl against member m, with stdin, as an
-// operator would; the error carries kubectl's stderr. It runs from cleanups
-// too, so it is bounded by a context of its own, not the test's.
-func runKubectl(t *testing.T, m *playground.Member, stdin string, args ...string) (string, error) {
-	t.Helper()
-	bin, err := localcluster.FindBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errOut.String())
-	}
-	return out.String(), nil
 }
