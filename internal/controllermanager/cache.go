@@ -16,7 +16,7 @@ import (
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
-// CacheOptions caches what a peer writes here only as far as this
+// cacheOptions caches what a peer writes here only as far as this
 // cluster needs it, so that no consumer makes the controller manager's
 // memory grow with what it stores: the Secrets, ConfigMaps, Services and
 // EndpointSlices of the namespaces made for consumers (labelled with
@@ -27,7 +27,7 @@ import (
 // cached in every namespace: the virtual kubelet reflects those of
 // offloaded namespaces. Managed fields are never read, and are most of an
 // object's size.
-func CacheOptions() cache.Options {
+func cacheOptions() cache.Options {
 	notAConsumers, err := labels.NewRequirement(offloadingv1alpha1.OriginClusterLabel, selection.DoesNotExist, nil)
 	if err != nil {
 		panic(err) // a constant, valid key

@@ -241,7 +241,7 @@ func Run(ctx context.Context, o *Options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		WebhookServer:           wh.server,
-		Cache:                   CacheOptions(),
+		Cache:                   cacheOptions(),
 		Metrics:                 o.metricsServer(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		PprofBindAddress:        o.PprofBindAddress,

@@ -17,17 +17,19 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/controllermanager"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 	"github.com/liqo-go/liqo/internal/network/translation"
@@ -122,7 +124,7 @@ func run(m *testing.M) int {
 			}
 		}
 		return nil
-	}, func(o *ctrl.Options) { o.Cache = controllermanager.CacheOptions() })
+	}, func(o *ctrl.Options) { o.Cache = withoutConsumersObjects() })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -140,6 +142,20 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// withoutConsumersObjects is the controller manager's cache as far as
+// the reflectors go: the objects a consumer stores here (labelled with
+// its origin) are not in it.
+func withoutConsumersObjects() cache.Options {
+	theirs, err := labels.NewRequirement(offloadingv1alpha1.OriginClusterLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err)
+	}
+	own := cache.ByObject{Label: labels.NewSelector().Add(*theirs)}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: own, &corev1.ConfigMap{}: own, &corev1.Service{}: own, &discoveryv1.EndpointSlice{}: own,
+	}}
 }
 
 type reflectorWorld struct {
