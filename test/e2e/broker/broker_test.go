@@ -19,13 +19,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -216,11 +213,12 @@ func consumerPods(t *testing.T, consumer *playground.Member) map[string]string {
 
 // TestBroker runs, in order: providers peering with the broker and
 // leaving its catalog; consumers offloading to the broker; a 100-pod
-// Deployment orchestrated over the consumer's enabled provider only; a
-// toggle moving every pod to the other provider, none lost, none
-// duplicated; two consumers who neither see nor change each other's
-// selection; a provider that cannot steer a consumer's pods; the
-// selection and the placement surviving a restart of liqo-broker.
+// Deployment orchestrated over the consumer's enabled provider only;
+// kubectl logs and exec, and the consumer's objects, through both hops;
+// a toggle moving every pod to the other provider, none lost, none
+// duplicated; the selection and the placement surviving a restart of
+// liqo-broker; a consumer peering with a provider from the catalog. The
+// attacks by consumers and providers are in test/e2e/malicious/broker.
 func TestBroker(t *testing.T) {
 	consumer, p1, p2 := suite.Members[0], suite.Members[1], suite.Members[2]
 	b := suite.Broker
@@ -360,103 +358,6 @@ func TestBroker(t *testing.T) {
 		}
 	})
 
-	t.Run("two consumers neither see nor change each other's selection", func(t *testing.T) {
-		two := consumerToken(t, p1)
-		toggle(t, two, p2, true)
-		for _, path := range []string{
-			"/api/v1/selection?consumer=" + consumer.ClusterID,
-			"/api/toggle?id=" + p1.ClusterID + "&enable=true&consumer=" + consumer.ClusterID,
-		} {
-			for _, method := range []string{http.MethodGet, http.MethodPost} {
-				if method == http.MethodPost && strings.Contains(path, "selection") {
-					continue
-				}
-				if code, body := get(t, method, path, two); code != http.StatusForbidden {
-					t.Errorf("%s %s with the other consumer's token: %d %s, want 403", method, path, code, body)
-				}
-			}
-		}
-		if code, body := get(t, http.MethodPost, "/api/toggle?id="+p1.ClusterID+"&enable=true", ""); code != http.StatusUnauthorized {
-			t.Errorf("an anonymous toggle: %d %s, want 401", code, body)
-		}
-		// The second consumer's own identity in the broker, which logs it
-		// in, mints tokens for its own service account only; that token,
-		// used on the broker's API server itself, reaches its own
-		// Selection and nothing of the first consumer's.
-		asTwo := framework.IdentityConfig(t, p1, b.ClusterID)
-		cs := kubernetes.NewForConfigOrDie(asTwo)
-		_, err := cs.CoreV1().ServiceAccounts(discoveryv1alpha1.TenantNamespace(consumer.ClusterID)).CreateToken(ctx, brokerv1alpha1.ConsumerServiceAccount,
-			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
-		framework.Refused(t, "minting a token of the first consumer's service account", err)
-		_, err = cs.CoreV1().ServiceAccounts(discoveryv1alpha1.TenantNamespace(p1.ClusterID)).CreateToken(ctx, "default",
-			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
-		framework.Refused(t, "minting a token of another service account of its own tenant namespace", err)
-		withToken := rest.AnonymousClientConfig(b.RESTConfig)
-		withToken.BearerToken = two
-		asTwoSA := framework.ClientFor(t, withToken)
-		var theirs brokerv1alpha1.Selection
-		framework.Refused(t, "reading the first consumer's Selection with the token", asTwoSA.Get(ctx,
-			client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName}, &theirs))
-		var secrets corev1.SecretList
-		framework.Refused(t, "listing Secrets of its tenant namespace with the token", asTwoSA.List(ctx, &secrets, client.InNamespace(discoveryv1alpha1.TenantNamespace(p1.ClusterID))))
-		var own brokerv1alpha1.Selection
-		framework.Allowed(t, "reading its own Selection with the token", asTwoSA.Get(ctx,
-			client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(p1.ClusterID), Name: brokerv1alpha1.SelectionName}, &own))
-		code, body := get(t, http.MethodGet, "/api/v1/selection", one)
-		var v broker.SelectionView
-		if code != http.StatusOK || json.Unmarshal(body, &v) != nil || !slices.Equal(v.Providers, []string{p2.ClusterID}) {
-			t.Errorf("the first consumer's selection: %d %s, want %s alone", code, body, p2.Name)
-		}
-		// As liqoctl broker selection shows it, from the consumer's kubeconfig.
-		var out strings.Builder
-		o := &ctlbroker.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, Broker: b.ClusterID, URL: b.BrokerURL,
-			TTL: time.Hour, Timeout: 10 * time.Second}
-		if err := o.Show(ctx, &out); err != nil || !strings.Contains(out.String(), p2.ClusterID+"  Serving  100") || strings.Contains(out.String(), p1.ClusterID) {
-			t.Errorf("liqoctl broker selection: %v\n%s", err, out.String())
-		}
-	})
-
-	t.Run("a provider cannot steer a consumer's pods", func(t *testing.T) {
-		// p1's own credentials in the broker: as a provider to it, and
-		// as a consumer of it (its virtual kubelet).
-		asP1 := framework.ClientFor(t, framework.ProviderConfig(t, p1, b.ClusterID))
-		asP1VK := framework.ClientFor(t, framework.VirtualKubeletConfig(t, p1, b))
-		sel := &brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName},
-			Spec: brokerv1alpha1.SelectionSpec{Providers: []string{p1.ClusterID}}}
-		framework.Refused(t, "creating the consumer's selection", asP1.Create(ctx, sel))
-		framework.Refused(t, "changing the consumer's selection", asP1.Update(ctx, sel))
-		framework.Refused(t, "changing the consumer's selection as a consumer", asP1VK.Update(ctx, sel))
-		var namespaces corev1.NamespaceList
-		framework.Refused(t, "listing the broker's namespaces", asP1.List(ctx, &namespaces))
-		// The namespace the broker made for the consumer, and its
-		// offloading: what steers the consumer's pods.
-		var consumerNS string
-		for _, n := range mustList(t) {
-			if n.Labels[offloadingv1alpha1.OriginClusterLabel] == consumer.ClusterID && strings.HasPrefix(n.Name, ns+"-") {
-				consumerNS = n.Name
-			}
-		}
-		if consumerNS == "" {
-			t.Fatalf("the broker made no namespace for %s's %s", consumer.Name, ns)
-		}
-		steer := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consumerNS, Annotations: map[string]string{brokerv1alpha1.ProvidersAnnotation: p1.ClusterID}}}
-		for what, c := range map[string]client.Client{"as a provider": asP1, "as a consumer": asP1VK} {
-			framework.Refused(t, "re-annotating the consumer's namespace "+what, c.Patch(ctx, steer, client.Merge))
-			no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: offloadingv1alpha1.NamespaceOffloadingName}}
-			framework.Refused(t, "deleting the consumer's namespace's offloading "+what, c.Delete(ctx, no))
-		}
-		framework.Consistently(t, 3*time.Second, func() error {
-			vnode2, err := framework.VirtualNode(framework.Client(t, b), p2.ClusterID)
-			if err != nil {
-				return err
-			}
-			if byNode, _ := placement(t, consumer); byNode[vnode2.Name] != replicas {
-				return fmt.Errorf("the consumer's pods moved: %v", byNode)
-			}
-			return nil
-		})
-	})
-
 	t.Run("the selection survives a restart of the broker", func(t *testing.T) {
 		if err := suite.RestartBroker(ctx); err != nil {
 			t.Fatal(err)
@@ -561,16 +462,6 @@ func TestBroker(t *testing.T) {
 			t.Logf("%s left the catalog %s after its peering ended", p1.Name, lag.Round(time.Millisecond))
 		}
 	})
-}
-
-// mustList lists the broker's namespaces, as its admin.
-func mustList(t *testing.T) []corev1.Namespace {
-	t.Helper()
-	var list corev1.NamespaceList
-	if err := framework.Client(t, suite.Broker).List(t.Context(), &list); err != nil {
-		t.Fatal(err)
-	}
-	return list.Items
 }
 
 func equalMaps(a, b map[string]string) bool {
