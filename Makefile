@@ -206,9 +206,9 @@ demo: $(RUNTIME_BINS) build $(DEMO_NETWORK_DEPS) ## Start a playground of $(CLUS
 	@if [ -n "$(DEMO_DOWN)" ]; then $(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR); fi
 
 .PHONY: demo-broker
-demo-broker: $(RUNTIME_BINS) build ## Start a playground of $(CLUSTERS) clusters and a broker, and show the catalog and the orchestrator; DEMO_DOWN=1 tears it down after.
+demo-broker: $(RUNTIME_BINS) build $(DEMO_NETWORK_DEPS) ## Start a playground of $(CLUSTERS) clusters and a broker, and show the catalog, the orchestrator and (with a network as root) the direct data plane; DEMO_DOWN=1 tears it down after.
 	$(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR) >/dev/null
-	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS) --broker
+	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS) --broker --network
 	@if [ -n "$(DEMO_DOWN)" ]; then $(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR); fi
 
 .PHONY: down
