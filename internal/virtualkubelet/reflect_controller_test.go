@@ -730,3 +730,50 @@ func TestConsumersObjectsReflectedInTurn(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPodMarkedUnreadyIsShownAgain: the node lifecycle controller marks
+// the pods of a NotReady virtual node unready, and may do it after the
+// node is Ready again; the provider's status, still Ready, is shown
+// again at once.
+func TestPodMarkedUnreadyIsShownAgain(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	pod := w.offloadedPod(t, "web-1")
+	w.remotePod(t, pod.Name, nil)
+	w.running(t, pod.Name, "10.201.0.8")
+	ready := func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if !ready(pod) {
+			return errors.New("the local pod is not Ready yet")
+		}
+		return nil
+	})
+	// As the node lifecycle controller does.
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			pod.Status.Conditions[i].Status, pod.Status.Conditions[i].Reason = corev1.ConditionFalse, "NodeNotReady"
+		}
+	}
+	if err := w.c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if !ready(pod) {
+			return errors.New("the local pod stays unready while its provider pod is Ready")
+		}
+		return nil
+	})
+}

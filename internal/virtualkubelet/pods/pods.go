@@ -351,7 +351,11 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		workers = 32
 	}
 	// Only bound pods concern a kubelet; a pod's status written back by
-	// this reflector does not need another look.
+	// this reflector does not need another look, but a pod that turns
+	// unready does: the node lifecycle controller marks the pods of a
+	// NotReady virtual node so, and under load it may do it after the
+	// node is Ready again, when nothing else would show the provider's
+	// status anew.
 	bound := predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return e.Object.(*corev1.Pod).Spec.NodeName != "" },
 		DeleteFunc:  func(e event.DeleteEvent) bool { return e.Object.(*corev1.Pod).Spec.NodeName != "" },
@@ -359,7 +363,8 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 			return n.Spec.NodeName != "" && (o.Spec.NodeName != n.Spec.NodeName || n.Generation != o.Generation ||
-				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !maps.Equal(o.Labels, n.Labels))
+				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !maps.Equal(o.Labels, n.Labels) ||
+				podReady(o) && !podReady(n))
 		},
 	}
 	enqueuePods := func(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
@@ -505,4 +510,14 @@ func (r *Reflector) translateDirect(ctx context.Context, providerID string, st *
 		Message: fmt.Sprintf("The pod runs in provider %s, which broker %s chose: its address there, as this cluster reaches it through its own tunnel with %s", pa.Reason, providerID, pa.Reason)}
 	st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
 	return true
+}
+
+// podReady says whether pod's Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
