@@ -257,8 +257,15 @@ func (r *Reconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advert
 	labels["kubernetes.io/role"] = "agent"
 	taint := corev1.Taint{Key: offloadingv1alpha1.VirtualNodeTaint, Value: "true", Effect: corev1.TaintEffectNoExecute}
 
+	// Read live: the cache may still hold a node of this name that was
+	// removed and is being made again, whose status would be taken as
+	// already written.
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
 	node := &corev1.Node{}
-	err = r.Client.Get(ctx, client.ObjectKey{Name: name}, node)
+	err = reader.Get(ctx, client.ObjectKey{Name: name}, node)
 	if apierrors.IsNotFound(err) {
 		// Born tainted, so that nothing lands on it in between, and
 		// labelled virtual: the controller manager may write no other node
@@ -366,7 +373,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, node *corev1.Node, adv *s
 		len(orig.Status.Conditions) > 0 && r.now().Sub(orig.Status.Conditions[0].LastHeartbeatTime.Time) < 5*time.Minute {
 		return nil
 	}
-	return r.Client.Status().Patch(ctx, node, client.MergeFrom(orig))
+	// Against the version read: a difference from another node of the
+	// same name would leave out what the two share.
+	return r.Client.Status().Patch(ctx, node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 func (r *Reconciler) renewLease(ctx context.Context, node *corev1.Node) error {

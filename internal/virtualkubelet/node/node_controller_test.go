@@ -258,3 +258,53 @@ func TestOfferNamingAnotherClusterGetsNoNode(t *testing.T) {
 		return nil
 	})
 }
+
+type fixedKubelet struct{ port int32 }
+
+func (k fixedKubelet) Endpoint(context.Context, string) (int32, error) { return k.port, nil }
+func (fixedKubelet) Release(string)                                    {}
+
+// TestStaleNodeStatusIsNotPatched: a status written from a stale copy of
+// a virtual node (the cache's, of a node removed and made again) is
+// refused, not merged into the new node as a difference that leaves out
+// what the stale copy already had (seen in CI: a node made again had no
+// address, and kubectl logs found none).
+func TestStaleNodeStatusIsNotPatched(t *testing.T) {
+	cfg := envtest.Start(t, "consumer")
+	ctx := t.Context()
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: c, KubeletAddress: "127.0.0.1", Kubelet: fixedKubelet{port: 10250}}
+	adv := &sharingv1alpha1.Advertisement{Spec: sharingv1alpha1.AdvertisementSpec{
+		ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: "provider-1"},
+		Resources:       corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
+	}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "liqo-provider-1"}}
+	if err := c.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.updateStatus(ctx, node, adv, true, "ready"); err != nil {
+		t.Fatal(err)
+	}
+	stale := node.DeepCopy()
+	if err := c.Delete(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	// Something to write: the provider's state changed meanwhile.
+	err = r.updateStatus(ctx, stale, adv, false, "unreachable")
+	var fresh corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil && len(fresh.Status.Addresses) == 0 {
+		t.Fatalf("a status patch from a stale copy was merged into the new node, which has no address: %+v", fresh.Status)
+	}
+	if err != nil && !apierrors.IsConflict(err) {
+		t.Fatalf("the status patch from a stale copy: %v, want a conflict", err)
+	}
+}
