@@ -123,13 +123,14 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	pods := map[string]int32{}     // provider -> pods of the consumer there
 	draining := map[string]int32{} // disabled provider -> pods still there
+	held := map[string]int32{}     // disabled provider -> pods a budget keeps there
 	var result ctrl.Result
 	for i := range namespaces.Items {
 		ns := &namespaces.Items[i]
 		if !ns.DeletionTimestamp.IsZero() || ns.Labels[discoveryv1alpha1.TenantLabel] != "" {
 			continue
 		}
-		r, err := o.orchestrate(ctx, ns, enabled, serving, providerOf, pods, draining)
+		r, err := o.orchestrate(ctx, ns, enabled, serving, providerOf, pods, draining, held)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -137,7 +138,7 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			result = r
 		}
 	}
-	if err := o.report(ctx, sel, ready, pods, draining); err != nil {
+	if err := o.report(ctx, sel, ready, pods, draining, held); err != nil {
 		return ctrl.Result{}, err
 	}
 	return result, nil
@@ -231,7 +232,7 @@ func (o *Orchestrator) ensureBinding(ctx context.Context, want *rbacv1.RoleBindi
 // orchestrate keeps one namespace of the consumer: its labels, its
 // NamespaceOffloading, and the drain of disabled providers.
 func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, enabled, serving []string, providerOf map[string]string,
-	pods, draining map[string]int32) (ctrl.Result, error) {
+	pods, draining, held map[string]int32) (ctrl.Result, error) {
 	want := strings.Join(serving, ",")
 	if ns.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue || ns.Annotations[brokerv1alpha1.ProvidersAnnotation] != want ||
 		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) {
@@ -241,6 +242,19 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 		if err := o.Client.Patch(ctx, ns, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("marking namespace %s orchestrated: %w", ns.Name, err)
 		}
+	}
+	// The consumer's PodDisruptionBudgets, which its virtual kubelet
+	// copies here, bound the evictions below; here alone may it write
+	// them (a budget in another provider could hold up that provider's
+	// node drains).
+	consumer := ns.Labels[offloadingv1alpha1.OriginClusterLabel]
+	if err := o.ensureBinding(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: brokerv1alpha1.BudgetsClusterRole,
+			Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: brokerv1alpha1.BudgetsClusterRole},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: identity.VirtualKubeletUserPrefix + consumer}},
+	}); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	var list corev1.PodList
@@ -285,6 +299,7 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 		case apierrors.IsTooManyRequests(err) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil):
 			// A PodDisruptionBudget holds it for now.
 			evictions.WithLabelValues(p, "held").Inc()
+			held[p]++
 			result.RequeueAfter = drainRetry
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -335,7 +350,7 @@ func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, provider
 
 // report writes what the orchestrator does for the consumer into its
 // Selection's status.
-func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection, ready map[string]bool, pods, draining map[string]int32) error {
+func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection, ready map[string]bool, pods, draining, held map[string]int32) error {
 	st := brokerv1alpha1.SelectionStatus{ObservedGeneration: sel.Generation, Conditions: slices.Clone(sel.Status.Conditions),
 		Introductions: sel.Status.Introductions} // the Introducer's
 	var unavailable, drains []string
@@ -347,10 +362,15 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 		}
 		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: state, Pods: pods[p]})
 	}
+	var holds []string
 	for p, n := range draining {
-		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: brokerv1alpha1.ProviderDraining, Pods: n})
+		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: brokerv1alpha1.ProviderDraining, Pods: n, Held: held[p]})
 		drains = append(drains, p)
+		if held[p] > 0 {
+			holds = append(holds, fmt.Sprintf("%d on %s", held[p], p))
+		}
 	}
+	slices.Sort(holds)
 	slices.SortFunc(st.Providers, func(a, b brokerv1alpha1.SelectedProvider) int { return strings.Compare(a.ClusterID, b.ClusterID) })
 	slices.Sort(drains)
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonServing, ObservedGeneration: sel.Generation,
@@ -359,6 +379,9 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 	case len(drains) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonDraining
 		cond.Message = fmt.Sprintf("the consumer's pods are moving off %s, disabled", strings.Join(drains, ", "))
+		if len(holds) > 0 {
+			cond.Message += fmt.Sprintf("; its PodDisruptionBudgets hold %s for now", strings.Join(holds, ", "))
+		}
 	case len(unavailable) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonUnavailable
 		cond.Message = fmt.Sprintf("the broker has no Ready virtual node for %s: not peered, or unreachable", strings.Join(unavailable, ", "))

@@ -69,6 +69,14 @@ func TestOrchestrator(t *testing.T) {
 			if n.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue || n.Annotations[brokerv1alpha1.ProvidersAnnotation] != annotation {
 				return fmt.Errorf("namespace labels %v annotations %v, want orchestrated for %q", n.Labels, n.Annotations, annotation)
 			}
+			// The consumer's virtual kubelet may copy its budgets here.
+			var rb rbacv1.RoleBinding
+			if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: brokerv1alpha1.BudgetsClusterRole}, &rb); err != nil {
+				return err
+			}
+			if rb.RoleRef.Name != brokerv1alpha1.BudgetsClusterRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "liqo-virtual-kubelet-"+consumer {
+				return fmt.Errorf("RoleBinding %s: %+v %+v, want the consumer's virtual kubelet bound", rb.Name, rb.RoleRef, rb.Subjects)
+			}
 			var no offloadingv1alpha1.NamespaceOffloading
 			if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
 				return err
@@ -146,7 +154,7 @@ func TestOrchestrator(t *testing.T) {
 		t.Fatal(err)
 	}
 	draining := map[string]brokerv1alpha1.SelectedProvider{
-		"provider-1": {State: brokerv1alpha1.ProviderDraining, Pods: 3}, "provider-2": serving(0),
+		"provider-1": {State: brokerv1alpha1.ProviderDraining, Pods: 3, Held: 3}, "provider-2": serving(0),
 	}
 	expect("provider-2", []string{"provider-1", "provider-2"}, broker.ReasonDraining, draining)
 	terminating := func() (int, error) {
@@ -177,6 +185,7 @@ func TestOrchestrator(t *testing.T) {
 		}
 		return nil
 	})
+	draining["provider-1"] = brokerv1alpha1.SelectedProvider{State: brokerv1alpha1.ProviderDraining, Pods: 3}
 	expect("provider-2", []string{"provider-1", "provider-2"}, broker.ReasonDraining, draining)
 	for i := range 3 {
 		// As the broker's virtual kubelet does once the provider confirms.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -40,7 +41,10 @@ func cacheOptions() cache.Options {
 			&corev1.ConfigMap{}:          own,
 			&corev1.Service{}:            own,
 			&discoveryv1.EndpointSlice{}: own,
-			&corev1.Pod{}:                {Transform: trimConsumerPod},
+			// A consumer's budgets bound the moves of its pods, which the
+			// API server checks; nothing here reads them.
+			&policyv1.PodDisruptionBudget{}: own,
+			&corev1.Pod{}:                   {Transform: trimConsumerPod},
 		},
 	}
 }

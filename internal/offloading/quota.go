@@ -53,11 +53,13 @@ const (
 	DefaultConfigMaps     = 500
 	DefaultServices       = 200
 	DefaultEndpointSlices = 400
+	DefaultBudgets        = 50
 )
 
 // The quota names of the objects counted.
 const (
 	quotaEndpointSlices corev1.ResourceName = "count/endpointslices.discovery.k8s.io"
+	quotaBudgets        corev1.ResourceName = "count/poddisruptionbudgets.policy"
 )
 
 // QuotaOf returns what a consumer may use across all its namespaces here:
@@ -97,6 +99,7 @@ func QuotaOf(offered corev1.ResourceList, consumer configv1alpha1.ConsumerQuota)
 	hard[corev1.ResourceConfigMaps] = count(consumer.ConfigMaps, DefaultConfigMaps)
 	hard[corev1.ResourceServices] = count(consumer.Services, DefaultServices)
 	hard[quotaEndpointSlices] = count(consumer.EndpointSlices, DefaultEndpointSlices)
+	hard[quotaBudgets] = count(consumer.PodDisruptionBudgets, DefaultBudgets)
 	return hard
 }
 

@@ -42,7 +42,7 @@ func TestQuotaOf(t *testing.T) {
 		corev1.ResourceRequestsEphemeralStorage: q("10Gi"), corev1.ResourceLimitsEphemeralStorage: q("10Gi"),
 		corev1.ResourcePersistentVolumeClaims: q("0"), corev1.ResourceRequestsStorage: q("5Gi"),
 		corev1.ResourceSecrets: q("7"), corev1.ResourceConfigMaps: q("500"), corev1.ResourceServices: q("200"),
-		"count/endpointslices.discovery.k8s.io": q("400"),
+		"count/endpointslices.discovery.k8s.io": q("400"), "count/poddisruptionbudgets.policy": q("50"),
 	}
 	if len(got) != len(want) {
 		t.Fatalf("QuotaOf = %v, want %v", got, want)

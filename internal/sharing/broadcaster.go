@@ -154,10 +154,13 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	// A consumer a broker orchestrates (it has a Selection here) is
 	// offered what its enabled providers offer the broker.
 	counted := RealNode
+	var properties map[string]string
 	var sel brokerv1alpha1.Selection
 	switch err := b.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel); {
 	case err == nil:
 		counted = OnProviders(sel.Spec.Providers)
+		// Its PodDisruptionBudgets bound the moves of its pods here.
+		properties = map[string]string{brokerv1alpha1.OrchestratorProperty: "true"}
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
 		return ctrl.Result{}, err
 	}
@@ -166,6 +169,7 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: b.LocalClusterID, ClusterName: b.LocalClusterName()},
 		Resources:       SharedOn(nodes.Items, pods.Items, consumer, pct, counted),
 		Labels:          commonLabels(nodes.Items, counted),
+		Properties:      properties,
 		Timestamp:       metav1.NewTime(now),
 		TimeToLive:      metav1.NewTime(now.Add(b.ttl())),
 	}
@@ -189,7 +193,7 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 // stale reports whether written must be replaced by want.
 func (b *Broadcaster) stale(written, want *sharingv1alpha1.AdvertisementSpec, now time.Time) bool {
 	return ChangedBeyond(written.Resources, want.Resources, ChangeThreshold) || now.After(written.TimeToLive.Add(-b.ttl()/2)) ||
-		!equalStrings(written.Labels, want.Labels) || written.ClusterIdentity != want.ClusterIdentity
+		!equalStrings(written.Labels, want.Labels) || !equalStrings(written.Properties, want.Properties) || written.ClusterIdentity != want.ClusterIdentity
 }
 
 // lastWritten returns what this process last wrote for pr, and whether it

@@ -15,11 +15,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,9 +30,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-go/liqo/api"
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 	"github.com/liqo-go/liqo/internal/network/translation"
@@ -119,6 +125,7 @@ func run(m *testing.M) int {
 		}
 		for _, r := range objects.NewReflectors(mgr.GetClient(), shared.mem, testConsumer, translation.ToPeers(mgr.GetClient())) {
 			r.Consumers, r.Live = consumers, mgr.GetAPIReader()
+			r.Orchestrator = objects.AdvertisedOrchestrator(mgr.GetClient())
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err
 			}
@@ -773,6 +780,107 @@ func TestPodMarkedUnreadyIsShownAgain(t *testing.T) {
 		}
 		if !ready(pod) {
 			return errors.New("the local pod stays unready while its provider pod is Ready")
+		}
+		return nil
+	})
+}
+
+// TestBudgetsGoToOrchestratorsOnly: a PodDisruptionBudget reaches a
+// provider only while its offer says it moves the pods on (a broker), as
+// the number of pods there that must stay healthy: every one of them
+// until this cluster's disruption controller has computed the budget,
+// then what the budget wants healthy less the healthy pods elsewhere. It
+// leaves when the provider stops saying so.
+func TestBudgetsGoToOrchestratorsOnly(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	db := func(p *corev1.Pod) { p.Labels = map[string]string{"app": "db"} }
+	for _, name := range []string{"db-0", "db-1", "db-2"} {
+		w.offloadedPod(t, name, db)
+	}
+	// One more, healthy on a node of this cluster's own.
+	local := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "db-3", Labels: map[string]string{"app": "db"}},
+		Spec: corev1.PodSpec{NodeName: "real-1", Containers: []corev1.Container{{Name: "main", Image: "registry.example/app:1"}}}}
+	if err := w.c.Create(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	local.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := w.c.Status().Update(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "db"}, Spec: policyv1.PodDisruptionBudgetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+	}}
+	if err := w.c.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	copyKeeps := func(want int32) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+			obj := w.mem.Object(testProvider, provider.PodDisruptionBudgets, w.remoteNS, pdb.Name)
+			if obj == nil {
+				return errors.New("no copy of the budget in the provider")
+			}
+			spec := obj.(*policyv1.PodDisruptionBudget).Spec
+			if spec.MinAvailable == nil || spec.MinAvailable.IntVal != want || spec.MaxUnavailable != nil || spec.Selector.MatchLabels["app"] != "db" {
+				return fmt.Errorf("copy's spec is %+v, want minAvailable %d of app=db", spec, want)
+			}
+			return nil
+		})
+	}
+	// A provider that only runs the pods gets no budget.
+	envtest.Consistently(t, time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.PodDisruptionBudgets, w.remoteNS, pdb.Name) != nil {
+			return errors.New("a budget went to a provider that does not orchestrate")
+		}
+		return nil
+	})
+
+	tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(testProvider)}}
+	if err := w.c.Create(ctx, tenant); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	adv := &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.Name, Name: sharingv1alpha1.AdvertisementName(testProvider)},
+		Spec: sharingv1alpha1.AdvertisementSpec{
+			ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: testProvider},
+			Resources:       corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")},
+			Properties:      map[string]string{brokerv1alpha1.OrchestratorProperty: "true"},
+			Timestamp:       metav1.NewTime(now), TimeToLive: metav1.NewTime(now.Add(time.Hour)),
+		}}
+	if err := w.c.Create(ctx, adv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.c.Delete(context.Background(), adv) })
+	// Not computed yet: the three pods there stay.
+	copyKeeps(3)
+	// Computed: 3 of the 4 healthy; one of them is here.
+	if err := w.c.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DesiredHealthy: 3, CurrentHealthy: 4, ExpectedPods: 4, DisruptionsAllowed: 1}
+	if err := w.c.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	copyKeeps(2)
+	// The local pod unready: all three there must stay.
+	local.Status.Conditions[0].Status = corev1.ConditionFalse
+	if err := w.c.Status().Update(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status.CurrentHealthy, pdb.Status.DisruptionsAllowed = 3, 0
+	if err := w.c.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	copyKeeps(3)
+
+	adv.Spec.Properties = nil
+	if err := w.c.Update(ctx, adv); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.PodDisruptionBudgets, w.remoteNS, pdb.Name) != nil {
+			return errors.New("the budget stayed in a provider that no longer orchestrates")
 		}
 		return nil
 	})

@@ -90,6 +90,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	for _, r := range objects.NewReflectors(mgr.GetClient(), o.Providers, o.LocalClusterID, toProvider) {
 		r.Consumers, r.Live = consumers, mgr.GetAPIReader()
+		r.Orchestrator = objects.AdvertisedOrchestrator(mgr.GetClient())
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the object reflectors: %w", err)
 		}

@@ -30,3 +30,18 @@ const (
 	// (liqo-consumer-<id>) request tokens of ConsumerServiceAccount.
 	LoginClusterRole = "liqo-broker-login"
 )
+
+// What lets a consumer's own PodDisruptionBudgets bound the broker's moves
+// of its pods.
+const (
+	// OrchestratorProperty, "true" in the Advertisement a broker offers a
+	// consumer it keeps a Selection for, tells the consumer's virtual
+	// kubelet to copy its PodDisruptionBudgets to the namespaces it
+	// offloads there.
+	OrchestratorProperty = "broker.liqo.io/orchestrator"
+	// BudgetsClusterRole, bound by the broker to the consumer's virtual
+	// kubelet (liqo-virtual-kubelet-<id>) in each namespace it
+	// orchestrates, and nowhere else, lets it keep PodDisruptionBudgets
+	// there.
+	BudgetsClusterRole = "liqo-broker-budgets"
+)

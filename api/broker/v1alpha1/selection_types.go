@@ -94,6 +94,11 @@ type SelectedProvider struct {
 	State ProviderState `json:"state"`
 	// Pods of this consumer the broker runs there now.
 	Pods int32 `json:"pods"`
+	// Held are those of Pods, on a provider the consumer disabled, whose
+	// move a PodDisruptionBudget holds up for now (the consumer's own,
+	// which its virtual kubelet copies to the broker).
+	// +optional
+	Held int32 `json:"held,omitempty"`
 }
 
 // SelectionStatus is what the orchestrator does with a Selection.

@@ -229,6 +229,12 @@ type ConsumerQuota struct {
 	// +kubebuilder:default=400
 	// +optional
 	EndpointSlices *int64 `json:"endpointSlices,omitempty"`
+	// PodDisruptionBudgets a consumer may keep; only a broker lets a
+	// consumer write them, in the namespaces it orchestrates.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=50
+	// +optional
+	PodDisruptionBudgets *int64 `json:"podDisruptionBudgets,omitempty"`
 }
 
 // PeeringConfig holds the policy that decides who may peer with this cluster.

@@ -303,15 +303,15 @@ func (o *Options) Peer(ctx context.Context, provider string, wait time.Duration,
 
 func printSelection(out io.Writer, v *brokerapi.SelectionView) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PROVIDER\tSTATE\tPODS")
+	fmt.Fprintln(w, "PROVIDER\tSTATE\tPODS\tHELD")
 	seen := map[string]bool{}
 	for _, p := range v.Status.Providers {
 		seen[p.ClusterID] = true
-		fmt.Fprintf(w, "%s\t%s\t%d\n", p.ClusterID, p.State, p.Pods)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\n", p.ClusterID, p.State, p.Pods, p.Held)
 	}
 	for _, p := range v.Providers {
 		if !seen[p] {
-			fmt.Fprintf(w, "%s\t%s\t-\n", p, "(not reported yet)")
+			fmt.Fprintf(w, "%s\t%s\t-\t-\n", p, "(not reported yet)")
 		}
 	}
 	if err := w.Flush(); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,7 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -34,14 +37,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets;services,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 
 // objectKind says how one kind of object is reflected.
 type objectKind struct {
@@ -68,6 +75,13 @@ type destination struct {
 	// virtual says whether the node named is a virtual node: its pods run
 	// in providers, and their endpoints are the providers' own.
 	virtual func(node string) bool
+	// orchestrator says whether the provider moves the namespace's pods
+	// on in turn (a broker): PodDisruptionBudgets go there alone.
+	orchestrator bool
+	// pods counts the local pods sel selects: those on the provider's
+	// virtual nodes, and the healthy ones (ready, not being deleted)
+	// elsewhere.
+	pods func(sel labels.Selector) (here, healthyElsewhere int32)
 }
 
 // ObjectKinds are the kinds reflected into each provider namespace:
@@ -152,6 +166,16 @@ var objectKinds = []objectKind{
 		},
 	},
 	{
+		name:      provider.PodDisruptionBudgets,
+		newObject: func() client.Object { return &policyv1.PodDisruptionBudget{} },
+		newList:   func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} },
+		forge:     forgeBudget,
+		same: func(r, d client.Object) bool {
+			a, b := r.(*policyv1.PodDisruptionBudget), d.(*policyv1.PodDisruptionBudget)
+			return sameMeta(a, b) && equality.Semantic.DeepEqual(a.Spec, b.Spec)
+		},
+	},
+	{
 		name:      provider.EndpointSlices,
 		newObject: func() client.Object { return &discoveryv1.EndpointSlice{} },
 		newList:   func() client.ObjectList { return &discoveryv1.EndpointSliceList{} },
@@ -209,6 +233,37 @@ func forgeEndpointSlice(o client.Object, to destination) client.Object {
 	return &discoveryv1.EndpointSlice{ObjectMeta: om, AddressType: es.AddressType, Ports: es.Ports, Endpoints: endpoints}
 }
 
+// forgeBudget copies a PodDisruptionBudget to a provider that moves the
+// namespace's pods on (a broker, which evicts them from a provider the
+// consumer disabled), as the number of the pods there that must stay
+// healthy: what the budget wants healthy, less the healthy pods
+// elsewhere (on this cluster's own nodes, or at other providers), as this
+// cluster's disruption controller computed it (percentages and
+// maxUnavailable resolved against the workload's scale, which the
+// provider cannot see). Until that controller has computed the budget,
+// or while it cannot, every pod there stays. Another provider is given
+// no budget: it does not move pods, and a budget there could hold up the
+// provider's own node drains.
+func forgeBudget(o client.Object, to destination) client.Object {
+	pdb := o.(*policyv1.PodDisruptionBudget)
+	if !to.orchestrator || to.pods == nil || pdb.Spec.Selector == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		return nil
+	}
+	here, elsewhere := to.pods(sel)
+	keep := here
+	failed := meta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition)
+	if pdb.Status.ObservedGeneration >= pdb.Generation && (failed == nil || failed.Reason != policyv1.SyncFailedReason) {
+		keep = max(pdb.Status.DesiredHealthy-elsewhere, 0)
+	}
+	return &policyv1.PodDisruptionBudget{ObjectMeta: forge.Meta(&pdb.ObjectMeta, to.namespace, to.consumerID), Spec: policyv1.PodDisruptionBudgetSpec{
+		Selector: pdb.Spec.Selector.DeepCopy(), MinAvailable: ptr.To(intstr.FromInt32(keep)), UnhealthyPodEvictionPolicy: pdb.Spec.UnhealthyPodEvictionPolicy,
+	}}
+}
+
 func sameMeta(a, b client.Object) bool {
 	return equality.Semantic.DeepEqual(a.GetLabels(), b.GetLabels()) && equality.Semantic.DeepEqual(a.GetAnnotations(), b.GetAnnotations())
 }
@@ -226,6 +281,10 @@ type Reflector struct {
 	// ToProvider shows a local address as a provider reaches it through
 	// the network fabric; nil reflects no EndpointSlice.
 	ToProvider func(ctx context.Context, providerID string, addr netip.Addr) (netip.Addr, bool)
+	// Orchestrator says whether a provider moves the pods this cluster
+	// offloads to it on in turn (a broker): PodDisruptionBudgets are
+	// reflected there alone. Nil: nowhere.
+	Orchestrator func(ctx context.Context, providerID string) bool
 	// Consumers, if set, holds the metadata alone of the objects this
 	// cluster's consumers stored here (labelled with their origin), which
 	// the Client's cache leaves out; Live reads them whole. A broker
@@ -269,10 +328,23 @@ func ConsumersCache(cfg *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMa
 	})
 }
 
+// AdvertisedOrchestrator is a Reflector's Orchestrator: a provider whose
+// offer says it orchestrates (a broker, for a consumer it keeps a
+// Selection for). A provider that says so falsely learns the budgets of
+// the pods it already runs, and nothing else: none is written unless it
+// lets this cluster write them.
+func AdvertisedOrchestrator(c client.Reader) func(ctx context.Context, providerID string) bool {
+	return func(ctx context.Context, providerID string) bool {
+		var adv sharingv1alpha1.Advertisement
+		key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(providerID), Name: sharingv1alpha1.AdvertisementName(providerID)}
+		return c.Get(ctx, key, &adv) == nil && adv.Spec.Properties[brokerv1alpha1.OrchestratorProperty] == "true"
+	}
+}
+
 // consumers says whether the reflector follows the objects consumers
 // stored here.
 func (r *Reflector) consumers() bool {
-	return r.Consumers != nil && r.Live != nil && r.kind.name != provider.EndpointSlices
+	return r.Consumers != nil && r.Live != nil && r.kind.name != provider.EndpointSlices && r.kind.name != provider.PodDisruptionBudgets
 }
 
 // consumerMeta is an empty metadata-only object of the reflector's kind.
@@ -303,8 +375,9 @@ func (r *Reflector) consumerObject(ctx context.Context, key client.ObjectKey) (c
 	return obj, nil
 }
 
-// destination says where the copies for one provider namespace go.
-func (r *Reflector) destination(ctx context.Context, providerID, namespace string) destination {
+// destination says where the copies of local's objects for one provider
+// namespace go.
+func (r *Reflector) destination(ctx context.Context, providerID, local, namespace string) destination {
 	d := destination{namespace: namespace, consumerID: r.LocalClusterID}
 	if r.ToProvider != nil {
 		d.toProvider = func(a netip.Addr) (netip.Addr, bool) { return r.ToProvider(ctx, providerID, a) }
@@ -313,7 +386,51 @@ func (r *Reflector) destination(ctx context.Context, providerID, namespace strin
 			return r.Client.Get(ctx, client.ObjectKey{Name: name}, &n) == nil && offloadingv1alpha1.IsVirtualNode(n.Labels)
 		}
 	}
+	if r.kind.name == provider.PodDisruptionBudgets && r.Orchestrator != nil && r.Orchestrator(ctx, providerID) {
+		d.orchestrator = true
+		d.pods = func(sel labels.Selector) (here, healthyElsewhere int32) {
+			return r.countPods(ctx, local, providerID, sel)
+		}
+	}
 	return d
+}
+
+// countPods counts the pods of namespace sel selects: those on
+// providerID's virtual nodes, and the healthy ones elsewhere. A failed
+// listing counts none elsewhere (a budget copied from it keeps more).
+func (r *Reflector) countPods(ctx context.Context, namespace, providerID string, sel labels.Selector) (here, healthyElsewhere int32) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return 0, 0
+	}
+	onProvider := map[string]bool{} // by node name
+	for i := range list.Items {
+		pod := &list.Items[i]
+		on, ok := onProvider[pod.Spec.NodeName]
+		if !ok && pod.Spec.NodeName != "" {
+			var n corev1.Node
+			on = r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &n) == nil &&
+				offloadingv1alpha1.IsVirtualNode(n.Labels) && n.Labels[offloadingv1alpha1.RemoteClusterLabel] == providerID
+			onProvider[pod.Spec.NodeName] = on
+		}
+		switch {
+		case on:
+			here++
+		case pod.DeletionTimestamp.IsZero() && podReady(pod):
+			healthyElsewhere++
+		}
+	}
+	return here, healthyElsewhere
+}
+
+// podReady says whether pod's Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -350,7 +467,10 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		exists = len(users.Items) > 0
 	}
 	var errs []error
-	retry := false
+	// retry: a view has not listed the provider's objects yet; watching:
+	// it has just started watching the kind (which a provider may not let
+	// this cluster do: asked again less often).
+	retry, watching := false, false
 	reached := map[string]bool{}
 	for _, st := range no.Status.RemoteNamespaces {
 		if st.Phase != offloadingv1alpha1.RemoteNamespaceReady {
@@ -366,9 +486,14 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			continue
 		}
 		reached[st.ClusterID] = true
+		to := r.destination(ctx, st.ClusterID, req.Namespace, st.Namespace)
+		if to.orchestrator && !pns.Watch(r.kind.name) {
+			watching = true
+			continue
+		}
 		var desired client.Object
 		if exists {
-			desired = r.kind.forge(local, r.destination(ctx, st.ClusterID, st.Namespace))
+			desired = r.kind.forge(local, to)
 		}
 		if err := r.sync(ctx, pns, req.Name, desired); err != nil {
 			errs = append(errs, err)
@@ -388,6 +513,9 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	if retry {
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	if watching {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -496,6 +624,27 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			return reqs
 		})
 		b = b.Watches(&netv1alpha1.TunnelEndpoint{}, remapped, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
+	if r.kind.name == provider.PodDisruptionBudgets && r.Orchestrator != nil {
+		// A provider that starts or stops moving pods on: every budget
+		// is looked at again (they are few).
+		all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			var list policyv1.PodDisruptionBudgetList
+			if err := r.Client.List(ctx, &list); err != nil {
+				return nil
+			}
+			reqs := make([]reconcile.Request, 0, len(list.Items))
+			for i := range list.Items {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+			return reqs
+		})
+		b = b.Watches(&sharingv1alpha1.Advertisement{}, all, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.(*sharingv1alpha1.Advertisement).Spec.Properties[brokerv1alpha1.OrchestratorProperty] !=
+					e.ObjectNew.(*sharingv1alpha1.Advertisement).Spec.Properties[brokerv1alpha1.OrchestratorProperty]
+			},
+		}))
 	}
 	if r.kind.name == provider.Secrets {
 		// A pod that comes or goes decides whether the Secrets it uses

@@ -69,10 +69,19 @@ const (
 	// shown to the provider's pods at the addresses the provider reaches
 	// them at.
 	EndpointSlices Kind = "endpointslices"
+	// PodDisruptionBudgets go only to a provider that orchestrates the
+	// namespace's pods in turn (a broker), whose moves of them they
+	// bound; a view watches them from the first Watch of the kind.
+	PodDisruptionBudgets Kind = "poddisruptionbudgets"
 )
 
 // Kinds are all the kinds a provider holds, in no particular order.
-var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services, EndpointSlices}
+var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services, EndpointSlices, PodDisruptionBudgets}
+
+// OnDemand are the kinds a namespace view watches only once Watch asks
+// for them: most providers never hold them (and need not let this
+// cluster read them).
+var OnDemand = []Kind{PodDisruptionBudgets}
 
 // ErrNotSynced is returned by Namespace while the view's cache fills; the
 // caller asks again shortly.
@@ -105,6 +114,10 @@ type Namespace interface {
 	Provider() string
 	// Name is the namespace's name in the provider.
 	Name() string
+	// Watch starts watching kind in the namespace, if the view does not
+	// yet (a kind of OnDemand), and says whether the view has listed
+	// what is there of it: until it has, Get of kind says nothing.
+	Watch(kind Kind) bool
 	// Get returns the provider copy of kind named name from the cache,
 	// or nil. The object is shared with the cache: do not modify it.
 	Get(kind Kind, name string) client.Object

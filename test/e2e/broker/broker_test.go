@@ -8,6 +8,7 @@
 package broker_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,9 +21,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -217,7 +220,8 @@ func consumerPods(t *testing.T, consumer *playground.Member) map[string]string {
 // kubectl logs and exec, and the consumer's objects, through both hops;
 // a toggle moving every pod to the other provider, none lost, none
 // duplicated; the selection and the placement surviving a restart of
-// liqo-broker; a consumer peering with a provider from the catalog. The
+// liqo-broker; the consumer's PodDisruptionBudget holding, then bounding,
+// a toggle's moves; a consumer peering with a provider from the catalog. The
 // attacks by consumers and providers are in test/e2e/malicious/broker.
 func TestBroker(t *testing.T) {
 	consumer, p1, p2 := suite.Members[0], suite.Members[1], suite.Members[2]
@@ -382,6 +386,105 @@ func TestBroker(t *testing.T) {
 		})
 	})
 
+	t.Run("the consumer's PodDisruptionBudget bounds the moves of its pods", func(t *testing.T) {
+		c := framework.Client(t, consumer)
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+		}}
+		if err := c.Create(ctx, pdb); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), pdb) })
+		vnode1, err := framework.VirtualNode(framework.Client(t, b), p1.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vnode2, err := framework.VirtualNode(framework.Client(t, b), p2.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The consumer's virtual kubelet copies it to the broker, as the
+		// number of pods there that must stay healthy.
+		copyKeeps := func(want int32) {
+			t.Helper()
+			framework.Eventually(t, time.Minute, func() error {
+				got, err := brokerBudget(t, consumer)
+				if err != nil {
+					return err
+				}
+				if got.Spec.MinAvailable == nil || got.Spec.MinAvailable.IntVal != want || got.Status.ObservedGeneration != got.Generation {
+					return fmt.Errorf("the broker's copy keeps %v (observed generation %d of %d), want %d", got.Spec.MinAvailable, got.Status.ObservedGeneration, got.Generation, want)
+				}
+				return nil
+			})
+		}
+		copyKeeps(replicas)
+
+		// No pod may go: the toggle's drain is held, and said so.
+		toggle(t, one, p1, true)
+		toggle(t, one, p2, false)
+		framework.Eventually(t, time.Minute, func() error {
+			code, body := get(t, http.MethodGet, "/api/v1/selection", one)
+			var v broker.SelectionView
+			if code != http.StatusOK || json.Unmarshal(body, &v) != nil {
+				return fmt.Errorf("GET /api/v1/selection: %d %s", code, body)
+			}
+			for _, p := range v.Status.Providers {
+				if p.ClusterID == p2.ClusterID && p.State == brokerv1alpha1.ProviderDraining && p.Held == replicas {
+					return nil
+				}
+			}
+			return fmt.Errorf("the selection's providers %+v, want %s draining with all %d pods held", v.Status.Providers, p2.Name, replicas)
+		})
+		if byNode, _ := placement(t, consumer); byNode[vnode2.Name] != replicas || len(byNode) != 1 || providerPods(t, p1) != 0 {
+			t.Fatalf("pods moved while the budget allowed none: %v on the broker's virtual nodes, %d on %s", byNode, providerPods(t, p1), p1.Name)
+		}
+
+		// Ten at a time: they all move, and never fewer than 90 are
+		// healthy in the broker.
+		patch := client.MergeFrom(pdb.DeepCopy())
+		pdb.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(10))
+		if err := c.Patch(ctx, pdb, patch); err != nil {
+			t.Fatal(err)
+		}
+		least := replicas
+		framework.Eventually(t, 3*time.Minute, func() error {
+			least = min(least, brokerHealthy(t, consumer))
+			byNode, _ := placement(t, consumer)
+			if byNode[vnode1.Name] != replicas || len(byNode) != 1 || providerPods(t, p1) != replicas {
+				return fmt.Errorf("the broker runs the consumer's pods on %v, want all %d on %s", byNode, replicas, vnode1.Name)
+			}
+			if n := len(consumerPods(t, consumer)); n != replicas {
+				return fmt.Errorf("%d of the consumer's pods Running, want %d", n, replicas)
+			}
+			return nil
+		})
+		t.Logf("with maxUnavailable 10, at least %d of the %d pods were healthy in the broker while they moved", least, replicas)
+		if least < replicas-10 {
+			t.Errorf("%d pods healthy in the broker at one point while they moved, want at least %d", least, replicas-10)
+		}
+
+		// Back to p2, without the budget, for the tests that follow.
+		if err := c.Delete(ctx, pdb); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, time.Minute, func() error {
+			if got, err := brokerBudget(t, consumer); err == nil {
+				return fmt.Errorf("the broker's copy %s outlived the budget", got.Name)
+			}
+			return nil
+		})
+		toggle(t, one, p2, true)
+		toggle(t, one, p1, false)
+		framework.Eventually(t, 3*time.Minute, func() error {
+			byNode, _ := placement(t, consumer)
+			if byNode[vnode2.Name] != replicas || len(byNode) != 1 || providerPods(t, p2) != replicas {
+				return fmt.Errorf("the broker runs the consumer's pods on %v, want all %d on %s", byNode, replicas, vnode2.Name)
+			}
+			return nil
+		})
+	})
+
 	t.Run("a consumer peers with a provider using only the catalog and the provider's policy", func(t *testing.T) {
 		o := &ctlbroker.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, Broker: b.ClusterID, URL: b.BrokerURL,
 			TTL: time.Hour, Timeout: 30 * time.Second}
@@ -462,6 +565,41 @@ func TestBroker(t *testing.T) {
 			t.Logf("%s left the catalog %s after its peering ended", p1.Name, lag.Round(time.Millisecond))
 		}
 	})
+}
+
+// brokerBudget returns the copy in the broker of the consumer's budget
+// "web" of ns.
+func brokerBudget(t *testing.T, consumer *playground.Member) (*policyv1.PodDisruptionBudget, error) {
+	t.Helper()
+	var list policyv1.PodDisruptionBudgetList
+	if err := framework.Client(t, suite.Broker).List(t.Context(), &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if strings.HasPrefix(list.Items[i].Namespace, ns+"-") && list.Items[i].Name == "web" {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no copy of the budget in the broker")
+}
+
+// brokerHealthy counts the consumer's pods of ns the broker holds
+// healthy: ready, and not being deleted.
+func brokerHealthy(t *testing.T, consumer *playground.Member) int {
+	t.Helper()
+	var list corev1.PodList
+	if err := framework.Client(t, suite.Broker).List(t.Context(), &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range list.Items {
+		if strings.HasPrefix(p.Namespace, ns+"-") && p.DeletionTimestamp == nil && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}) {
+			n++
+		}
+	}
+	return n
 }
 
 func equalMaps(a, b map[string]string) bool {

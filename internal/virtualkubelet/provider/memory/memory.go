@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -160,6 +161,8 @@ func kindOf(obj client.Object) (provider.Kind, error) {
 		return provider.Services, nil
 	case *discoveryv1.EndpointSlice:
 		return provider.EndpointSlices, nil
+	case *policyv1.PodDisruptionBudget:
+		return provider.PodDisruptionBudgets, nil
 	}
 	return "", fmt.Errorf("memory provider: %T is not a kind a provider holds", obj)
 }
@@ -176,6 +179,9 @@ type view struct {
 
 func (v *view) Provider() string { return v.provider }
 func (v *view) Name() string     { return v.remote }
+
+// Watch implements provider.Namespace: memory is always listed.
+func (v *view) Watch(provider.Kind) bool { return true }
 
 func (v *view) Get(kind provider.Kind, name string) client.Object {
 	v.p.mu.Lock()

@@ -15,10 +15,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -141,6 +144,26 @@ func Run(t *testing.T, h Harness) {
 		return struct{}{}, ns.Get(provider.Pods, podName) == nil
 	})
 	events.after(t, seen)
+
+	t.Log("a kind watched on demand is listed once asked for, and follows its copies")
+	until(t, "the view listing PodDisruptionBudgets", func() (struct{}, bool) { return struct{}{}, ns.Watch(provider.PodDisruptionBudgets) })
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.Remote, Name: "budget", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: h.LocalClusterID}},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{}, MinAvailable: ptr.To(intstr.FromInt32(1))},
+	}
+	if err := ns.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	budget := until(t, "the created budget in the cache", func() (client.Object, bool) {
+		o := ns.Get(provider.PodDisruptionBudgets, pdb.Name)
+		return o, o != nil && o.GetUID() != ""
+	})
+	if err := ns.Delete(ctx, provider.PodDisruptionBudgets, pdb.Name, budget.GetUID(), nil); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the budget gone from the cache", func() (struct{}, bool) {
+		return struct{}{}, ns.Get(provider.PodDisruptionBudgets, pdb.Name) == nil
+	})
 
 	t.Log("a released view is no longer open")
 	if !contains(h.Providers.Open(h.Local), h.Provider) {

@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,10 +80,16 @@ type session struct {
 
 // nsWatch watches one provider namespace: a provider.Namespace.
 type nsWatch struct {
-	session   *session
-	remote    string
-	informers map[provider.Kind]cache.SharedIndexInformer
-	cancel    context.CancelFunc
+	session  *session
+	sessions *Sessions
+	// ctx is the watch's; local the namespace here, remote there.
+	ctx           context.Context
+	local, remote string
+	cancel        context.CancelFunc
+	factory       informers.SharedInformerFactory
+
+	mu        sync.Mutex
+	informers map[provider.Kind]cache.SharedIndexInformer // the kinds watched
 }
 
 var (
@@ -251,8 +259,10 @@ func (s *Sessions) Namespace(ctx context.Context, id, local, remote string) (pro
 		return nil, err
 	}
 	w := s.startWatch(ctx, sess, local, remote)
-	for _, inf := range w.informers {
-		if !inf.HasSynced() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for kind, inf := range w.informers {
+		if !inf.HasSynced() && !slices.Contains(provider.OnDemand, kind) {
 			return nil, provider.ErrNotSynced
 		}
 	}
@@ -278,42 +288,90 @@ func (s *Sessions) startWatch(ctx context.Context, sess *session, local, remote 
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = offloadingv1alpha1.OriginClusterLabel + "=" + s.LocalClusterID
 		}))
-	w := &nsWatch{session: sess, remote: remote, cancel: cancel, informers: map[provider.Kind]cache.SharedIndexInformer{
-		provider.Pods:           factory.Core().V1().Pods().Informer(),
-		provider.ConfigMaps:     factory.Core().V1().ConfigMaps().Informer(),
-		provider.Secrets:        factory.Core().V1().Secrets().Informer(),
-		provider.Services:       factory.Core().V1().Services().Informer(),
-		provider.EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
-	}}
-	for kind, inf := range w.informers {
-		if err := inf.SetTransform(s.trim(ctx, kind, local)); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Provider objects cached whole", "kind", kind)
+	w := &nsWatch{session: sess, sessions: s, ctx: ctx, local: local, remote: remote, cancel: cancel, factory: factory,
+		informers: map[provider.Kind]cache.SharedIndexInformer{}}
+	for _, kind := range provider.Kinds {
+		if !slices.Contains(provider.OnDemand, kind) {
+			w.watchLocked(kind) //nolint:contextcheck // w.ctx is this ctx: the watch's
 		}
-		ch := s.channels[kind]
-		notify := func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			m, err := meta.Accessor(obj)
-			if err != nil {
-				return
-			}
-			// The local object of the same name, whatever its kind.
-			ev := event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: local, Name: m.GetName()}}}
-			select {
-			case ch <- ev:
-			case <-ctx.Done():
-			}
-		}
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    notify,
-			UpdateFunc: func(_, obj any) { notify(obj) },
-			DeleteFunc: notify,
-		})
 	}
 	factory.Start(ctx.Done())
 	sess.namespaces[local] = w
 	return w
+}
+
+// informerFor is the factory's informer of kind.
+func informerFor(f informers.SharedInformerFactory, kind provider.Kind) cache.SharedIndexInformer {
+	switch kind {
+	case provider.Pods:
+		return f.Core().V1().Pods().Informer()
+	case provider.ConfigMaps:
+		return f.Core().V1().ConfigMaps().Informer()
+	case provider.Secrets:
+		return f.Core().V1().Secrets().Informer()
+	case provider.Services:
+		return f.Core().V1().Services().Informer()
+	case provider.EndpointSlices:
+		return f.Discovery().V1().EndpointSlices().Informer()
+	case provider.PodDisruptionBudgets:
+		return f.Policy().V1().PodDisruptionBudgets().Informer()
+	}
+	return nil
+}
+
+// watchLocked adds the informer of kind, whose changes wake the local
+// reflectors; the caller starts the factory. w.mu is held, or w is not
+// shared yet.
+func (w *nsWatch) watchLocked(kind provider.Kind) {
+	inf := informerFor(w.factory, kind)
+	if inf == nil {
+		return
+	}
+	if err := inf.SetTransform(w.sessions.trim(w.ctx, kind, w.local)); err != nil {
+		ctrl.LoggerFrom(w.ctx).Error(err, "Provider objects cached whole", "kind", kind)
+	}
+	ch, ctx, local := w.sessions.channels[kind], w.ctx, w.local
+	notify := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return
+		}
+		// The local object of the same name, whatever its kind.
+		ev := event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: local, Name: m.GetName()}}}
+		select {
+		case ch <- ev:
+		case <-ctx.Done():
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, obj any) { notify(obj) },
+		DeleteFunc: notify,
+	})
+	w.informers[kind] = inf
+}
+
+// Watch implements provider.Namespace.
+func (w *nsWatch) Watch(kind provider.Kind) bool {
+	w.mu.Lock()
+	inf, ok := w.informers[kind]
+	if !ok {
+		w.watchLocked(kind)
+		inf = w.informers[kind]
+		w.factory.Start(w.ctx.Done())
+	}
+	w.mu.Unlock()
+	return inf != nil && inf.HasSynced()
+}
+
+// informer is the informer of kind, nil when kind is not watched.
+func (w *nsWatch) informer(kind provider.Kind) cache.SharedIndexInformer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.informers[kind]
 }
 
 // trim is the transform of the informers on a provider namespace: an
@@ -379,6 +437,8 @@ func newObject(kind provider.Kind) client.Object {
 		return &corev1.Service{}
 	case provider.EndpointSlices:
 		return &discoveryv1.EndpointSlice{}
+	case provider.PodDisruptionBudgets:
+		return &policyv1.PodDisruptionBudget{}
 	}
 	return nil
 }
@@ -437,8 +497,8 @@ func (w *nsWatch) Name() string { return w.remote }
 
 // Get implements provider.Namespace.
 func (w *nsWatch) Get(kind provider.Kind, name string) client.Object {
-	inf, ok := w.informers[kind]
-	if !ok {
+	inf := w.informer(kind)
+	if inf == nil {
 		return nil
 	}
 	obj, ok, err := inf.GetStore().GetByKey(w.remote + "/" + name)
@@ -492,6 +552,8 @@ func (w *nsWatch) Delete(ctx context.Context, kind provider.Kind, name string, u
 		err = core.Services(w.remote).Delete(ctx, name, opts)
 	case provider.EndpointSlices:
 		err = w.session.cs.DiscoveryV1().EndpointSlices(w.remote).Delete(ctx, name, opts)
+	case provider.PodDisruptionBudgets:
+		err = w.session.cs.PolicyV1().PodDisruptionBudgets(w.remote).Delete(ctx, name, opts)
 	default:
 		return fmt.Errorf("unknown kind %q", kind)
 	}
