@@ -9,9 +9,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,36 +37,7 @@ func setupNetwork(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the remapping controller: %w", err)
 	}
-	peer := func(ctx context.Context, peerID string) (*rest.Config, netv1alpha1.GatewayRole, error) {
-		var asConsumer, asProvider *rest.Config
-		if cfg, err := remotes.Config(ctx, peerID); err == nil {
-			asConsumer = cfg
-		}
-		var secret corev1.Secret
-		err := direct.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: peering.PeerSecretName(peerID)}, &secret)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, "", err
-		}
-		if kc := secret.Data[peering.PeerSecretKubeconfig]; len(kc) > 0 {
-			if asProvider, err = clientcmd.RESTConfigFromKubeConfig(kc); err != nil {
-				return nil, "", fmt.Errorf("the kubeconfig for %s: %w", peerID, err)
-			}
-		}
-		switch {
-		case asConsumer != nil && asProvider != nil:
-			// Each consumes from the other: one tunnel, and both sides
-			// must agree who opens it.
-			if clusterID > peerID {
-				return asConsumer, netv1alpha1.GatewayServer, nil
-			}
-			return asConsumer, netv1alpha1.GatewayClient, nil
-		case asProvider != nil:
-			return asProvider, netv1alpha1.GatewayServer, nil
-		case asConsumer != nil:
-			return asConsumer, netv1alpha1.GatewayClient, nil
-		}
-		return nil, "", nil
-	}
+	channels := &peering.Channels{Reader: direct, Namespace: o.Namespace, LocalClusterID: clusterID, Remotes: remotes}
 	endpoint := func(ctx context.Context) (*netv1alpha1.GatewayEndpoint, error) {
 		if o.GatewayEndpoint != "" {
 			host, port, err := net.SplitHostPort(o.GatewayEndpoint)
@@ -99,7 +67,7 @@ func setupNetwork(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 	}
 	if err := (&publishing.Reconciler{
 		Client: mgr.GetClient(), LocalClusterID: clusterID, Namespace: o.Namespace, Config: config, Changes: store.Subscribe(),
-		Peer: peer, Endpoint: endpoint,
+		Peer: channels.Network, Endpoint: endpoint,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the publishing controller: %w", err)
 	}

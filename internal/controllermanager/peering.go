@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -105,14 +103,7 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 	if err := (&sharing.Broadcaster{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), LocalClusterID: clusterID, Config: config, Changes: store.Subscribe(),
 		LocalClusterName: func() string { return clusterconfig.EffectiveClusterName(o.ClusterName, store.Get(), clusterID) },
-		Kubeconfig: func(ctx context.Context, consumer string) ([]byte, error) {
-			var secret corev1.Secret
-			err := direct.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: peering.PeerSecretName(consumer)}, &secret)
-			if apierrors.IsNotFound(err) {
-				return nil, nil
-			}
-			return secret.Data[peering.PeerSecretKubeconfig], err
-		},
+		Kubeconfig:       (&peering.Channels{Reader: direct, Namespace: o.Namespace, LocalClusterID: clusterID}).ProviderKubeconfig,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Broadcaster: %w", err)
 	}

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -385,12 +384,8 @@ func (r *Incoming) revoke(ctx context.Context, id string) error {
 // cluster's Advertisement in the consumer, while the kubeconfig still
 // exists: the consumer removes it too when it unpeers.
 func (r *Incoming) withdrawAdvertisement(ctx context.Context, id string) {
-	var secret corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: PeerSecretName(id)}, &secret); err != nil || len(secret.Data[PeerSecretKubeconfig]) == 0 {
-		return
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[PeerSecretKubeconfig])
-	if err != nil {
+	cfg, err := (&Channels{Reader: r.Client, Namespace: r.Namespace}).AsProvider(ctx, id)
+	if err != nil || cfg == nil {
 		return
 	}
 	cfg.Timeout = 5 * time.Second
