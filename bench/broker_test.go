@@ -108,6 +108,8 @@ func BenchmarkBroker(b *testing.B) {
 					direct.total.Round(10*time.Millisecond), direct.p50, direct.p99, ratio)
 				b.Logf("N=%d: CPU seconds by component, through the broker: %s", n, orchestrated.components)
 				b.Logf("N=%d: CPU seconds by component, directly: %s", n, direct.components)
+				b.Logf("N=%d: API writes, through the broker: %s", n, orchestrated.writes)
+				b.Logf("N=%d: API writes, directly: %s", n, direct.writes)
 			}
 		})
 	}

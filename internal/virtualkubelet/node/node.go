@@ -52,7 +52,9 @@ const (
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes/status,verbs=get;update;patch
 
-// Reconciler keeps one virtual node per accepted Advertisement.
+// Reconciler keeps one virtual node per accepted Advertisement: the
+// node's making, naming and status work from the offer (PeerOffer), not
+// from the peer behind it.
 type Reconciler struct {
 	// Client reads Advertisements and Secrets and writes Nodes and Leases.
 	Client client.Client
@@ -118,7 +120,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.reflect(ctx, provider, "", "", "")
 	}
-	node, err := r.ensureNode(ctx, &adv)
+	offer := PeerOffer(&adv)
+	node, err := r.ensureNode(ctx, offer)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -126,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if perr := r.probe(ctx, provider); perr != nil {
 		ready, msg = false, "The provider cannot be reached: "+perr.Error()
 	}
-	if err := r.updateStatus(ctx, node, &adv, ready, msg); err != nil {
+	if err := r.updateStatus(ctx, node, offer, ready, msg); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.renewLease(ctx, node); err != nil {
@@ -144,6 +147,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: leaseDuration / 4}, nil
+}
+
+// PeerOffer is the offer of a peer's Advertisement: its provider ID the
+// peer's ClusterID, and only the labels a virtual node may show.
+func PeerOffer(adv *sharingv1alpha1.Advertisement) *provider.Offer {
+	return &provider.Offer{
+		Provider: adv.Spec.ClusterIdentity.ClusterID, Name: adv.Spec.ClusterIdentity.ClusterName,
+		Resources: adv.Spec.Resources, Labels: sharing.AllowedNodeLabels(adv.Spec.Labels),
+	}
 }
 
 // Name returns the virtual node's name for a provider: liqo-<name>
@@ -164,8 +176,8 @@ func Name(id discoveryv1alpha1.ClusterIdentity) string {
 // name (and with it the pods bound to it by hostname) of another
 // provider's node while that node is gone. Otherwise it is
 // liqo-<ClusterID>.
-func (r *Reconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Advertisement) (string, error) {
-	provider := adv.Spec.ClusterIdentity.ClusterID
+func (r *Reconciler) nodeName(ctx context.Context, offer *provider.Offer) (string, error) {
+	provider := offer.Provider
 	var own corev1.NodeList
 	if err := r.Client.List(ctx, &own, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider}); err != nil {
 		return "", err
@@ -207,7 +219,7 @@ func (r *Reconciler) nodeName(ctx context.Context, adv *sharingv1alpha1.Advertis
 			return fallback, nil
 		}
 	}
-	if name := Name(adv.Spec.ClusterIdentity); name != fallback && !claimedByOthers(name, true) {
+	if name := Name(discoveryv1alpha1.ClusterIdentity{ClusterID: provider, ClusterName: offer.Name}); name != fallback && !claimedByOthers(name, true) {
 		return name, nil
 	}
 	return fallback, nil
@@ -243,13 +255,16 @@ const FieldManager = "liqo-virtual-kubelet"
 // taint (added if missing). The node is shared with operators and other
 // controllers, as a kubelet shares its Node: spec.unschedulable (cordon),
 // their taints, labels and annotations are theirs, never written back.
-func (r *Reconciler) ensureNode(ctx context.Context, adv *sharingv1alpha1.Advertisement) (*corev1.Node, error) {
-	provider := adv.Spec.ClusterIdentity.ClusterID
-	name, err := r.nodeName(ctx, adv)
+func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*corev1.Node, error) {
+	provider := offer.Provider
+	name, err := r.nodeName(ctx, offer)
 	if err != nil {
 		return nil, fmt.Errorf("naming the virtual node of %s: %w", provider, err)
 	}
-	labels := sharing.AllowedNodeLabels(adv.Spec.Labels)
+	labels := maps.Clone(offer.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
 	labels[offloadingv1alpha1.VirtualNodeLabel] = offloadingv1alpha1.VirtualNodeValue
 	labels[offloadingv1alpha1.RemoteClusterLabel] = provider
 	labels[discoveryv1alpha1.ManagedByLabel] = discoveryv1alpha1.ManagedByValue
@@ -314,14 +329,14 @@ func (r *Reconciler) labelsApplied(node *corev1.Node, labels map[string]string) 
 	return true
 }
 
-func (r *Reconciler) updateStatus(ctx context.Context, node *corev1.Node, adv *sharingv1alpha1.Advertisement, ready bool, msg string) error {
+func (r *Reconciler) updateStatus(ctx context.Context, node *corev1.Node, offer *provider.Offer, ready bool, msg string) error {
 	orig := node.DeepCopy()
 	now := metav1.NewTime(r.now())
-	node.Status.Capacity = adv.Spec.Resources.DeepCopy()
-	node.Status.Allocatable = adv.Spec.Resources.DeepCopy()
+	node.Status.Capacity = offer.Resources.DeepCopy()
+	node.Status.Allocatable = offer.Resources.DeepCopy()
 	node.Status.NodeInfo = corev1.NodeSystemInfo{
-		KubeletVersion: KubeletVersion, OperatingSystem: "linux", Architecture: orDefault(adv.Spec.Labels["kubernetes.io/arch"], "amd64"),
-		MachineID: adv.Spec.ClusterIdentity.ClusterID, SystemUUID: adv.Spec.ClusterIdentity.ClusterID,
+		KubeletVersion: KubeletVersion, OperatingSystem: "linux", Architecture: orDefault(offer.Labels["kubernetes.io/arch"], "amd64"),
+		MachineID: offer.Provider, SystemUUID: offer.Provider,
 	}
 	status, reason := corev1.ConditionTrue, "ProviderReachable"
 	if !ready {

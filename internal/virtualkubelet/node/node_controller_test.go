@@ -285,7 +285,7 @@ func TestStaleNodeStatusIsNotPatched(t *testing.T) {
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.updateStatus(ctx, node, adv, true, "ready"); err != nil {
+	if err := r.updateStatus(ctx, node, PeerOffer(adv), true, "ready"); err != nil {
 		t.Fatal(err)
 	}
 	stale := node.DeepCopy()
@@ -296,7 +296,7 @@ func TestStaleNodeStatusIsNotPatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Something to write: the provider's state changed meanwhile.
-	err = r.updateStatus(ctx, stale, adv, false, "unreachable")
+	err = r.updateStatus(ctx, stale, PeerOffer(adv), false, "unreachable")
 	var fresh corev1.Node
 	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &fresh); err != nil {
 		t.Fatal(err)

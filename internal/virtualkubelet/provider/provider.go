@@ -50,6 +50,7 @@ import (
 	"net/http"
 	"net/url"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -82,6 +83,25 @@ var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services, EndpointSlices, PodDisru
 // for them: most providers never hold them (and need not let this
 // cluster read them).
 var OnDemand = []Kind{PodDisruptionBudgets}
+
+// Offer is what backs a virtual node: what one provider offers this
+// cluster. A peer's accepted Advertisement is one (its provider ID the
+// peer's ClusterID); the broker's aggregator, which spreads one virtual
+// node over several clusters, will make others.
+type Offer struct {
+	// Provider is the provider ID: the virtual node's
+	// offloading.liqo.io/remote-cluster label, by which the reflectors
+	// call Providers, Health and Streams.
+	Provider string
+	// Name is the provider's own name, which the virtual node is named
+	// after (liqo-<Name>) when no other provider claims it.
+	Name string
+	// Resources are the virtual node's capacity and allocatable.
+	Resources corev1.ResourceList
+	// Labels are the node labels the offer shows, already reduced to
+	// those a virtual node may carry.
+	Labels map[string]string
+}
 
 // ErrNotSynced is returned by Namespace while the view's cache fills; the
 // caller asks again shortly.
