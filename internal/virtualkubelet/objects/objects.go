@@ -446,9 +446,20 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	if client.IgnoreNotFound(noErr) != nil {
 		return ctrl.Result{}, noErr
 	}
+	// A Secret leaves the consumer only for a pod that uses it, unless the
+	// namespace shares all of them: its copy goes with the last such pod.
+	used := true
+	if r.kind.name == provider.Secrets && no.Spec.SecretReflection != offloadingv1alpha1.ReflectAllSecrets {
+		var users corev1.PodList
+		if err := r.Client.List(ctx, &users, client.InNamespace(req.Namespace), client.MatchingFields{secretRefsField: req.Name}); err != nil {
+			return ctrl.Result{}, err
+		}
+		used = len(users.Items) > 0
+	}
 	// Not in the cache: a consumer's object, reflected only where this
-	// cluster offloads the consumer's namespace in turn.
-	if !exists && noErr == nil && r.consumers() {
+	// cluster offloads the consumer's namespace in turn, and read whole
+	// only then (a Secret no pod uses is not read at all).
+	if !exists && used && noErr == nil && r.consumers() {
 		obj, err := r.consumerObject(ctx, req.NamespacedName)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -457,15 +468,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			local, exists = obj, obj.GetDeletionTimestamp().IsZero()
 		}
 	}
-	// A Secret leaves the consumer only for a pod that uses it, unless the
-	// namespace shares all of them: its copy goes with the last such pod.
-	if exists && r.kind.name == provider.Secrets && no.Spec.SecretReflection != offloadingv1alpha1.ReflectAllSecrets {
-		var users corev1.PodList
-		if err := r.Client.List(ctx, &users, client.InNamespace(req.Namespace), client.MatchingFields{secretRefsField: req.Name}); err != nil {
-			return ctrl.Result{}, err
-		}
-		exists = len(users.Items) > 0
-	}
+	exists = exists && used
 	var errs []error
 	// retry: a view has not listed the provider's objects yet; watching:
 	// it has just started watching the kind (which a provider may not let

@@ -11,6 +11,7 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,15 +20,18 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,6 +118,18 @@ func placement(t *testing.T, consumer *playground.Member) map[string]int {
 		}
 	}
 	return out
+}
+
+// brokerMiB is the resident memory of the broker's controller manager.
+func brokerMiB(t *testing.T) float64 {
+	t.Helper()
+	for _, p := range suite.Broker.Processes() {
+		if p.Name == playground.ControllerManager {
+			return framework.ResidentMiB(t, p.PID)
+		}
+	}
+	t.Fatal("no controller manager process in the broker")
+	return 0
 }
 
 // TestBrokerAbuse runs, on one set-up (the broker consuming cluster-2 and
@@ -306,5 +322,73 @@ func TestBrokerAbuse(t *testing.T) {
 		framework.Refused(t, "the broker introducing a consumer with its control plane's identity", asBrokerControlPlane.Create(ctx, intro(b)))
 		framework.Refused(t, "a peer that is no broker introducing a consumer, once the provider accepts a broker", asAttacker.Create(ctx, intro(attacker)))
 		framework.Refused(t, "a peer writing an introduction in the broker's tenant namespace", asAttacker.Create(ctx, intro(b)))
+	})
+	t.Run("what a consumer stores where the broker orchestrates it does not grow the broker", func(t *testing.T) {
+		// A hostile consumer keeps what it stores: its controller manager
+		// is stopped, so that no reflector removes the Secrets as orphans.
+		// The broker's virtual kubelet knows them by their metadata alone,
+		// and reads none whole (no pod uses them).
+		consumerNS := ""
+		var namespaces corev1.NamespaceList
+		if err := framework.Client(t, b).List(ctx, &namespaces, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range namespaces.Items {
+			if strings.HasPrefix(n.Name, ns+"-") {
+				consumerNS = n.Name
+			}
+		}
+		if consumerNS == "" {
+			t.Fatalf("the broker made no namespace for %s's %s", consumer.Name, ns)
+		}
+		framework.StopControllerManager(t, consumer)
+		vk := framework.ClientFor(t, framework.VirtualKubeletConfig(t, consumer, b))
+		const secrets = 100
+		payload := bytes.Repeat([]byte("x"), 1<<20-1024)
+		before := brokerMiB(t)
+		var wg sync.WaitGroup
+		errs := make(chan error, secrets)
+		sem := make(chan struct{}, 8)
+		for i := range secrets {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: fmt.Sprintf("hoard-%d", i),
+					Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}}, Data: map[string][]byte{"blob": payload}}
+				// Writers by the dozen conflict on the namespace's quota.
+				if err := retry.OnError(retry.DefaultBackoff, apierrors.IsConflict, func() error { return vk.Create(ctx, s) }); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("storing a Secret of 1 MiB as the consumer's virtual kubelet: %v", err)
+		}
+		framework.Cleanup(t, func(ctx context.Context) {
+			if err := framework.Client(t, b).DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(consumerNS),
+				client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
+				t.Errorf("removing the hoarded Secrets: %v", err)
+			}
+		})
+		// Seen by the broker: its quota counts them.
+		framework.Eventually(t, 6*time.Minute, func() error {
+			var quotas corev1.ResourceQuotaList
+			if err := framework.Client(t, b).List(ctx, &quotas, client.InNamespace(consumerNS)); err != nil {
+				return err
+			}
+			for _, q := range quotas.Items {
+				if used := q.Status.Used[corev1.ResourceSecrets]; used.Value() >= secrets {
+					return nil
+				}
+			}
+			return fmt.Errorf("the quota of %s does not count the %d Secrets yet", consumerNS, secrets)
+		})
+		after := brokerMiB(t)
+		t.Logf("the broker's controller manager: %.0f MiB before %d Secrets of 1 MiB, %.0f MiB after", before, secrets, after)
+		if grew := after - before; grew > secrets/4 {
+			t.Errorf("the broker's controller manager grew by %.0f MiB with %d MiB a consumer stored", grew, secrets)
+		}
 	})
 }
