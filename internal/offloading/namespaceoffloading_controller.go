@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,12 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,7 +29,6 @@ import (
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/phase"
-	"github.com/liqo-go/liqo/internal/remotewatch"
 )
 
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=namespaceoffloadings,verbs=get;list;watch;update;patch
@@ -57,8 +51,9 @@ type NamespaceOffloadingReconciler struct {
 	Self string
 	// Remotes gives the virtual kubelet's client in each provider.
 	Remotes *identity.Remotes
-
-	namespaceMaps *remotewatch.Set
+	// Namespaces asks the providers for the namespaces; nil: each through
+	// its NamespaceMap, as a peer (PeerNamespaces, with Remotes).
+	Namespaces ProviderNamespaces
 	// LocalClusterID names the default provider namespaces.
 	LocalClusterID string
 	// Released, if set, is called with a namespace and the providers it
@@ -143,7 +138,7 @@ func (r *NamespaceOffloadingReconciler) Reconcile(ctx context.Context, req ctrl.
 	// it answers (the answers are also polled, see summarize).
 	for _, st := range s.entries {
 		if st.Phase == offloadingv1alpha1.RemoteNamespacePending {
-			r.watchNamespaceMap(ctx, st.ClusterID)
+			r.Namespaces.Watch(ctx, st.ClusterID)
 		}
 	}
 	return result, nil
@@ -198,7 +193,7 @@ func (r *NamespaceOffloadingReconciler) requestNamespaces(ctx context.Context, s
 	}
 	var entries []offloadingv1alpha1.RemoteNamespaceStatus
 	for _, p := range s.providers {
-		st, err := r.requestNamespace(ctx, p, s.no.Namespace, s.remoteName)
+		st, err := r.Namespaces.Request(ctx, p, s.no.Namespace, s.remoteName)
 		if err != nil {
 			// The provider cannot be asked now: what it said last stands.
 			s.problems = append(s.problems, fmt.Sprintf("%s: %v", p, err))
@@ -217,7 +212,7 @@ func (r *NamespaceOffloadingReconciler) requestNamespaces(ctx context.Context, s
 	}
 	// Providers no longer selected: release their namespace.
 	for p, st := range previous {
-		if err := r.releaseNamespace(ctx, p, s.no.Namespace); err != nil {
+		if err := r.Namespaces.Release(ctx, p, s.no.Namespace); err != nil {
 			st.Phase, st.Message = offloadingv1alpha1.RemoteNamespaceTerminating, err.Error()
 			entries = append(entries, st)
 			s.pending = true
@@ -260,38 +255,6 @@ func (r *NamespaceOffloadingReconciler) summarize(_ context.Context, s *offloadi
 	return ctrl.Result{RequeueAfter: time.Minute}, true, nil
 }
 
-// namespaceMapWatchLimit bounds one watch of a provider's NamespaceMap.
-const namespaceMapWatchLimit = 2 * time.Minute
-
-// watchNamespaceMap watches this cluster's NamespaceMap in provider (the
-// virtual kubelet's identity may watch it in its tenant namespace) and, on
-// each change, wakes the NamespaceOffloadings that wait for that provider.
-func (r *NamespaceOffloadingReconciler) watchNamespaceMap(ctx context.Context, provider string) {
-	r.namespaceMaps.Start(ctx, provider, func(ctx context.Context) (watch.Interface, error) {
-		cfg, err := r.Remotes.Config(ctx, provider)
-		if err != nil {
-			return nil, err
-		}
-		return remotewatch.ByName(ctx, cfg, r.Client.Scheme(), &offloadingv1alpha1.NamespaceMapList{},
-			discoveryv1alpha1.TenantNamespace(r.LocalClusterID), offloadingv1alpha1.NamespaceMapName)
-	}, func(ctx context.Context, _ runtime.Object) ([]client.Object, bool) {
-		var list offloadingv1alpha1.NamespaceOffloadingList
-		if err := r.Client.List(ctx, &list); err != nil {
-			return nil, false
-		}
-		var waiting []client.Object
-		for i := range list.Items {
-			for _, st := range list.Items[i].Status.RemoteNamespaces {
-				if st.ClusterID == provider && st.Phase != offloadingv1alpha1.RemoteNamespaceReady {
-					waiting = append(waiting, &list.Items[i])
-					break
-				}
-			}
-		}
-		return waiting, false
-	})
-}
-
 // selectProviders returns the ClusterIDs of the providers whose virtual
 // nodes match the cluster selector.
 func (r *NamespaceOffloadingReconciler) selectProviders(ctx context.Context, no *offloadingv1alpha1.NamespaceOffloading) ([]string, error) {
@@ -320,79 +283,13 @@ func (r *NamespaceOffloadingReconciler) selectProviders(ctx context.Context, no 
 	return out, nil
 }
 
-// requestNamespace adds local -> remote to provider's NamespaceMap and
-// returns what the provider reports for it.
-func (r *NamespaceOffloadingReconciler) requestNamespace(ctx context.Context, provider, local, remote string) (offloadingv1alpha1.RemoteNamespaceStatus, error) {
-	st := offloadingv1alpha1.RemoteNamespaceStatus{ClusterID: provider, Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
-		Message: "Waiting for the provider"}
-	c, err := r.Remotes.For(ctx, provider)
-	if err != nil {
-		return st, err
-	}
-	nm := &offloadingv1alpha1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{
-		Namespace: discoveryv1alpha1.TenantNamespace(r.LocalClusterID), Name: offloadingv1alpha1.NamespaceMapName,
-	}}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(nm), nm); apierrors.IsNotFound(err) {
-		nm.Spec.Mappings = map[string]offloadingv1alpha1.NamespaceName{local: offloadingv1alpha1.NamespaceName(remote)}
-		if err := c.Create(ctx, nm); err != nil && !apierrors.IsAlreadyExists(err) {
-			return st, fmt.Errorf("creating the NamespaceMap: %w", err)
-		}
-		return st, nil
-	} else if err != nil {
-		return st, fmt.Errorf("reading the NamespaceMap: %w", err)
-	}
-	if string(nm.Spec.Mappings[local]) != remote {
-		if err := patchMapping(ctx, c, nm, local, &remote); err != nil {
-			return st, err
-		}
-		return st, nil
-	}
-	if got, ok := nm.Status.Namespaces[local]; ok && nm.Status.ObservedGeneration == nm.Generation && got.Namespace == remote {
-		st.Phase, st.Message = got.Phase, got.Message
-	}
-	return st, nil
-}
-
-// releaseNamespace removes local from provider's NamespaceMap; a provider
-// that no longer lets this cluster in (unpeered) has released it already.
-func (r *NamespaceOffloadingReconciler) releaseNamespace(ctx context.Context, provider, local string) error {
-	c, err := r.Remotes.For(ctx, provider)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	nm := &offloadingv1alpha1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{
-		Namespace: discoveryv1alpha1.TenantNamespace(r.LocalClusterID), Name: offloadingv1alpha1.NamespaceMapName,
-	}}
-	err = patchMapping(ctx, c, nm, local, nil)
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		return nil
-	}
-	return err
-}
-
-// patchMapping sets (or, with a nil remote, removes) one key of the
-// NamespaceMap with a merge patch, which touches no other key.
-func patchMapping(ctx context.Context, c client.Client, nm *offloadingv1alpha1.NamespaceMap, local string, remote *string) error {
-	body, err := json.Marshal(map[string]any{"spec": map[string]any{"mappings": map[string]*string{local: remote}}})
-	if err != nil {
-		return err
-	}
-	if err := c.Patch(ctx, nm, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("updating the NamespaceMap: %w", err)
-	}
-	return nil
-}
-
 // release removes the namespace from every provider, then the label and
 // the finalizer.
 func (r *NamespaceOffloadingReconciler) release(ctx context.Context, no *offloadingv1alpha1.NamespaceOffloading) (ctrl.Result, error) {
 	var left []offloadingv1alpha1.RemoteNamespaceStatus
 	var problems []string
 	for _, st := range no.Status.RemoteNamespaces {
-		if err := r.releaseNamespace(ctx, st.ClusterID, no.Namespace); err != nil {
+		if err := r.Namespaces.Release(ctx, st.ClusterID, no.Namespace); err != nil {
 			st.Phase, st.Message = offloadingv1alpha1.RemoteNamespaceTerminating, err.Error()
 			left = append(left, st)
 			problems = append(problems, fmt.Sprintf("%s: %v", st.ClusterID, err))
@@ -468,8 +365,11 @@ func (r *NamespaceOffloadingReconciler) setStatus(ctx context.Context, no *offlo
 
 // SetupWithManager registers the reconciler.
 func (r *NamespaceOffloadingReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.Remotes == nil || r.LocalClusterID == "" {
-		return fmt.Errorf("NamespaceOffloadingReconciler needs Client, Remotes and LocalClusterID")
+	if r.Client == nil || (r.Remotes == nil && r.Namespaces == nil) || r.LocalClusterID == "" {
+		return fmt.Errorf("NamespaceOffloadingReconciler needs Client, Remotes (or Namespaces) and LocalClusterID")
+	}
+	if r.Namespaces == nil {
+		r.Namespaces = &PeerNamespaces{Client: r.Client, Remotes: r.Remotes, LocalClusterID: r.LocalClusterID}
 	}
 	// A virtual node that comes, goes or changes labels may change which
 	// providers each namespace offloads to.
@@ -487,12 +387,11 @@ func (r *NamespaceOffloadingReconciler) SetupWithManager(mgr ctrl.Manager) error
 		}
 		return reqs
 	})
-	r.namespaceMaps = remotewatch.New(namespaceMapWatchLimit)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&offloadingv1alpha1.NamespaceOffloading{}).
 		Watches(&corev1.Node{}, all).
-		// A provider answering in its NamespaceMap.
-		WatchesRawSource(source.Channel(r.namespaceMaps.Events, &handler.EnqueueRequestForObject{})).
+		// A provider answering.
+		WatchesRawSource(source.Channel(r.Namespaces.Events(), &handler.EnqueueRequestForObject{})).
 		Named("namespaceoffloading").
 		Complete(r)
 }

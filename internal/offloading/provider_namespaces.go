@@ -1,0 +1,171 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/remotewatch"
+)
+
+// ProviderNamespaces is how a consumer asks a provider for the namespace
+// one of its namespaces is offloaded to there, and gives it back. A peer
+// is asked through its NamespaceMap (PeerNamespaces); a provider that is
+// not one peer (the broker's aggregator, which would make the namespace
+// in each cluster it spreads over) asks its own way. Whatever backs a
+// provider, the NamespaceOffloading's status has one entry for it, by its
+// provider ID, which the reflectors follow.
+type ProviderNamespaces interface {
+	// Request asks provider for remote, where local goes, and returns
+	// what the provider says of it so far.
+	Request(ctx context.Context, provider, local, remote string) (offloadingv1alpha1.RemoteNamespaceStatus, error)
+	// Release gives local's namespace in provider back; nil when the
+	// provider released it already.
+	Release(ctx context.Context, provider, local string) error
+	// Watch wakes, on Events, the NamespaceOffloadings waiting for
+	// provider when it answers.
+	Watch(ctx context.Context, provider string)
+	// Events are those wake-ups, for a reconciler's source.Channel.
+	Events() <-chan event.GenericEvent
+}
+
+// PeerNamespaces asks a peer for namespaces through the NamespaceMap this
+// cluster keeps in its tenant namespace there, with its virtual kubelet's
+// identity, and watches the peer's answers in that NamespaceMap's status.
+type PeerNamespaces struct {
+	// Client lists the local NamespaceOffloadings; its scheme decodes.
+	Client client.Client
+	// Remotes gives the virtual kubelet's client in each provider.
+	Remotes *identity.Remotes
+	// LocalClusterID names the tenant namespace in the peer.
+	LocalClusterID string
+
+	once          sync.Once
+	namespaceMaps *remotewatch.Set
+}
+
+var _ ProviderNamespaces = &PeerNamespaces{}
+
+func (p *PeerNamespaces) init() {
+	p.once.Do(func() { p.namespaceMaps = remotewatch.New(namespaceMapWatchLimit) })
+}
+
+// Events implements ProviderNamespaces.
+func (p *PeerNamespaces) Events() <-chan event.GenericEvent {
+	p.init()
+	return p.namespaceMaps.Events
+}
+
+// namespaceMapWatchLimit bounds one watch of a provider's NamespaceMap.
+const namespaceMapWatchLimit = 2 * time.Minute
+
+// Watch watches this cluster's NamespaceMap in provider (the
+// virtual kubelet's identity may watch it in its tenant namespace) and, on
+// each change, wakes the NamespaceOffloadings that wait for that provider.
+func (p *PeerNamespaces) Watch(ctx context.Context, provider string) {
+	p.init()
+	p.namespaceMaps.Start(ctx, provider, func(ctx context.Context) (watch.Interface, error) {
+		cfg, err := p.Remotes.Config(ctx, provider)
+		if err != nil {
+			return nil, err
+		}
+		return remotewatch.ByName(ctx, cfg, p.Client.Scheme(), &offloadingv1alpha1.NamespaceMapList{},
+			discoveryv1alpha1.TenantNamespace(p.LocalClusterID), offloadingv1alpha1.NamespaceMapName)
+	}, func(ctx context.Context, _ runtime.Object) ([]client.Object, bool) {
+		var list offloadingv1alpha1.NamespaceOffloadingList
+		if err := p.Client.List(ctx, &list); err != nil {
+			return nil, false
+		}
+		var waiting []client.Object
+		for i := range list.Items {
+			for _, st := range list.Items[i].Status.RemoteNamespaces {
+				if st.ClusterID == provider && st.Phase != offloadingv1alpha1.RemoteNamespaceReady {
+					waiting = append(waiting, &list.Items[i])
+					break
+				}
+			}
+		}
+		return waiting, false
+	})
+}
+
+// Request adds local -> remote to provider's NamespaceMap and
+// returns what the provider reports for it.
+func (p *PeerNamespaces) Request(ctx context.Context, provider, local, remote string) (offloadingv1alpha1.RemoteNamespaceStatus, error) {
+	st := offloadingv1alpha1.RemoteNamespaceStatus{ClusterID: provider, Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
+		Message: "Waiting for the provider"}
+	c, err := p.Remotes.For(ctx, provider)
+	if err != nil {
+		return st, err
+	}
+	nm := &offloadingv1alpha1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: discoveryv1alpha1.TenantNamespace(p.LocalClusterID), Name: offloadingv1alpha1.NamespaceMapName,
+	}}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(nm), nm); apierrors.IsNotFound(err) {
+		nm.Spec.Mappings = map[string]offloadingv1alpha1.NamespaceName{local: offloadingv1alpha1.NamespaceName(remote)}
+		if err := c.Create(ctx, nm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return st, fmt.Errorf("creating the NamespaceMap: %w", err)
+		}
+		return st, nil
+	} else if err != nil {
+		return st, fmt.Errorf("reading the NamespaceMap: %w", err)
+	}
+	if string(nm.Spec.Mappings[local]) != remote {
+		if err := patchMapping(ctx, c, nm, local, &remote); err != nil {
+			return st, err
+		}
+		return st, nil
+	}
+	if got, ok := nm.Status.Namespaces[local]; ok && nm.Status.ObservedGeneration == nm.Generation && got.Namespace == remote {
+		st.Phase, st.Message = got.Phase, got.Message
+	}
+	return st, nil
+}
+
+// Release removes local from provider's NamespaceMap; a provider
+// that no longer lets this cluster in (unpeered) has released it already.
+func (p *PeerNamespaces) Release(ctx context.Context, provider, local string) error {
+	c, err := p.Remotes.For(ctx, provider)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	nm := &offloadingv1alpha1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: discoveryv1alpha1.TenantNamespace(p.LocalClusterID), Name: offloadingv1alpha1.NamespaceMapName,
+	}}
+	err = patchMapping(ctx, c, nm, local, nil)
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		return nil
+	}
+	return err
+}
+
+// patchMapping sets (or, with a nil remote, removes) one key of the
+// NamespaceMap with a merge patch, which touches no other key.
+func patchMapping(ctx context.Context, c client.Client, nm *offloadingv1alpha1.NamespaceMap, local string, remote *string) error {
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"mappings": map[string]*string{local: remote}}})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, nm, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("updating the NamespaceMap: %w", err)
+	}
+	return nil
+}
