@@ -18,6 +18,7 @@ import (
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/network/translation"
 	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/sharing"
@@ -148,13 +149,13 @@ func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clus
 	}
 	// The remote clusters behind the peerings are the one kind of
 	// provider a cluster runs; the broker adds its own backends here.
-	router := &provider.Router{Default: sessions}
+	router := &provider.Router{Default: sessions, Addresses: translation.Peers{Reader: mgr.GetClient()}}
 	server, addr, err := setupKubeletServer(mgr, o, router, wh)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := virtualkubelet.Setup(ctx, mgr, virtualkubelet.Options{
-		LocalClusterID: clusterID, Providers: router, Health: router, Kubelet: server, KubeletAddress: addr,
+		LocalClusterID: clusterID, Providers: router, Health: router, Addresses: router, Kubelet: server, KubeletAddress: addr,
 		Removed: func(p string) { sessions.StopAfter(p, time.Minute) },
 	}); err != nil {
 		return nil, nil, err

@@ -36,6 +36,9 @@ type Options struct {
 	Removed func(provider string)
 	// PodWorkers is how many pods are reflected at once; zero means 32.
 	PodWorkers int
+	// Addresses shows addresses across the boundary with each provider;
+	// nil: as the peers' TunnelEndpoints say (translation.Peers).
+	Addresses provider.Addresses
 	// NoTranslation leaves the network fabric out: provider pod
 	// addresses are not shown (nothing is agreed to reach them), and no
 	// EndpointSlice is reflected into the providers.
@@ -66,18 +69,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	podReflector := &pods.Reflector{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Providers: o.Providers, LocalClusterID: o.LocalClusterID, Workers: o.PodWorkers,
 	}
+	addresses := o.Addresses
+	if addresses == nil {
+		addresses = translation.Peers{Reader: mgr.GetClient()}
+	}
 	if !o.NoTranslation {
 		// A provider's pods show at the addresses this cluster reaches
-		// them at, as agreed in the provider's TunnelEndpoint.
-		podReflector.Translate = translation.FromPeers(mgr.GetClient())
-		podReflector.Agreed = translation.Agreed(mgr.GetClient())
+		// them at, as agreed (for a peer, in its TunnelEndpoint).
+		podReflector.Translate = addresses.FromProvider
+		podReflector.Agreed = addresses.Agreed
 	}
 	if err := podReflector.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the pod reflector: %w", err)
 	}
 	var toProvider func(context.Context, string, netip.Addr) (netip.Addr, bool)
 	if !o.NoTranslation {
-		toProvider = translation.ToPeers(mgr.GetClient())
+		toProvider = addresses.ToProvider
 	}
 	// What consumers stored here, known by its metadata alone: a broker
 	// reflects it in turn from the namespaces it offloads.

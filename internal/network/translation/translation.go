@@ -87,3 +87,25 @@ func translate(addr netip.Addr, from, to netv1alpha1.Ranges) (netip.Addr, bool) 
 	}
 	return netip.Addr{}, false
 }
+
+// Peers shows addresses across the boundary with each peer as their
+// TunnelEndpoint says (a virtual kubelet's provider.Addresses).
+type Peers struct {
+	// Reader reads the TunnelEndpoints.
+	Reader client.Reader
+}
+
+// FromProvider shows a peer's address as this cluster reaches it.
+func (p Peers) FromProvider(ctx context.Context, peerID string, addr netip.Addr) (netip.Addr, bool) {
+	return FromPeers(p.Reader)(ctx, peerID, addr)
+}
+
+// ToProvider shows a local address as the peer reaches it.
+func (p Peers) ToProvider(ctx context.Context, peerID string, addr netip.Addr) (netip.Addr, bool) {
+	return ToPeers(p.Reader)(ctx, peerID, addr)
+}
+
+// Agreed says whether this cluster and the peer agreed on their views.
+func (p Peers) Agreed(ctx context.Context, peerID string) bool {
+	return Agreed(p.Reader)(ctx, peerID)
+}

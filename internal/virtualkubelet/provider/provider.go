@@ -48,6 +48,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/netip"
 	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
@@ -158,6 +159,24 @@ type Namespace interface {
 type Health interface {
 	// Ping returns nil when provider answers and is ready.
 	Ping(ctx context.Context, provider string) error
+}
+
+// Addresses is how the network fabric shows addresses across the
+// boundary with a provider: a pod the provider runs at the address this
+// cluster reaches it at, and a local address as the provider reaches it.
+// A peer's come from the TunnelEndpoint the two agreed on
+// (translation.Peers); a provider that is not one peer (the broker's
+// aggregator, whose pods run in several clusters) shows its own.
+type Addresses interface {
+	// FromProvider shows addr, a pod's in provider, as this cluster
+	// reaches it; false when it cannot.
+	FromProvider(ctx context.Context, provider string, addr netip.Addr) (netip.Addr, bool)
+	// ToProvider shows addr, a local one, as provider reaches it; false
+	// when it cannot.
+	ToProvider(ctx context.Context, provider string, addr netip.Addr) (netip.Addr, bool)
+	// Agreed says whether the fabric agreed with provider on how it shows
+	// addresses: until then none is shown.
+	Agreed(ctx context.Context, provider string) bool
 }
 
 // Streams is what the kubelet API needs from a provider to forward logs,

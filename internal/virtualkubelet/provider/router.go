@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 
 	"k8s.io/client-go/util/workqueue"
@@ -35,12 +36,16 @@ type Router struct {
 	// Select returns the name of the backend that serves provider, or ""
 	// for Default.
 	Select func(provider string) string
+	// Addresses shows the addresses of the providers whose backend does
+	// not show its own (is no Addresses): the peers'.
+	Addresses Addresses
 }
 
 var (
 	_ Providers = &Router{}
 	_ Health    = &Router{}
 	_ Streams   = &Router{}
+	_ Addresses = &Router{}
 )
 
 func (r *Router) backend(provider string) (Backend, error) {
@@ -125,6 +130,41 @@ func (r *Router) Stream(ctx context.Context, provider string) (*url.URL, http.Ro
 		return nil, nil, fmt.Errorf("provider %s: %w", provider, ErrNoStreams)
 	}
 	return s.Stream(ctx, provider)
+}
+
+// addresses is what shows provider's addresses: its backend, if it
+// shows its own, or Addresses; nil for none.
+func (r *Router) addresses(provider string) Addresses {
+	if b, err := r.backend(provider); err == nil {
+		if a, ok := b.(Addresses); ok {
+			return a
+		}
+	}
+	return r.Addresses
+}
+
+// FromProvider implements Addresses.
+func (r *Router) FromProvider(ctx context.Context, provider string, addr netip.Addr) (netip.Addr, bool) {
+	if a := r.addresses(provider); a != nil {
+		return a.FromProvider(ctx, provider, addr)
+	}
+	return netip.Addr{}, false
+}
+
+// ToProvider implements Addresses.
+func (r *Router) ToProvider(ctx context.Context, provider string, addr netip.Addr) (netip.Addr, bool) {
+	if a := r.addresses(provider); a != nil {
+		return a.ToProvider(ctx, provider, addr)
+	}
+	return netip.Addr{}, false
+}
+
+// Agreed implements Addresses.
+func (r *Router) Agreed(ctx context.Context, provider string) bool {
+	if a := r.addresses(provider); a != nil {
+		return a.Agreed(ctx, provider)
+	}
+	return false
 }
 
 // multiSource starts several sources into one queue.

@@ -5,6 +5,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +154,63 @@ func TestRouterContract(t *testing.T) {
 				},
 			})
 		})
+	}
+}
+
+// fixedAddresses shows every address as to, agreed or not.
+type fixedAddresses struct {
+	to     netip.Addr
+	agreed bool
+}
+
+func (f fixedAddresses) FromProvider(context.Context, string, netip.Addr) (netip.Addr, bool) {
+	return f.to, true
+}
+func (f fixedAddresses) ToProvider(context.Context, string, netip.Addr) (netip.Addr, bool) {
+	return f.to, true
+}
+func (f fixedAddresses) Agreed(context.Context, string) bool { return f.agreed }
+
+// showingBackend is a backend that shows its own providers' addresses.
+type showingBackend struct {
+	*memory.Providers
+	fixedAddresses
+}
+
+// TestRouterAddresses: a provider whose backend shows its own addresses
+// is shown by it; the others by the router's Addresses (the peers');
+// with none, nothing is shown.
+func TestRouterAddresses(t *testing.T) {
+	own := showingBackend{memory.New(), fixedAddresses{to: netip.MustParseAddr("10.9.9.9"), agreed: true}}
+	r := &provider.Router{
+		Default: memory.New(), Backends: map[string]provider.Backend{"own": own},
+		Select: func(p string) string {
+			if p == "offer-1" {
+				return "own"
+			}
+			return ""
+		},
+		Addresses: fixedAddresses{to: netip.MustParseAddr("10.1.1.1")},
+	}
+	ctx := t.Context()
+	pod := netip.MustParseAddr("10.0.0.5")
+	for _, tc := range []struct {
+		provider string
+		want     netip.Addr
+		agreed   bool
+	}{{"offer-1", own.to, true}, {"peer-1", netip.MustParseAddr("10.1.1.1"), false}} {
+		if got, ok := r.FromProvider(ctx, tc.provider, pod); !ok || got != tc.want {
+			t.Errorf("%s's pod %s shown as %s (%v), want %s", tc.provider, pod, got, ok, tc.want)
+		}
+		if got, ok := r.ToProvider(ctx, tc.provider, pod); !ok || got != tc.want {
+			t.Errorf("%s shown %s as %s (%v), want %s", tc.provider, pod, got, ok, tc.want)
+		}
+		if got := r.Agreed(ctx, tc.provider); got != tc.agreed {
+			t.Errorf("%s agreed %v, want %v", tc.provider, got, tc.agreed)
+		}
+	}
+	r.Addresses = nil
+	if got, ok := r.FromProvider(ctx, "peer-1", pod); ok {
+		t.Errorf("with no Addresses, peer-1's pod shown as %s", got)
 	}
 }
