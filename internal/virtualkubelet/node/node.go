@@ -120,19 +120,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.reflect(ctx, provider, "", "", "")
 	}
-	offer := PeerOffer(&adv)
-	node, err := r.ensureNode(ctx, offer)
+	node, ready, msg, err := r.Keep(ctx, PeerOffer(&adv))
 	if err != nil {
-		return ctrl.Result{}, err
-	}
-	ready, msg := true, "The provider's API server answers"
-	if perr := r.probe(ctx, provider); perr != nil {
-		ready, msg = false, "The provider cannot be reached: "+perr.Error()
-	}
-	if err := r.updateStatus(ctx, node, offer, ready, msg); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.renewLease(ctx, node); err != nil {
 		return ctrl.Result{}, err
 	}
 	status, reason := metav1.ConditionTrue, discoveryv1alpha1.ReasonVirtualNodeReady
@@ -146,8 +135,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.reflect(ctx, provider, status, reason, fmt.Sprintf("Virtual node %s: %s", node.Name, msg)); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: leaseDuration / 4}, nil
+	return ctrl.Result{RequeueAfter: RenewEvery}, nil
 }
+
+// Keep makes offer's virtual node, or keeps it as a kubelet keeps its
+// own: its labels and taint, its capacity, its Ready condition (whether
+// Health reaches the provider, said in msg) and its Lease. The peers'
+// Advertisements are kept through it; a source of offers that are not
+// one peer's (the broker's aggregator) calls it alike, every quarter of
+// the Lease's duration (RenewEvery), and Remove when its offer goes.
+func (r *Reconciler) Keep(ctx context.Context, offer *provider.Offer) (node *corev1.Node, ready bool, msg string, err error) {
+	node, err = r.ensureNode(ctx, offer)
+	if err != nil {
+		return nil, false, "", err
+	}
+	ready, msg = true, "The provider's API server answers"
+	if perr := r.probe(ctx, offer.Provider); perr != nil {
+		ready, msg = false, "The provider cannot be reached: "+perr.Error()
+	}
+	if err := r.updateStatus(ctx, node, offer, ready, msg); err != nil {
+		return nil, false, "", err
+	}
+	if err := r.renewLease(ctx, node); err != nil {
+		return nil, false, "", err
+	}
+	return node, ready, msg, nil
+}
+
+// Remove drains and deletes provider's virtual nodes.
+func (r *Reconciler) Remove(ctx context.Context, provider string) error {
+	return r.removeNodes(ctx, provider)
+}
+
+// RenewEvery is how often a virtual node is kept (Keep): a quarter of its
+// Lease's duration, as a kubelet renews.
+const RenewEvery = leaseDuration / 4
 
 // PeerOffer is the offer of a peer's Advertisement: its provider ID the
 // peer's ClusterID, and only the labels a virtual node may show.
@@ -297,6 +319,11 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 			return nil, fmt.Errorf("labelling virtual node %s: %w", name, err)
 		}
 		r.applied.Store(name, maps.Clone(labels))
+		// What follows writes against the version read: read the one
+		// the labels made.
+		if err := reader.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return nil, err
+		}
 	}
 	// Taints are one atomic list: ours is added to what the others set,
 	// and a concurrent change makes this try again rather than drop theirs.

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ import (
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/memory"
 )
 
@@ -307,4 +310,76 @@ func TestStaleNodeStatusIsNotPatched(t *testing.T) {
 	if err != nil && !apierrors.IsConflict(err) {
 		t.Fatalf("the status patch from a stale copy: %v, want a conflict", err)
 	}
+}
+
+// TestOfferOfNoPeerKeepsANode: an offer that is no peer's (no
+// Advertisement, no ForeignCluster behind it, as the broker's aggregator
+// would make) gets its virtual node through Keep as a peer's does: named
+// after it, labelled and tainted, its capacity and Lease, NotReady while
+// its provider cannot be reached; Remove drains and deletes it.
+func TestOfferOfNoPeerKeepsANode(t *testing.T) {
+	cfg := envtest.Start(t, "consumer")
+	ctx := t.Context()
+	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := memory.New()
+	r := &Reconciler{Client: c, APIReader: c, Health: health}
+	offer := &provider.Offer{
+		Provider: "aggregate-1", Name: "aggregate",
+		Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("100")},
+		Labels:    map[string]string{"topology.kubernetes.io/region": "eu-west"},
+	}
+	node, ready, _, err := r.Keep(ctx, offer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Name != "liqo-aggregate" || node.Labels[offloadingv1alpha1.RemoteClusterLabel] != offer.Provider ||
+		node.Labels["topology.kubernetes.io/region"] != "eu-west" || !offloadingv1alpha1.IsVirtualNode(node.Labels) || !ready {
+		t.Fatalf("node %s labels %v ready %v, want liqo-aggregate, virtual, of aggregate-1 in eu-west, ready", node.Name, node.Labels, ready)
+	}
+	var got corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &got); err != nil {
+		t.Fatal(err)
+	}
+	tainted := slices.ContainsFunc(got.Spec.Taints, func(t corev1.Taint) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint })
+	if got.Status.Allocatable.Pods().Value() != 100 || Ready(&got) != corev1.ConditionTrue || !tainted {
+		t.Errorf("node status %+v taints %v, want 100 pods allocatable, Ready, the virtual nodes' taint", got.Status.Allocatable, got.Spec.Taints)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, &coordinationv1.Lease{}); err != nil {
+		t.Errorf("the node's Lease: %v", err)
+	}
+
+	health.Down(offer.Provider, errors.New("no answer"))
+	if _, ready, msg, err := r.Keep(ctx, offer); err != nil || ready || !strings.Contains(msg, "no answer") {
+		t.Errorf("Keep with the provider down: ready %v %q %v, want not ready, saying why", ready, msg, err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &got); err != nil || Ready(&got) != corev1.ConditionFalse {
+		t.Errorf("node Ready %v (%v) with its provider down, want False", Ready(&got), err)
+	}
+
+	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "default"}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "web"},
+		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "web", Image: "pause"}}}}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Remove(ctx, offer.Provider); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the node is still there (%v)", err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("its pod is still there (%v)", err)
+		}
+		return nil
+	})
 }
