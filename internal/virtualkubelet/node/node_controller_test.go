@@ -375,10 +375,10 @@ func TestOfferOfNoPeerKeepsANode(t *testing.T) {
 	}
 	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
 		if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the node is still there (%v)", err)
+			return fmt.Errorf("the node is still there (%w)", err)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("its pod is still there (%v)", err)
+			return fmt.Errorf("its pod is still there (%w)", err)
 		}
 		return nil
 	})
