@@ -789,8 +789,9 @@ func TestPodMarkedUnreadyIsShownAgain(t *testing.T) {
 // provider only while its offer says it moves the pods on (a broker), as
 // the number of pods there that must stay healthy: every one of them
 // until this cluster's disruption controller has computed the budget,
-// then what the budget wants healthy less the healthy pods elsewhere. It
-// leaves when the provider stops saying so.
+// then what the budget wants healthy less the healthy pods elsewhere. A
+// copy whose budget is gone is deleted; the copies leave when the
+// provider stops saying it orchestrates (the budget stays here).
 func TestBudgetsGoToOrchestratorsOnly(t *testing.T) {
 	w := startReflectors(t)
 	ctx := t.Context()
@@ -828,13 +829,6 @@ func TestBudgetsGoToOrchestratorsOnly(t *testing.T) {
 			return nil
 		})
 	}
-	// A provider that only runs the pods gets no budget.
-	envtest.Consistently(t, time.Second, func(context.Context) error {
-		if w.mem.Object(testProvider, provider.PodDisruptionBudgets, w.remoteNS, pdb.Name) != nil {
-			return errors.New("a budget went to a provider that does not orchestrate")
-		}
-		return nil
-	})
 
 	tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(testProvider)}}
 	if err := w.c.Create(ctx, tenant); client.IgnoreAlreadyExists(err) != nil {
@@ -873,6 +867,19 @@ func TestBudgetsGoToOrchestratorsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyKeeps(3)
+	// A copy whose budget is gone here (deleted while this cluster was
+	// not looking) goes.
+	if err := w.mem.Put(testProvider, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: w.remoteNS, Name: "gone",
+		Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: testConsumer}}, Spec: policyv1.PodDisruptionBudgetSpec{
+		Selector: &metav1.LabelSelector{}, MinAvailable: ptr.To(intstr.FromInt32(5))}}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.PodDisruptionBudgets, w.remoteNS, "gone") != nil {
+			return errors.New("a copy of a budget gone here stayed in the provider")
+		}
+		return nil
+	})
 
 	adv.Spec.Properties = nil
 	if err := w.c.Update(ctx, adv); err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,10 +79,10 @@ type destination struct {
 	// orchestrator says whether the provider moves the namespace's pods
 	// on in turn (a broker): PodDisruptionBudgets go there alone.
 	orchestrator bool
-	// pods counts the local pods sel selects: those on the provider's
-	// virtual nodes, and the healthy ones (ready, not being deleted)
-	// elsewhere.
-	pods func(sel labels.Selector) (here, healthyElsewhere int32)
+	// here and healthyElsewhere count the local pods a budget selects:
+	// those on the provider's virtual nodes, and the healthy ones (ready,
+	// not being deleted) elsewhere (countPods, for a budget only).
+	here, healthyElsewhere int32
 }
 
 // ObjectKinds are the kinds reflected into each provider namespace:
@@ -246,15 +247,10 @@ func forgeEndpointSlice(o client.Object, to destination) client.Object {
 // provider's own node drains.
 func forgeBudget(o client.Object, to destination) client.Object {
 	pdb := o.(*policyv1.PodDisruptionBudget)
-	if !to.orchestrator || to.pods == nil || pdb.Spec.Selector == nil {
+	if !to.orchestrator || pdb.Spec.Selector == nil {
 		return nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-	if err != nil {
-		return nil
-	}
-	here, elsewhere := to.pods(sel)
-	keep := here
+	keep, elsewhere := to.here, to.healthyElsewhere
 	failed := meta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition)
 	if pdb.Status.ObservedGeneration >= pdb.Generation && (failed == nil || failed.Reason != policyv1.SyncFailedReason) {
 		keep = max(pdb.Status.DesiredHealthy-elsewhere, 0)
@@ -375,9 +371,8 @@ func (r *Reflector) consumerObject(ctx context.Context, key client.ObjectKey) (c
 	return obj, nil
 }
 
-// destination says where the copies of local's objects for one provider
-// namespace go.
-func (r *Reflector) destination(ctx context.Context, providerID, local, namespace string) destination {
+// destination says where the copies for one provider namespace go.
+func (r *Reflector) destination(ctx context.Context, providerID, namespace string) destination {
 	d := destination{namespace: namespace, consumerID: r.LocalClusterID}
 	if r.ToProvider != nil {
 		d.toProvider = func(a netip.Addr) (netip.Addr, bool) { return r.ToProvider(ctx, providerID, a) }
@@ -386,22 +381,22 @@ func (r *Reflector) destination(ctx context.Context, providerID, local, namespac
 			return r.Client.Get(ctx, client.ObjectKey{Name: name}, &n) == nil && offloadingv1alpha1.IsVirtualNode(n.Labels)
 		}
 	}
-	if r.kind.name == provider.PodDisruptionBudgets && r.Orchestrator != nil && r.Orchestrator(ctx, providerID) {
-		d.orchestrator = true
-		d.pods = func(sel labels.Selector) (here, healthyElsewhere int32) {
-			return r.countPods(ctx, local, providerID, sel)
-		}
-	}
+	d.orchestrator = r.kind.name == provider.PodDisruptionBudgets && r.Orchestrator != nil && r.Orchestrator(ctx, providerID)
 	return d
 }
 
-// countPods counts the pods of namespace sel selects: those on
-// providerID's virtual nodes, and the healthy ones elsewhere. A failed
-// listing counts none elsewhere (a budget copied from it keeps more).
-func (r *Reflector) countPods(ctx context.Context, namespace, providerID string, sel labels.Selector) (here, healthyElsewhere int32) {
+// countPods counts, for a budget going to providerID, the pods of
+// namespace its selector selects: those on providerID's virtual nodes,
+// and the healthy ones elsewhere. It fails rather than count short: a
+// budget copied from a short count would keep fewer pods.
+func (r *Reflector) countPods(ctx context.Context, pdb *policyv1.PodDisruptionBudget, providerID string) (here, healthyElsewhere int32, err error) {
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		return 0, 0, fmt.Errorf("the selector of PodDisruptionBudget %s/%s: %w", pdb.Namespace, pdb.Name, err)
+	}
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return 0, 0
+	if err := r.Client.List(ctx, &list, client.InNamespace(pdb.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return 0, 0, err
 	}
 	onProvider := map[string]bool{} // by node name
 	for i := range list.Items {
@@ -409,8 +404,12 @@ func (r *Reflector) countPods(ctx context.Context, namespace, providerID string,
 		on, ok := onProvider[pod.Spec.NodeName]
 		if !ok && pod.Spec.NodeName != "" {
 			var n corev1.Node
-			on = r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &n) == nil &&
-				offloadingv1alpha1.IsVirtualNode(n.Labels) && n.Labels[offloadingv1alpha1.RemoteClusterLabel] == providerID
+			switch err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &n); {
+			case err == nil:
+				on = offloadingv1alpha1.IsVirtualNode(n.Labels) && n.Labels[offloadingv1alpha1.RemoteClusterLabel] == providerID
+			case !apierrors.IsNotFound(err):
+				return 0, 0, err
+			}
 			onProvider[pod.Spec.NodeName] = on
 		}
 		switch {
@@ -420,7 +419,7 @@ func (r *Reflector) countPods(ctx context.Context, namespace, providerID string,
 			healthyElsewhere++
 		}
 	}
-	return here, healthyElsewhere
+	return here, healthyElsewhere, nil
 }
 
 // podReady says whether pod's Ready condition is True.
@@ -435,6 +434,9 @@ func podReady(pod *corev1.Pod) bool {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if req.Name == "" {
+		return ctrl.Result{}, r.watchOnDemand(ctx, req.Namespace)
+	}
 	local := r.kind.newObject()
 	err := r.Client.Get(ctx, req.NamespacedName, local)
 	if client.IgnoreNotFound(err) != nil {
@@ -471,9 +473,10 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	exists = exists && used
 	var errs []error
 	// retry: a view has not listed the provider's objects yet; watching:
-	// it has just started watching the kind (which a provider may not let
-	// this cluster do: asked again less often).
-	retry, watching := false, false
+	// the providers whose view has not yet listed an on-demand kind (which
+	// a provider may not let this cluster do: asked again with backoff).
+	retry := false
+	var watching []string
 	reached := map[string]bool{}
 	for _, st := range no.Status.RemoteNamespaces {
 		if st.Phase != offloadingv1alpha1.RemoteNamespaceReady {
@@ -489,10 +492,16 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			continue
 		}
 		reached[st.ClusterID] = true
-		to := r.destination(ctx, st.ClusterID, req.Namespace, st.Namespace)
+		to := r.destination(ctx, st.ClusterID, st.Namespace)
 		if to.orchestrator && !pns.Watch(r.kind.name) {
-			watching = true
+			watching = append(watching, st.ClusterID)
 			continue
+		}
+		if pdb, ok := local.(*policyv1.PodDisruptionBudget); ok && exists && to.orchestrator && pdb.Spec.Selector != nil {
+			if to.here, to.healthyElsewhere, err = r.countPods(ctx, pdb, st.ClusterID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		var desired client.Object
 		if exists {
@@ -517,10 +526,40 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	if retry {
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
-	if watching {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+	if len(watching) > 0 {
+		return ctrl.Result{}, fmt.Errorf("waiting for %s to list %s", strings.Join(watching, ", "), r.kind.name)
 	}
 	return ctrl.Result{}, nil
+}
+
+// watchOnDemand has the views of namespace watch the reflector's kind,
+// when it is one watched on demand, in every provider the kind goes to:
+// their listing wakes the reflector for each copy there, so that a copy
+// whose object went while this cluster was not looking (the virtual
+// kubelet down) is found and deleted, even when no object of the kind is
+// left in namespace to start the watch.
+func (r *Reflector) watchOnDemand(ctx context.Context, namespace string) error {
+	if !slices.Contains(provider.OnDemand, r.kind.name) {
+		return nil
+	}
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var waiting []string
+	for _, st := range no.Status.RemoteNamespaces {
+		if st.Phase != offloadingv1alpha1.RemoteNamespaceReady || !r.destination(ctx, st.ClusterID, st.Namespace).orchestrator {
+			continue
+		}
+		pns, err := r.Providers.Namespace(ctx, st.ClusterID, namespace, st.Namespace)
+		if err != nil || !pns.Watch(r.kind.name) {
+			waiting = append(waiting, st.ClusterID)
+		}
+	}
+	if len(waiting) > 0 {
+		return fmt.Errorf("waiting for %s to list %s", strings.Join(waiting, ", "), r.kind.name)
+	}
+	return nil
 }
 
 // sync makes the provider copy of name match desired; a nil desired
@@ -575,6 +614,10 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			return nil
 		}
 		var reqs []reconcile.Request
+		if slices.Contains(provider.OnDemand, r.kind.name) {
+			// The namespace as a whole: its providers' copies are listed.
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace()}})
+		}
 		_ = meta.EachListItem(list, func(obj runtime.Object) error {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj.(client.Object))})
 			return nil
@@ -639,6 +682,13 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			reqs := make([]reconcile.Request, 0, len(list.Items))
 			for i := range list.Items {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+			// And every offloaded namespace as a whole (watchOnDemand).
+			var nos offloadingv1alpha1.NamespaceOffloadingList
+			if err := r.Client.List(ctx, &nos); err == nil {
+				for i := range nos.Items {
+					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: nos.Items[i].Namespace}})
+				}
 			}
 			return reqs
 		})

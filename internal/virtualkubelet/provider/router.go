@@ -133,12 +133,15 @@ func (r *Router) Stream(ctx context.Context, provider string) (*url.URL, http.Ro
 }
 
 // addresses is what shows provider's addresses: its backend, if it
-// shows its own, or Addresses; nil for none.
+// shows its own, or Addresses; nil for none (nor for a provider whose
+// backend this router does not run: it is no peer either).
 func (r *Router) addresses(provider string) Addresses {
-	if b, err := r.backend(provider); err == nil {
-		if a, ok := b.(Addresses); ok {
-			return a
-		}
+	b, err := r.backend(provider)
+	if err != nil {
+		return nil
+	}
+	if a, ok := b.(Addresses); ok {
+		return a
 	}
 	return r.Addresses
 }

@@ -185,12 +185,15 @@ func TestRouterAddresses(t *testing.T) {
 	r := &provider.Router{
 		Default: memory.New(), Backends: map[string]provider.Backend{"own": own},
 		Select: func(p string) string {
-			if p == "offer-1" {
+			switch p {
+			case "offer-1":
 				return "own"
+			case "stray":
+				return "elsewhere"
 			}
 			return ""
 		},
-		Addresses: fixedAddresses{to: netip.MustParseAddr("10.1.1.1")},
+		Addresses: fixedAddresses{to: netip.MustParseAddr("10.1.1.1"), agreed: true},
 	}
 	ctx := t.Context()
 	pod := netip.MustParseAddr("10.0.0.5")
@@ -198,7 +201,7 @@ func TestRouterAddresses(t *testing.T) {
 		provider string
 		want     netip.Addr
 		agreed   bool
-	}{{"offer-1", own.to, true}, {"peer-1", netip.MustParseAddr("10.1.1.1"), false}} {
+	}{{"offer-1", own.to, true}, {"peer-1", netip.MustParseAddr("10.1.1.1"), true}} {
 		if got, ok := r.FromProvider(ctx, tc.provider, pod); !ok || got != tc.want {
 			t.Errorf("%s's pod %s shown as %s (%v), want %s", tc.provider, pod, got, ok, tc.want)
 		}
@@ -209,8 +212,15 @@ func TestRouterAddresses(t *testing.T) {
 			t.Errorf("%s agreed %v, want %v", tc.provider, got, tc.agreed)
 		}
 	}
+	// A provider of a backend the router does not run is no peer either.
+	if got, ok := r.FromProvider(ctx, "stray", pod); ok || r.Agreed(ctx, "stray") {
+		t.Errorf("stray, of a backend not run, shown as %s (%v), agreed %v", got, ok, r.Agreed(ctx, "stray"))
+	}
 	r.Addresses = nil
 	if got, ok := r.FromProvider(ctx, "peer-1", pod); ok {
 		t.Errorf("with no Addresses, peer-1's pod shown as %s", got)
+	}
+	if got, ok := r.ToProvider(ctx, "peer-1", pod); ok || r.Agreed(ctx, "peer-1") {
+		t.Errorf("with no Addresses, %s shown to peer-1 as %s (%v), agreed %v", pod, got, ok, r.Agreed(ctx, "peer-1"))
 	}
 }

@@ -27,8 +27,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -118,6 +120,23 @@ func placement(t *testing.T, consumer *playground.Member) map[string]int {
 		}
 	}
 	return out
+}
+
+// orchestratedNamespace is the namespace the broker made for consumer's
+// ns.
+func orchestratedNamespace(t *testing.T, consumer *playground.Member) string {
+	t.Helper()
+	var namespaces corev1.NamespaceList
+	if err := framework.Client(t, suite.Broker).List(t.Context(), &namespaces, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range namespaces.Items {
+		if strings.HasPrefix(n.Name, ns+"-") {
+			return n.Name
+		}
+	}
+	t.Fatalf("the broker made no namespace for %s's %s", consumer.Name, ns)
+	return ""
 }
 
 // brokerMiB is the resident memory of the broker's controller manager.
@@ -323,24 +342,35 @@ func TestBrokerAbuse(t *testing.T) {
 		framework.Refused(t, "a peer that is no broker introducing a consumer, once the provider accepts a broker", asAttacker.Create(ctx, intro(attacker)))
 		framework.Refused(t, "a peer writing an introduction in the broker's tenant namespace", asAttacker.Create(ctx, intro(b)))
 	})
+	t.Run("a consumer's budgets in the broker carry its own ID, where the broker orchestrates it only", func(t *testing.T) {
+		// Its virtual kubelet's real identity: the broker lets it keep
+		// PodDisruptionBudgets in the namespaces orchestrated for it, which
+		// bound the broker's moves of its own pods; unlabelled, or labelled
+		// as another cluster's, the broker's cache would hold them whole.
+		consumerNS := orchestratedNamespace(t, consumer)
+		vk := framework.ClientFor(t, framework.VirtualKubeletConfig(t, consumer, b))
+		budget := func(namespace string, labels map[string]string) *policyv1.PodDisruptionBudget {
+			return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "hold", Labels: labels},
+				Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{}, MinAvailable: ptr.To(intstr.FromInt32(1))}}
+		}
+		framework.Refused(t, "an unlabelled budget in the orchestrated namespace", vk.Create(ctx, budget(consumerNS, nil)))
+		framework.Refused(t, "a budget labelled as another cluster's", vk.Create(ctx, budget(consumerNS,
+			map[string]string{offloadingv1alpha1.OriginClusterLabel: attacker.ClusterID})))
+		own := map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}
+		framework.Refused(t, "a budget in its tenant namespace", vk.Create(ctx, budget(discoveryv1alpha1.TenantNamespace(consumer.ClusterID), own)))
+		mine := budget(consumerNS, own)
+		framework.Allowed(t, "its own budget in the orchestrated namespace", vk.Create(ctx, mine))
+		if err := vk.Delete(ctx, mine); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
+
 	t.Run("what a consumer stores where the broker orchestrates it does not grow the broker", func(t *testing.T) {
 		// A hostile consumer keeps what it stores: its controller manager
 		// is stopped, so that no reflector removes the Secrets as orphans.
 		// The broker's virtual kubelet knows them by their metadata alone,
 		// and reads none whole (no pod uses them).
-		consumerNS := ""
-		var namespaces corev1.NamespaceList
-		if err := framework.Client(t, b).List(ctx, &namespaces, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range namespaces.Items {
-			if strings.HasPrefix(n.Name, ns+"-") {
-				consumerNS = n.Name
-			}
-		}
-		if consumerNS == "" {
-			t.Fatalf("the broker made no namespace for %s's %s", consumer.Name, ns)
-		}
+		consumerNS := orchestratedNamespace(t, consumer)
 		framework.StopControllerManager(t, consumer)
 		vk := framework.ClientFor(t, framework.VirtualKubeletConfig(t, consumer, b))
 		const secrets = 100
