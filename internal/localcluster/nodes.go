@@ -74,12 +74,20 @@ func KwokLogLine(name string) string {
 	return "simulated container running in cluster " + name
 }
 
+// KwokAttachFile is the file, in CRI log format, whose lines written after
+// `kubectl attach` starts every container kwok simulates in the cluster
+// shows to it (empty at first).
+func (c *Cluster) KwokAttachFile() string { return filepath.Join(c.Dir, "kwok", "attach.log") }
+
 // writeKwokDebugging writes the kwok configuration that makes its kubelet
-// API answer `kubectl logs` (every container shows KwokLogLine, from a file
-// in CRI log format) and `kubectl exec` (the command runs on this machine,
-// in the cluster directory, with KwokExecClusterEnv set): what a pod of
-// this cluster answers names the cluster, so a test can tell which cluster
-// answered. It returns the file's path.
+// API answer `kubectl logs` (every container shows KwokLogLine, from a
+// file in CRI log format), `kubectl attach` (what is written to
+// KwokAttachFile after it starts), `kubectl exec` (the command
+// runs on this machine, in the cluster directory, with KwokExecClusterEnv
+// set) and `kubectl port-forward` (every port echoes what it is sent,
+// through cat, on this machine): what a pod of this cluster answers names
+// the cluster, so a test can tell which cluster answered. It returns the
+// file's path.
 func (c *Cluster) writeKwokDebugging() (string, error) {
 	dir := filepath.Join(c.Dir, "kwok")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -88,6 +96,9 @@ func (c *Cluster) writeKwokDebugging() (string, error) {
 	logs := filepath.Join(dir, "container.log")
 	line := time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + KwokLogLine(c.Name) + "\n"
 	if err := os.WriteFile(logs, []byte(line), 0o600); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(c.KwokAttachFile(), nil, 0o600); err != nil {
 		return "", err
 	}
 	config := fmt.Sprintf(`apiVersion: kwok.x-k8s.io/v1alpha1
@@ -109,7 +120,23 @@ spec:
       envs:
       - name: %s
         value: %q
-`, logs, dir, KwokExecClusterEnv, c.Name)
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterAttach
+metadata:
+  name: liqo-harness
+spec:
+  attaches:
+  - logsFile: %q
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterPortForward
+metadata:
+  name: liqo-harness
+spec:
+  forwards:
+  - command: ["cat"]
+`, logs, dir, KwokExecClusterEnv, c.Name, c.KwokAttachFile())
 	path := filepath.Join(dir, "debugging.yaml")
 	return path, os.WriteFile(path, []byte(config), 0o600)
 }

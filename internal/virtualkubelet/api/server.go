@@ -173,7 +173,8 @@ type nodeHandler struct {
 
 // kubeletRequest is a parsed kubelet API path.
 type kubeletRequest struct {
-	// subresource is the pod subresource in the provider: log or exec.
+	// subresource is the pod subresource in the provider: log, exec,
+	// attach or portforward.
 	subresource               string
 	namespace, pod, container string
 	uid                       string
@@ -189,6 +190,14 @@ func parseKubeletPath(p string) (kubeletRequest, bool) {
 		return kubeletRequest{subresource: "exec", namespace: parts[1], pod: parts[2], container: parts[3]}, true
 	case len(parts) == 5 && parts[0] == "exec":
 		return kubeletRequest{subresource: "exec", namespace: parts[1], pod: parts[2], uid: parts[3], container: parts[4]}, true
+	case len(parts) == 4 && parts[0] == "attach":
+		return kubeletRequest{subresource: "attach", namespace: parts[1], pod: parts[2], container: parts[3]}, true
+	case len(parts) == 5 && parts[0] == "attach":
+		return kubeletRequest{subresource: "attach", namespace: parts[1], pod: parts[2], uid: parts[3], container: parts[4]}, true
+	case len(parts) == 3 && parts[0] == "portForward":
+		return kubeletRequest{subresource: "portforward", namespace: parts[1], pod: parts[2]}, true
+	case len(parts) == 4 && parts[0] == "portForward":
+		return kubeletRequest{subresource: "portforward", namespace: parts[1], pod: parts[2], uid: parts[3]}, true
 	}
 	return kubeletRequest{}, false
 }
@@ -197,7 +206,10 @@ func parseKubeletPath(p string) (kubeletRequest, bool) {
 // subresource in the provider's API server. Only the parameters of that
 // subresource pass.
 func providerQuery(subresource, container string, in url.Values) url.Values {
-	out := url.Values{"container": {container}}
+	out := url.Values{}
+	if container != "" {
+		out.Set("container", container)
+	}
 	switch subresource {
 	case "log":
 		for _, k := range []string{"follow", "previous", "timestamps", "sinceSeconds", "sinceTime", "tailLines", "limitBytes", "stream"} {
@@ -208,14 +220,22 @@ func providerQuery(subresource, container string, in url.Values) url.Values {
 		if tail := in.Get("tail"); tail != "" && tail != "all" && out.Get("tailLines") == "" {
 			out.Set("tailLines", tail) // the kubelet's older name
 		}
-	case "exec":
+	case "exec", "attach":
 		// The kubelet's stream names are the API server's stdin/stdout/stderr.
 		for kubelet, api := range map[string]string{"input": "stdin", "output": "stdout", "error": "stderr", "tty": "tty"} {
 			if v := in.Get(kubelet); v == "1" || v == "true" {
 				out.Set(api, "true")
 			}
 		}
-		out["command"] = in["command"]
+		if subresource == "exec" {
+			out["command"] = in["command"]
+		}
+	case "portforward":
+		// The ports come in each stream's headers (SPDY), or as the
+		// kubelet's port parameters (WebSocket), the API server's ports.
+		if ports, ok := in["port"]; ok {
+			out["ports"] = ports
+		}
 	}
 	return out
 }
@@ -243,8 +263,8 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req, ok := parseKubeletPath(r.URL.Path)
 	if !ok {
-		http.Error(w, "A virtual node serves only /containerLogs/{namespace}/{pod}/{container} and /exec/{namespace}/{pod}/{container}",
-			http.StatusNotFound)
+		http.Error(w, "A virtual node serves only /containerLogs/{namespace}/{pod}/{container}, /exec/{namespace}/{pod}/{container}, "+
+			"/attach/{namespace}/{pod}/{container} and /portForward/{namespace}/{pod}", http.StatusNotFound)
 		return
 	}
 	target, err := s.resolve(ctx, h.node, req)

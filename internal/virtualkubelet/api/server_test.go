@@ -17,8 +17,14 @@ func TestParseKubeletPath(t *testing.T) {
 		{"/containerLogs/ns/pod/app", kubeletRequest{subresource: "log", namespace: "ns", pod: "pod", container: "app"}, true},
 		{"/exec/ns/pod/app", kubeletRequest{subresource: "exec", namespace: "ns", pod: "pod", container: "app"}, true},
 		{"/exec/ns/pod/1234/app", kubeletRequest{subresource: "exec", namespace: "ns", pod: "pod", uid: "1234", container: "app"}, true},
+		{"/attach/ns/pod/app", kubeletRequest{subresource: "attach", namespace: "ns", pod: "pod", container: "app"}, true},
+		{"/attach/ns/pod/1234/app", kubeletRequest{subresource: "attach", namespace: "ns", pod: "pod", uid: "1234", container: "app"}, true},
+		{"/portForward/ns/pod", kubeletRequest{subresource: "portforward", namespace: "ns", pod: "pod"}, true},
+		{"/portForward/ns/pod/1234", kubeletRequest{subresource: "portforward", namespace: "ns", pod: "pod", uid: "1234"}, true},
 		{"/containerLogs/ns/pod", kubeletRequest{}, false},
-		{"/attach/ns/pod/app", kubeletRequest{}, false},
+		{"/attach/ns/pod", kubeletRequest{}, false},
+		{"/portForward/ns", kubeletRequest{}, false},
+		{"/run/ns/pod/app", kubeletRequest{}, false},
 		{"/pods", kubeletRequest{}, false},
 		{"/", kubeletRequest{}, false},
 	} {
@@ -49,11 +55,27 @@ func TestProviderQuery(t *testing.T) {
 		name: "exec streams are renamed, the command keeps its order", subresource: "exec",
 		in:   url.Values{"command": {"sh", "-c", "echo hi"}, "input": {"1"}, "output": {"1"}, "error": {"1"}, "tty": {"0"}},
 		want: url.Values{"container": {"app"}, "command": {"sh", "-c", "echo hi"}, "stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}},
+	}, {
+		name: "attach streams are renamed, no command passes", subresource: "attach",
+		in:   url.Values{"command": {"sh"}, "input": {"1"}, "output": {"1"}, "tty": {"1"}},
+		want: url.Values{"container": {"app"}, "stdin": {"true"}, "stdout": {"true"}, "tty": {"true"}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := providerQuery(tc.subresource, "app", tc.in); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("providerQuery = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestProviderQueryPortForward: a port-forward names no container; the
+// kubelet's port parameters become the API server's ports.
+func TestProviderQueryPortForward(t *testing.T) {
+	got := providerQuery("portforward", "", url.Values{"port": {"80", "443"}, "command": {"sh"}})
+	if want := (url.Values{"ports": {"80", "443"}}); !reflect.DeepEqual(got, want) {
+		t.Errorf("providerQuery = %v, want %v", got, want)
+	}
+	if got := providerQuery("portforward", "", url.Values{}); len(got) != 0 {
+		t.Errorf("providerQuery with no port = %v, want nothing", got)
 	}
 }

@@ -3,6 +3,7 @@
 package framework
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -171,6 +172,54 @@ func StopControllerManager(t testing.TB, m *playground.Member) {
 			t.Errorf("restarting %s's controller manager: %v", m.Name, err)
 		}
 	})
+}
+
+// KubectlStream starts the harness's kubectl against m, for a command
+// that runs until stopped (attach, port-forward), and returns the lines
+// it prints, as they come; it is stopped, and waited for, when the test
+// ends. What it printed on its standard error is logged if the test
+// fails.
+func KubectlStream(t testing.TB, m *playground.Member, args ...string) <-chan string {
+	t.Helper()
+	bin, err := localcluster.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1024)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // nobody reads that far
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("kubectl %s: %s", strings.Join(args, " "), errOut.String())
+		}
+	})
+	return lines
 }
 
 // Kubectl runs the harness's kubectl against m with stdin, as an operator

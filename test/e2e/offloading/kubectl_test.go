@@ -3,12 +3,16 @@
 package offloading_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,8 +29,9 @@ import (
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
-// TestKubectlLogsAndExec: `kubectl logs` and `kubectl exec` on the
-// consumer reach the offloaded pod in its provider, through the consumer's
+// TestKubectlLogsAndExec: `kubectl logs`, `kubectl exec`, `kubectl attach`
+// and `kubectl port-forward` (10 MB each way) on the consumer reach the
+// offloaded pod in its provider, through the consumer's
 // API server, the virtual node's kubelet API and the provider's API
 // server (kwok answers there, naming its cluster). The kubelet API lets in
 // only clients the API server's client CA signed, and of those only users
@@ -97,6 +102,82 @@ func TestKubectlLogsAndExec(t *testing.T) {
 			// A failing command fails kubectl exec.
 			if _, err := kubectl("", "exec", pod, "--", "sh", "-c", "exit 3"); err == nil || !strings.Contains(err.Error(), "exit status 3") {
 				t.Errorf("kubectl exec %s -- sh -c 'exit 3': %v, want a failure with exit status 3", pod, err)
+			}
+		})
+		t.Run("kubectl attach "+pod+" shows what its container writes in "+p.Name, func(t *testing.T) {
+			lines := framework.KubectlStream(t, a, "--namespace", ns, "attach", pod)
+			// kwok shows what is written once attach has started: a line
+			// is written until one is seen (bounded, to a local file).
+			want := "attached in " + p.Name
+			deadline := time.Now().Add(30 * time.Second)
+			for time.Now().Before(deadline) {
+				f, err := os.OpenFile(p.KwokAttachFile(), os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = fmt.Fprintf(f, "%s stdout F %s\n", time.Now().UTC().Format(time.RFC3339Nano), want)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case line, ok := <-lines:
+					if !ok {
+						t.Fatalf("kubectl attach %s ended without printing %q", pod, want)
+					}
+					if strings.TrimSpace(line) == want {
+						return
+					}
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+			t.Fatalf("kubectl attach %s printed no %q within 30 s", pod, want)
+		})
+		t.Run("kubectl port-forward to "+pod+" carries 10 MB both ways through "+p.Name, func(t *testing.T) {
+			lines := framework.KubectlStream(t, a, "--namespace", ns, "port-forward", "pod/"+pod, "--address", "127.0.0.1", ":8080")
+			forwarding := regexp.MustCompile(`^Forwarding from 127\.0\.0\.1:(\d+) -> 8080$`)
+			var port string
+			timeout := time.After(30 * time.Second)
+			for port == "" {
+				select {
+				case line, ok := <-lines:
+					if !ok {
+						t.Fatal("kubectl port-forward ended before forwarding")
+					}
+					if m := forwarding.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+						port = m[1]
+					}
+				case <-timeout:
+					t.Fatal("kubectl port-forward did not say where it forwards from within 30 s")
+				}
+			}
+			dialer := &net.Dialer{Timeout: 10 * time.Second}
+			conn, err := dialer.DialContext(t.Context(), "tcp", net.JoinHostPort("127.0.0.1", port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := conn.SetDeadline(time.Now().Add(2 * time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			// The container's port echoes (kwok's cat): what goes in comes back.
+			payload := make([]byte, 10<<20)
+			if _, err := rand.Read(payload); err != nil {
+				t.Fatal(err)
+			}
+			written := make(chan error, 1)
+			go func() { _, err := conn.Write(payload); written <- err }()
+			back := make([]byte, len(payload))
+			if _, err := io.ReadFull(conn, back); err != nil {
+				t.Fatalf("reading the echo of 10 MB through the port-forward: %v", err)
+			}
+			if err := <-written; err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(back, payload) {
+				t.Fatal("the 10 MB that came back through the port-forward differ from those sent")
 			}
 		})
 	}
