@@ -295,7 +295,7 @@ func TestBroker(t *testing.T) {
 		})
 	})
 
-	t.Run("kubectl logs and exec on the consumer reach the pod in its provider, through both hops", func(t *testing.T) {
+	t.Run("kubectl logs, exec, attach and port-forward on the consumer reach the pod in its provider, through both hops", func(t *testing.T) {
 		var pod string
 		for name := range consumerPods(t, consumer) {
 			pod = name
@@ -315,6 +315,8 @@ func TestBroker(t *testing.T) {
 		if strings.TrimSpace(out) != p1.Name {
 			t.Errorf("kubectl exec %s -- printenv %s printed %q, want %q", pod, localcluster.KwokExecClusterEnv, out, p1.Name)
 		}
+		framework.CheckAttach(t, consumer, ns, pod, p1)
+		framework.CheckPortForward(t, consumer, ns, pod, 10<<20)
 	})
 
 	t.Run("the consumer's objects reach its provider through the broker", func(t *testing.T) {

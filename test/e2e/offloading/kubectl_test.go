@@ -3,16 +3,12 @@
 package offloading_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,80 +101,10 @@ func TestKubectlLogsAndExec(t *testing.T) {
 			}
 		})
 		t.Run("kubectl attach "+pod+" shows what its container writes in "+p.Name, func(t *testing.T) {
-			lines := framework.KubectlStream(t, a, "--namespace", ns, "attach", pod)
-			// kwok shows what is written once attach has started: a line
-			// is written until one is seen (bounded, to a local file).
-			want := "attached in " + p.Name
-			deadline := time.Now().Add(30 * time.Second)
-			for time.Now().Before(deadline) {
-				f, err := os.OpenFile(p.KwokAttachFile(), os.O_APPEND|os.O_WRONLY, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, err = fmt.Fprintf(f, "%s stdout F %s\n", time.Now().UTC().Format(time.RFC3339Nano), want)
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				select {
-				case line, ok := <-lines:
-					if !ok {
-						t.Fatalf("kubectl attach %s ended without printing %q", pod, want)
-					}
-					if strings.TrimSpace(line) == want {
-						return
-					}
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
-			t.Fatalf("kubectl attach %s printed no %q within 30 s", pod, want)
+			framework.CheckAttach(t, a, ns, pod, p)
 		})
 		t.Run("kubectl port-forward to "+pod+" carries 10 MB both ways through "+p.Name, func(t *testing.T) {
-			lines := framework.KubectlStream(t, a, "--namespace", ns, "port-forward", "pod/"+pod, "--address", "127.0.0.1", ":8080")
-			forwarding := regexp.MustCompile(`^Forwarding from 127\.0\.0\.1:(\d+) -> 8080$`)
-			var port string
-			timeout := time.After(30 * time.Second)
-			for port == "" {
-				select {
-				case line, ok := <-lines:
-					if !ok {
-						t.Fatal("kubectl port-forward ended before forwarding")
-					}
-					if m := forwarding.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
-						port = m[1]
-					}
-				case <-timeout:
-					t.Fatal("kubectl port-forward did not say where it forwards from within 30 s")
-				}
-			}
-			dialer := &net.Dialer{Timeout: 10 * time.Second}
-			conn, err := dialer.DialContext(t.Context(), "tcp", net.JoinHostPort("127.0.0.1", port))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if err := conn.SetDeadline(time.Now().Add(2 * time.Minute)); err != nil {
-				t.Fatal(err)
-			}
-			// The container's port echoes (kwok's cat): what goes in comes back.
-			payload := make([]byte, 10<<20)
-			if _, err := rand.Read(payload); err != nil {
-				t.Fatal(err)
-			}
-			written := make(chan error, 1)
-			go func() { _, err := conn.Write(payload); written <- err }()
-			back := make([]byte, len(payload))
-			if _, err := io.ReadFull(conn, back); err != nil {
-				t.Fatalf("reading the echo of 10 MB through the port-forward: %v", err)
-			}
-			if err := <-written; err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(back, payload) {
-				t.Fatal("the 10 MB that came back through the port-forward differ from those sent")
-			}
+			framework.CheckPortForward(t, a, ns, pod, 10<<20)
 		})
 	}
 
