@@ -8,8 +8,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -23,6 +25,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -257,14 +260,17 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
 		return
 	}
-	if err := s.authorize(ctx, r.Method, user, groups, h.node); err != nil {
+	if err := s.authorize(ctx, r.Method, user, groups, h.node, nodeSubresources(r.URL.Path)...); err != nil {
 		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	if s.serveRead(ctx, w, r, h.node) {
 		return
 	}
 	req, ok := parseKubeletPath(r.URL.Path)
 	if !ok {
-		http.Error(w, "A virtual node serves only /containerLogs/{namespace}/{pod}/{container}, /exec/{namespace}/{pod}/{container}, "+
-			"/attach/{namespace}/{pod}/{container} and /portForward/{namespace}/{pod}", http.StatusNotFound)
+		http.Error(w, "A virtual node serves only /healthz, /pods, /runningpods/, /containerLogs/{namespace}/{pod}/{container}, "+
+			"/exec/{namespace}/{pod}/{container}, /attach/{namespace}/{pod}/{container} and /portForward/{namespace}/{pod}", http.StatusNotFound)
 		return
 	}
 	target, err := s.resolve(ctx, h.node, req)
@@ -331,10 +337,32 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (string, []s
 	return leaf.Subject.CommonName, leaf.Subject.Organization, nil
 }
 
+// nodeSubresources are the node subresources that allow a kubelet API
+// path, as a kubelet maps them (with fine-grained authorization): the
+// first that the caller holds lets it in; nodes/proxy allows every path.
+func nodeSubresources(p string) []string {
+	first := strings.SplitN(strings.TrimPrefix(path.Clean("/"+p), "/"), "/", 2)[0]
+	switch first {
+	case "stats":
+		return []string{"stats"}
+	case "metrics":
+		return []string{"metrics"}
+	case "logs":
+		return []string{"log"}
+	case "spec":
+		return []string{"spec"}
+	case "healthz":
+		return []string{"healthz", "proxy"}
+	case "pods", "runningpods":
+		return []string{"pods", "proxy"}
+	}
+	return []string{"proxy"}
+}
+
 // authorize asks the API server whether user may use the kubelet API of
-// node, as a kubelet in Webhook authorization mode does: nodes/proxy, with
-// the verb of the HTTP method.
-func (s *Server) authorize(ctx context.Context, method, user string, groups []string, node string) error {
+// node, as a kubelet in Webhook authorization mode does: one of the node
+// subresources (nodeSubresources), with the verb of the HTTP method.
+func (s *Server) authorize(ctx context.Context, method, user string, groups []string, node string, subresources ...string) error {
 	verb := map[string]string{
 		http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create",
 		http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
@@ -342,18 +370,71 @@ func (s *Server) authorize(ctx context.Context, method, user string, groups []st
 	if verb == "" {
 		return fmt.Errorf("method %s not allowed", method)
 	}
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user, Groups: groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: "proxy", Name: node},
-	}}
-	if err := s.Client.Create(ctx, sar); err != nil {
-		return fmt.Errorf("asking the API server: %w", err)
+	var refused []string
+	for _, sub := range subresources {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: sub, Name: node},
+		}}
+		if err := s.Client.Create(ctx, sar); err != nil {
+			return fmt.Errorf("asking the API server: %w", err)
+		}
+		if sar.Status.Allowed {
+			return nil
+		}
+		refused = append(refused, "nodes/"+sub)
 	}
-	if !sar.Status.Allowed {
-		return fmt.Errorf("user %q may not %s nodes/proxy on node %s %s", user, verb, node, sar.Status.Reason)
-	}
-	return nil
+	return fmt.Errorf("user %q may not %s %s on node %s", user, verb, strings.Join(refused, " nor "), node)
 }
+
+// serveRead answers the kubelet's read endpoints a virtual node serves
+// from this cluster's own view of its pods, and says whether it did:
+// /healthz, /pods (the pods bound to the node) and /runningpods/ (those
+// of them running, as the container runtime lists them: names, UIDs and
+// containers alone).
+func (s *Server) serveRead(ctx context.Context, w http.ResponseWriter, r *http.Request, node string) bool {
+	p := path.Clean("/" + r.URL.Path)
+	switch {
+	case p == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+		return true
+	case (p == "/pods" || p == "/runningpods") && r.Method == http.MethodGet:
+	default:
+		return false
+	}
+	var pods corev1.PodList
+	if err := s.Client.List(ctx, &pods, client.MatchingFields{podsByNodeField: node}); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return true
+	}
+	out := corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if p == "/pods" {
+			pod.ManagedFields = nil
+			out.Items = append(out.Items, *pod)
+			continue
+		}
+		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+			continue
+		}
+		running := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
+		for _, c := range pod.Spec.Containers {
+			running.Spec.Containers = append(running.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image})
+		}
+		out.Items = append(out.Items, running)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(&out); err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Writing a pod list failed", "error", err.Error())
+	}
+	return true
+}
+
+// podsByNodeField is the index of pods by node (node.PodsByNodeField),
+// which the manager's cache keeps.
+const podsByNodeField = "spec.nodeName"
 
 type statusError struct {
 	code int

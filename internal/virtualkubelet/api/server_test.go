@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"reflect"
 	"testing"
+
+	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 )
 
 func TestParseKubeletPath(t *testing.T) {
@@ -77,5 +79,31 @@ func TestProviderQueryPortForward(t *testing.T) {
 	}
 	if got := providerQuery("portforward", "", url.Values{}); len(got) != 0 {
 		t.Errorf("providerQuery with no port = %v, want nothing", got)
+	}
+}
+
+// TestNodeSubresources: each kubelet path is allowed as a kubelet allows
+// it (fine-grained first, nodes/proxy as the fallback where a kubelet has
+// one); a path cannot climb out of its prefix.
+func TestNodeSubresources(t *testing.T) {
+	for path, want := range map[string][]string{
+		"/healthz":                  {"healthz", "proxy"},
+		"/pods":                     {"pods", "proxy"},
+		"/runningpods/":             {"pods", "proxy"},
+		"/stats/summary":            {"stats"},
+		"/metrics/resource":         {"metrics"},
+		"/logs/messages":            {"log"},
+		"/containerLogs/ns/pod/app": {"proxy"},
+		"/exec/ns/pod/app":          {"proxy"},
+		"/portForward/ns/pod":       {"proxy"},
+		"/pods/../exec/ns/pod/app":  {"proxy"},
+		"/":                         {"proxy"},
+	} {
+		if got := nodeSubresources(path); !reflect.DeepEqual(got, want) {
+			t.Errorf("nodeSubresources(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if podsByNodeField != node.PodsByNodeField {
+		t.Errorf("the pods-by-node index is %q here and %q where it is made", podsByNodeField, node.PodsByNodeField)
 	}
 }

@@ -5,6 +5,7 @@ package offloading_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -212,8 +213,65 @@ func TestKubectlLogsAndExec(t *testing.T) {
 		if code, body := get(reader, nodeB+"/containerLogs/"+ns+"/no-such-pod/app"); code != http.StatusNotFound {
 			t.Errorf("logs of a pod that does not exist: %d %q, want 404", code, body)
 		}
-		if code, body := get(reader, nodeB+"/pods"); code != http.StatusNotFound {
+		if code, body := get(reader, nodeB+"/configz"); code != http.StatusNotFound {
 			t.Errorf("a kubelet path the virtual node does not serve: %d %q, want 404", code, body)
+		}
+
+		// The read endpoints: health, and the pods bound to the node, as
+		// this cluster sees them.
+		if code, body := get(reader, nodeB+"/healthz"); code != http.StatusOK || body != "ok" {
+			t.Errorf("/healthz: %d %q, want 200 ok", code, body)
+		}
+		podNames := func(body string) []string {
+			t.Helper()
+			var list corev1.PodList
+			if err := json.Unmarshal([]byte(body), &list); err != nil {
+				t.Fatalf("not a pod list: %v: %q", err, body)
+			}
+			var names []string
+			for _, p := range list.Items {
+				names = append(names, p.Namespace+"/"+p.Name)
+			}
+			return names
+		}
+		for _, path := range []string{"/pods", "/runningpods/"} {
+			code, body := get(reader, nodeB+path)
+			if code != http.StatusOK {
+				t.Fatalf("%s: %d %q", path, code, body)
+			}
+			if names := podNames(body); len(names) != 1 || names[0] != ns+"/on-"+b.Name {
+				t.Errorf("%s of %s lists %v, want %s/on-%s alone", path, nodes[b.Name].Name, names, ns, b.Name)
+			}
+		}
+		// nodes/pods alone (a kubelet's fine-grained right) reads the pod
+		// list, and nothing more.
+		const lister = "liqo-e2e-pod-lister"
+		listerCert := certFor(a, lister)
+		listerRole := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: lister},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{""}, Resources: []string{"nodes/pods"}, Verbs: []string{"get"}, ResourceNames: []string{nodes[b.Name].Name},
+			}},
+		}
+		listerBinding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: lister},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: lister},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: lister}},
+		}
+		for _, o := range []client.Object{listerRole, listerBinding} {
+			if err := cl.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			framework.DeleteOnCleanup(t, cl, o)
+		}
+		framework.Eventually(t, 10*time.Second, func() error {
+			if code, body := get(listerCert, nodeB+"/pods"); code != http.StatusOK {
+				return fmt.Errorf("as %s with nodes/pods: /pods %d %q", lister, code, body)
+			}
+			return nil
+		})
+		if code, body := get(listerCert, logsURL); code != http.StatusForbidden || !strings.Contains(body, "nodes/proxy") {
+			t.Errorf("as %s, with nodes/pods alone, logs: %d %q, want 403 naming nodes/proxy", lister, code, body)
 		}
 	})
 }
