@@ -472,6 +472,40 @@ func TestPodDriftIsCorrected(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Annotations (which the downward API shows) and the active deadline
+	// follow the local pod; what the provider annotated itself stays.
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, pod.Name, func(o client.Object) {
+		o.(*corev1.Pod).Annotations["provider.example/sidecar"] = "injected"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(pod.DeepCopy())
+	metav1.SetMetaDataAnnotation(&pod.ObjectMeta, "example.com/build", "42")
+	metav1.SetMetaDataAnnotation(&pod.ObjectMeta, "example.com/gone", "soon")
+	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](3600)
+	if err := w.c.Patch(t.Context(), pod, patch); err != nil {
+		t.Fatal(err)
+	}
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		if p.Annotations["example.com/build"] != "42" || p.Annotations["example.com/gone"] != "soon" || ptr.Deref(p.Spec.ActiveDeadlineSeconds, 0) != 3600 {
+			return fmt.Errorf("provider pod annotations %v, deadline %v; want the local pod's", p.Annotations, p.Spec.ActiveDeadlineSeconds)
+		}
+		return nil
+	})
+	patch = client.MergeFrom(pod.DeepCopy())
+	delete(pod.Annotations, "example.com/gone")
+	pod.Annotations["example.com/build"] = "43"
+	if err := w.c.Patch(t.Context(), pod, patch); err != nil {
+		t.Fatal(err)
+	}
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		_, gone := p.Annotations["example.com/gone"]
+		if p.Annotations["example.com/build"] != "43" || gone || p.Annotations["provider.example/sidecar"] != "injected" {
+			return fmt.Errorf("provider pod annotations %v; want build=43, no gone, the provider's sidecar kept", p.Annotations)
+		}
+		return nil
+	})
 	if n := len(w.podOps("create", pod.Name)); n != 1 {
 		t.Errorf("%d creates of the provider pod, want 1 (corrections update it)", n)
 	}

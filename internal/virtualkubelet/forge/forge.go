@@ -22,6 +22,11 @@ const (
 	TokenForPodAnnotation = "offloading.liqo.io/token-for-pod"
 	// TokenRefreshAnnotation is when the token is renewed.
 	TokenRefreshAnnotation = "offloading.liqo.io/token-refresh-at"
+	// AnnotationsAnnotation lists, comma-separated, the keys of the
+	// annotations of a provider pod that are the consumer's: those the
+	// virtual kubelet keeps as the local pod's change, and removes when
+	// the local pod's go; the provider's own it leaves alone.
+	AnnotationsAnnotation = "offloading.liqo.io/annotations"
 	// RootCAConfigMap is the consumer's CA bundle in every namespace;
 	// every provider namespace has its own.
 	RootCAConfigMap = "kube-root-ca.crt"
@@ -50,6 +55,7 @@ func Meta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.ObjectMe
 	delete(annotations, LastAppliedAnnotation)
 	delete(annotations, TokenForPodAnnotation)
 	delete(annotations, TokenRefreshAnnotation)
+	delete(annotations, AnnotationsAnnotation)
 	annotations[offloadingv1alpha1.OriginUIDAnnotation] = string(local.UID)
 	annotations[offloadingv1alpha1.OriginNamespaceAnnotation] = local.Namespace
 	return metav1.ObjectMeta{Namespace: remoteNS, Name: local.Name, Labels: labels, Annotations: annotations}

@@ -4,7 +4,9 @@ package pods
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -65,7 +67,20 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return dropped[m.Name] })
 		}
 	}
-	return &corev1.Pod{ObjectMeta: forge.Meta(&local.ObjectMeta, remoteNS, consumerID), Spec: *spec}
+	meta := forge.Meta(&local.ObjectMeta, remoteNS, consumerID)
+	keys := slices.Sorted(maps.Keys(meta.Annotations))
+	meta.Annotations[forge.AnnotationsAnnotation] = strings.Join(keys, ",")
+	return &corev1.Pod{ObjectMeta: meta, Spec: *spec}
+}
+
+// consumerAnnotations are the keys of remote's annotations that are the
+// consumer's, as the virtual kubelet recorded them.
+func consumerAnnotations(remote *corev1.Pod) []string {
+	v := remote.Annotations[forge.AnnotationsAnnotation]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // boundLimits gives every resource a container requests a limit, the
@@ -95,11 +110,23 @@ func providerToleration(t corev1.Toleration) bool {
 	return (t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable) && t.Effect == corev1.TaintEffectNoExecute
 }
 
-// podDrifted says whether someone changed the provider pod's labels or
-// images away from what the consumer asked.
+// podDrifted says whether the provider pod's labels, the consumer's
+// annotations, images or active deadline differ from what the consumer
+// asks: the consumer changed them, or someone did in the provider.
 func podDrifted(remote, desired *corev1.Pod) bool {
-	if !equality.Semantic.DeepEqual(remote.Labels, desired.Labels) {
+	if !equality.Semantic.DeepEqual(remote.Labels, desired.Labels) ||
+		!equality.Semantic.DeepEqual(remote.Spec.ActiveDeadlineSeconds, desired.Spec.ActiveDeadlineSeconds) {
 		return true
+	}
+	for k, v := range desired.Annotations {
+		if got, ok := remote.Annotations[k]; !ok || got != v {
+			return true
+		}
+	}
+	for _, k := range consumerAnnotations(remote) {
+		if _, ok := desired.Annotations[k]; !ok {
+			return true
+		}
 	}
 	for i := range desired.Spec.Containers {
 		if i >= len(remote.Spec.Containers) || remote.Spec.Containers[i].Image != desired.Spec.Containers[i].Image {
@@ -109,11 +136,20 @@ func podDrifted(remote, desired *corev1.Pod) bool {
 	return false
 }
 
-// correctPod returns remote with labels and images set back to desired;
-// the only fields of a running pod's spec that may change.
+// correctPod returns remote with labels, the consumer's annotations,
+// images and active deadline set to desired (fields of a running pod that
+// may change); the provider's own annotations stay.
 func correctPod(remote, desired *corev1.Pod) *corev1.Pod {
 	out := remote.DeepCopy()
 	out.Labels = desired.Labels
+	out.Spec.ActiveDeadlineSeconds = desired.Spec.ActiveDeadlineSeconds
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	for _, k := range consumerAnnotations(remote) {
+		delete(out.Annotations, k)
+	}
+	maps.Copy(out.Annotations, desired.Annotations)
 	for i := range out.Spec.Containers {
 		if i < len(desired.Spec.Containers) {
 			out.Spec.Containers[i].Image = desired.Spec.Containers[i].Image

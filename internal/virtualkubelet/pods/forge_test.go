@@ -93,6 +93,26 @@ func TestRemotePod(t *testing.T) {
 	if fixed := correctPod(drifted, got); fixed.Spec.Containers[0].Image != "web:1" {
 		t.Errorf("corrected image %q", fixed.Spec.Containers[0].Image)
 	}
+	// An annotation of the provider's own is no drift; one of the
+	// consumer's changed, or gone from the local pod, is.
+	own := got.DeepCopy()
+	own.Annotations["provider.example/sidecar"] = "yes"
+	if podDrifted(own, got) {
+		t.Error("podDrifted sees the provider's own annotation as drift")
+	}
+	want := got.DeepCopy()
+	want.Annotations = map[string]string{"kept": "2"}
+	before := got.DeepCopy()
+	before.Annotations["kept"], before.Annotations["removed"] = "1", "x"
+	before.Annotations[forge.AnnotationsAnnotation] = "kept,removed"
+	before.Annotations["provider.example/sidecar"] = "yes"
+	if !podDrifted(before, want) {
+		t.Fatal("podDrifted does not see the consumer's annotations change")
+	}
+	fixed := correctPod(before, want)
+	if _, ok := fixed.Annotations["removed"]; ok || fixed.Annotations["kept"] != "2" || fixed.Annotations["provider.example/sidecar"] != "yes" {
+		t.Errorf("corrected annotations %v, want kept=2, no removed, the provider's sidecar", fixed.Annotations)
+	}
 }
 
 func TestLocalStatus(t *testing.T) {

@@ -363,7 +363,7 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 			return n.Spec.NodeName != "" && (o.Spec.NodeName != n.Spec.NodeName || n.Generation != o.Generation ||
-				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !maps.Equal(o.Labels, n.Labels) ||
+				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
 				podReady(o) && !podReady(n))
 		},
 	}
