@@ -164,6 +164,14 @@ test-controllers: $(RUNTIME_BINS) $(NODE_BINS) ## Run every test outside the end
 test-e2e: $(RUNTIME_BINS) $(NODE_BINS) $(BIN)/kubectl build ## Run the end-to-end suites (several clusters each, in random order).
 	go test -race -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
+##@ Conformance
+
+.PHONY: conformance-suite
+conformance-suite: $(BIN)/e2e.test ## Build bin/e2e.test: upstream's end-to-end suite at the control plane's version, every test namespace offloaded.
+
+$(BIN)/e2e.test: hack/conformance/go.mod hack/conformance/go.sum hack/conformance/e2e_test.go
+	cd hack/conformance && go test -c -o $(BIN)/e2e.test .
+
 .PHONY: system-deps
 system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables, wireguard-tools, iperf3) when missing; needs root.
 	hack/system-deps.sh
