@@ -156,7 +156,8 @@ func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clus
 	}
 	if err := virtualkubelet.Setup(ctx, mgr, virtualkubelet.Options{
 		LocalClusterID: clusterID, Providers: router, Health: router, Addresses: router, Kubelet: server, KubeletAddress: addr,
-		Removed: func(p string) { sessions.StopAfter(p, time.Minute) },
+		Removed:        func(p string) { sessions.StopAfter(p, time.Minute) },
+		UntaintedNodes: !o.VirtualNodeTaint,
 	}); err != nil {
 		return nil, nil, err
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	// addresses are not shown (nothing is agreed to reach them), and no
 	// EndpointSlice is reflected into the providers.
 	NoTranslation bool
+	// UntaintedNodes leaves the virtual nodes untainted (node.Reconciler's
+	// Untainted).
+	UntaintedNodes bool
 }
 
 // Setup adds the virtual kubelet to mgr: the virtual nodes, the pod
@@ -59,6 +62,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	nodes := &node.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Health: o.Health, Removed: o.Removed,
+		Untainted: o.UntaintedNodes,
 	}
 	if o.Kubelet != nil {
 		nodes.Kubelet, nodes.KubeletAddress = o.Kubelet, o.KubeletAddress

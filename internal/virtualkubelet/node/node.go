@@ -78,6 +78,12 @@ type Reconciler struct {
 		Endpoint(ctx context.Context, node string) (int32, error)
 		Release(node string)
 	}
+	// Untainted leaves the virtual nodes without the taint
+	// offloading.liqo.io/virtual-node (and takes it off one that has it),
+	// for suites that take only untainted nodes as schedulable (upstream
+	// conformance). A pod of a namespace not offloaded that lands on such
+	// a node waits there, with a NamespaceNotOffloaded event.
+	Untainted bool
 
 	// applied holds, by node name, the labels last applied to it.
 	applied sync.Map
@@ -308,6 +314,9 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 		// labelled virtual: the controller manager may write no other node
 		// (the admission policy liqo-controller-manager-nodes).
 		node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{taint}}}
+		if r.Untainted {
+			node.Spec.Taints = nil
+		}
 		if err := r.Client.Create(ctx, node, client.FieldOwner(FieldManager)); err != nil {
 			return nil, fmt.Errorf("creating virtual node %s: %w", name, err)
 		}
@@ -327,9 +336,14 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 	}
 	// Taints are one atomic list: ours is added to what the others set,
 	// and a concurrent change makes this try again rather than drop theirs.
-	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) && t.Value == taint.Value }) {
+	ours := func(t corev1.Taint) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint }
+	tainted := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) && t.Value == taint.Value })
+	if r.Untainted && slices.ContainsFunc(node.Spec.Taints, ours) || !r.Untainted && !tainted {
 		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		node.Spec.Taints = append(slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint }), taint)
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, ours)
+		if !r.Untainted {
+			node.Spec.Taints = append(node.Spec.Taints, taint)
+		}
 		if err := r.Client.Patch(ctx, node, patch, client.FieldOwner(FieldManager)); err != nil {
 			return nil, fmt.Errorf("tainting virtual node %s: %w", name, err)
 		}

@@ -383,3 +383,63 @@ func TestOfferOfNoPeerKeepsANode(t *testing.T) {
 		return nil
 	})
 }
+
+// TestUntaintedNodes: a controller manager told to leave its virtual nodes
+// untainted (--virtual-node-taint=false, for suites that take only
+// untainted nodes as schedulable) takes its taint off a node that has it,
+// keeps an operator's, and makes new nodes without it; told again to
+// taint, it puts the taint back.
+func TestUntaintedNodes(t *testing.T) {
+	cfg := envtest.Start(t, "consumer")
+	ctx := t.Context()
+	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: c, APIReader: c, Health: memory.New()}
+	offer := func(id string) *provider.Offer {
+		return &provider.Offer{Provider: id, Name: id, Resources: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}
+	}
+	ours := func(n *corev1.Node) bool {
+		return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == offloadingv1alpha1.VirtualNodeTaint })
+	}
+	operators := corev1.Taint{Key: "example.com/maintenance", Value: "soon", Effect: corev1.TaintEffectNoSchedule}
+	node, _, _, err := r.Keep(ctx, offer("tainted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &got); err != nil || !ours(&got) {
+		t.Fatalf("node %s taints %v (%v), want the virtual nodes' taint by default", node.Name, got.Spec.Taints, err)
+	}
+	got.Spec.Taints = append(got.Spec.Taints, operators)
+	if err := c.Update(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+
+	r.Untainted = true
+	if _, _, _, err := r.Keep(ctx, offer("tainted")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &got); err != nil || ours(&got) || !slices.ContainsFunc(got.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&operators) }) {
+		t.Errorf("node %s taints %v (%v), want the operator's alone", node.Name, got.Spec.Taints, err)
+	}
+	fresh, _, _, err := r.Keep(ctx, offer("fresh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: fresh.Name}, &got); err != nil || ours(&got) {
+		t.Errorf("new node %s taints %v (%v), want not the virtual nodes'", fresh.Name, got.Spec.Taints, err)
+	}
+
+	r.Untainted = false
+	if _, _, _, err := r.Keep(ctx, offer("fresh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: fresh.Name}, &got); err != nil || !ours(&got) {
+		t.Errorf("node %s taints %v (%v), want the virtual nodes' taint back", fresh.Name, got.Spec.Taints, err)
+	}
+}
