@@ -219,6 +219,18 @@ func (c *Cluster) authorizationModes() string {
 	return "RBAC"
 }
 
+// HostAddress is, for a cluster with real nodes, the address its API
+// server's egress reaches the host's loopback services at, port for port
+// (harness-net's --host-address): one the API server proxies to (it
+// proxies to no loopback address), for a virtual kubelet's API on the
+// host. Invalid without real nodes.
+func (c *Cluster) HostAddress() netip.Addr {
+	if len(c.realNodes) == 0 {
+		return netip.Addr{}
+	}
+	return apiServerVIP(c.networkIndex)
+}
+
 // egressSocket is harness-net's socket; a Unix socket path is short, so a
 // deep cluster directory gets one in the temporary directory instead.
 func (c *Cluster) egressSocket() string {
@@ -243,6 +255,7 @@ func (c *Cluster) startHarnessNet(ctx context.Context) error {
 		"--node=/run/netns/" + c.realNodes[0].netns,
 		"--forward=" + net.JoinHostPort(apiServerVIP(c.networkIndex).String(), "6443") + "=127.0.0.1:" + apiPort,
 		"--egress=" + c.egressSocket(),
+		"--host-address=" + apiServerVIP(c.networkIndex).String(),
 	})
 	if err != nil {
 		return err

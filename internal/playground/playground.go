@@ -100,6 +100,10 @@ type Options struct {
 	// nodes import (tagged GatewayImageRepository:GatewayImageTag); defaults to
 	// BinDir/GatewayImageFile.
 	GatewayImage string
+	// NodeImages are more image archives the real nodes import (with
+	// Network), for workloads that cannot pull: `make conformance` gives
+	// the suite's images this way.
+	NodeImages []string
 	// Broker, when set, starts one more cluster, named BrokerName, that
 	// runs Liqo and liqo-broker with these modes (catalog, orchestrator),
 	// its catalog public; the broker's URL is written to <Dir>/broker.url.
@@ -161,6 +165,18 @@ type state struct {
 	// Network is the underlay's namespace, when the clusters have real
 	// nodes: Down removes it after the clusters.
 	Network string `json:"network,omitempty"`
+}
+
+// kubeletAddressArgs publish the virtual nodes' kubelet API at the
+// cluster's host address when it has real nodes: the API server's node
+// proxy (kubectl get --raw /api/v1/nodes/NAME/proxy/...) refuses a
+// loopback address, and the egress proxy brings that one to the host's
+// loopback.
+func (m *Member) kubeletAddressArgs() []string {
+	if a := m.HostAddress(); a.IsValid() {
+		return []string{"--kubelet-address=" + a.String()}
+	}
+	return nil
 }
 
 // GatewayImageFile is the archive of the gateway's image that `make demo`
@@ -346,6 +362,7 @@ func startMember(ctx context.Context, opts Options, name string, network *localc
 	if network != nil {
 		copts.RealNodes, copts.Network = 1, network
 		copts.NodeImages = append(copts.NodeImages, opts.GatewayImage)
+		copts.NodeImages = append(copts.NodeImages, opts.NodeImages...)
 		values["gateway"] = map[string]any{"image": map[string]any{"repository": GatewayImageRepository, "tag": GatewayImageTag}}
 		skip = []string{"Deployment/" + install.ControllerManagerName, "Deployment/" + install.BrokerName}
 	}
@@ -427,7 +444,7 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 		"--webhook-bind-address=127.0.0.1:" + strconv.Itoa(m.WebhookPort),
 		// Each virtual node's kubelet API takes a free port.
 		"--kubelet-bind-address=127.0.0.1:0",
-	}, m.extraArgs...))
+	}, append(m.kubeletAddressArgs(), m.extraArgs...)...))
 	if err != nil {
 		return err
 	}

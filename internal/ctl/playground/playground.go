@@ -91,6 +91,12 @@ type UpOptions struct {
 	// GatewayImage is the archive of the gateway's image; the bin
 	// directory's when empty (playground.Options.GatewayImage).
 	GatewayImage string
+	// NodeImages are more image archives the real nodes import.
+	NodeImages []string
+	// UntaintedVirtualNodes names the clusters whose virtual nodes are
+	// left untainted (their controller managers'
+	// --virtual-node-taint=false).
+	UntaintedVirtualNodes []string
 	// Liqoctl is the liqoctl binary the components are supervised by;
 	// this program when empty.
 	Liqoctl string
@@ -118,6 +124,8 @@ func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
 	cmd.Flags().StringVar(&o.Broker, "broker", o.Broker, "Add a cluster named broker, peered with every other, running liqo-broker with these services (comma-separated: catalog, orchestrator; --broker alone: both); its URL goes to <dir>/broker.url")
 	cmd.Flags().Lookup("broker").NoOptDefVal = "catalog,orchestrator"
 	cmd.Flags().BoolVar(&o.Network, "network", o.Network, "Give each cluster a real node (kubelet, containerd) and connect the clusters' pod networks through the gateways' tunnels; needs root, `make node-tools` and the gateway's image (`make demo` as root builds them)")
+	cmd.Flags().StringSliceVar(&o.UntaintedVirtualNodes, "untainted-virtual-nodes", o.UntaintedVirtualNodes, "Clusters (e.g. cluster-1) whose virtual nodes are left without their taint (--virtual-node-taint=false), for suites that take only untainted nodes as schedulable, such as upstream conformance; every pod may then land there, so never a provider's")
+	cmd.Flags().StringSliceVar(&o.NodeImages, "node-images", o.NodeImages, "With --network, more image archives (OCI or Docker, as `ctr images import` reads) every real node imports, for workloads that cannot pull")
 	return cmd
 }
 
@@ -132,6 +140,16 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		if exe, err = os.Executable(); err != nil {
 			return err
 		}
+	}
+	for i, f := range o.NodeImages {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("--node-images: %w", err)
+		}
+		o.NodeImages[i] = abs
 	}
 	network, nodes := o.Network, o.NodesPerCluster
 	if network {
@@ -152,6 +170,12 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		}
 	}
 	p, err := playground.Up(ctx, playground.Options{
+		ControllerManagerArgsFor: func(name string) []string {
+			if slices.Contains(o.UntaintedVirtualNodes, name) {
+				return []string{"--virtual-node-taint=false"}
+			}
+			return nil
+		},
 		Broker:          brokerModes,
 		Supervisor:      Supervisor(exe),
 		Dir:             o.Dir,
@@ -160,6 +184,7 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		BinDir:          o.BinDir,
 		Network:         network,
 		GatewayImage:    o.GatewayImage,
+		NodeImages:      o.NodeImages,
 		Detach:          true,
 		Out:             out,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {

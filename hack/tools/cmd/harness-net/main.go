@@ -14,6 +14,11 @@
 //     target in --underlay-cidr inside the underlay namespace, anything
 //     else (pod and service IPs) inside --node, the namespace of one of
 //     the cluster's nodes, where its routes and kube-proxy's rules apply.
+//     A target at --host-address (the cluster's own underlay address)
+//     that no --forward listens on is dialled on the host's loopback at
+//     the same port: a service of the host (a virtual kubelet's API)
+//     then has an address the API server proxies to, as it proxies to no
+//     loopback address.
 //
 // Malformed requests are answered with 400 and counted; every relay ends
 // when either side closes.
@@ -54,22 +59,24 @@ func main() {
 		underlay     string
 		node         string
 		underlayCIDR string
+		hostAddress  string
 	)
 	flag.Var(&fwd, "forward", "LISTEN=TARGET: listen on LISTEN in the underlay namespace, relay to TARGET on the host (repeatable)")
 	flag.StringVar(&egress, "egress", "", "Unix socket to serve HTTP CONNECT on for the API server's egress selector")
 	flag.StringVar(&underlay, "underlay", "", "path of the underlay network namespace (/run/netns/NAME)")
 	flag.StringVar(&node, "node", "", "path of the network namespace of a node of the cluster")
 	flag.StringVar(&underlayCIDR, "underlay-cidr", "", "addresses that live in the underlay namespace")
+	flag.StringVar(&hostAddress, "host-address", "", "underlay address whose ports no --forward listens on are the host loopback's, for the egress proxy")
 	// The harness finds its processes by the cluster directory in their
 	// arguments (localcluster.Reap).
 	flag.String("cluster-dir", "", "the cluster's directory; unused, names the process as the cluster's")
 	flag.Parse()
-	if err := run(fwd, egress, underlay, node, underlayCIDR); err != nil {
+	if err := run(fwd, egress, underlay, node, underlayCIDR, hostAddress); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(fwd forwards, egress, underlay, node, underlayCIDR string) error {
+func run(fwd forwards, egress, underlay, node, underlayCIDR, hostAddress string) error {
 	if underlay == "" {
 		return errors.New("--underlay is required")
 	}
@@ -107,7 +114,16 @@ func run(fwd forwards, egress, underlay, node, underlayCIDR string) error {
 		if err := os.Chmod(egress, 0o600); err != nil {
 			return err
 		}
-		e := &egressProxy{underlay: underlay, node: node, underlayCIDR: prefix}
+		e := &egressProxy{underlay: underlay, node: node, underlayCIDR: prefix, forwarded: map[string]bool{}}
+		if hostAddress != "" {
+			if e.hostAddress, err = netip.ParseAddr(hostAddress); err != nil {
+				return fmt.Errorf("--host-address: %w", err)
+			}
+		}
+		for _, f := range fwd {
+			listen, _, _ := strings.Cut(f, "=")
+			e.forwarded[listen] = true
+		}
 		srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 		closers = append(closers, srv)
 		log.Printf("serving the egress proxy on %s", egress)
@@ -180,6 +196,8 @@ func relay(a, b net.Conn) {
 type egressProxy struct {
 	underlay, node string
 	underlayCIDR   netip.Prefix
+	hostAddress    netip.Addr
+	forwarded      map[string]bool // the --forward listen addresses
 	malformed      atomic.Int64
 }
 
@@ -201,6 +219,8 @@ func (e *egressProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case addr.IsLoopback():
 		err = dial()
+	case addr == e.hostAddress && !e.forwarded[r.Host]:
+		up, err = d.DialContext(r.Context(), "tcp", net.JoinHostPort("127.0.0.1", port))
 	case e.underlayCIDR.Contains(addr):
 		err = inNetns(e.underlay, dial)
 	case e.node != "":

@@ -32,7 +32,8 @@ func TestEgressProxy(t *testing.T) {
 			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
 		}
 	}()
-	proxy := &egressProxy{underlay: "/nonexistent", underlayCIDR: netip.MustParsePrefix("10.254.0.0/16")}
+	proxy := &egressProxy{underlay: "/nonexistent", underlayCIDR: netip.MustParsePrefix("10.254.0.0/16"),
+		hostAddress: netip.MustParseAddr("10.254.3.1"), forwarded: map[string]bool{"10.254.3.1:6443": true}}
 	l, err := net.Listen("tcp", "127.0.0.1:0") //nolint:noctx // a test listener
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +86,29 @@ func TestEgressProxy(t *testing.T) {
 	if n := proxy.malformed.Load(); n != 3 {
 		t.Errorf("%d malformed requests counted, want 3", n)
 	}
+	// The host's underlay address: a port no forward listens on is the
+	// host loopback's; a forwarded one stays in the underlay (absent
+	// here: a 502).
+	_, echoPort, _ := net.SplitHostPort(echo.Addr().String())
+	hosted := net.JoinHostPort("10.254.3.1", echoPort)
+	r, c = connect(fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hosted, hosted))
+	if status, err := r.ReadString('\n'); err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("CONNECT to the host address: %q, %v", status, err)
+	}
+	_, _ = r.ReadString('\n')
+	if _, err := io.WriteString(c, "pong\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadString('\n'); err != nil || got != "pong\n" {
+		t.Errorf("relayed from the host address %q, %v", got, err)
+	}
+	c.Close()
+	r, c = connect("CONNECT 10.254.3.1:6443 HTTP/1.1\r\nHost: 10.254.3.1:6443\r\n\r\n")
+	if status, err := r.ReadString('\n'); err != nil || !strings.Contains(status, "502") {
+		t.Errorf("CONNECT to a forwarded port of the host address: %q, %v; want 502 (dialled in the absent underlay)", status, err)
+	}
+	c.Close()
+
 	r, c = connect("CONNECT 10.96.0.1:443 HTTP/1.1\r\nHost: 10.96.0.1:443\r\n\r\n")
 	if status, err := r.ReadString('\n'); err != nil || !strings.Contains(status, "502") {
 		t.Errorf("CONNECT with no node namespace: %q, %v; want 502", status, err)
