@@ -22,6 +22,9 @@ import (
 // classes, runtime classes and readiness gates the provider may not have,
 // and the consumer's service account token unless the pod asks for it;
 // the provider's scheduler places the pod on one of its own nodes.
+// Ephemeral containers are kept (their mounts forged as the containers'),
+// though a pod is created without them: they are added afterwards,
+// through their subresource (missingEphemeral).
 func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	spec := local.Spec.DeepCopy()
 	spec.NodeName = ""
@@ -33,7 +36,6 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	spec.Priority, spec.PriorityClassName, spec.PreemptionPolicy = nil, "", nil
 	spec.RuntimeClassName, spec.Overhead = nil, nil
 	spec.ReadinessGates = nil
-	spec.EphemeralContainers = nil
 	spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(t corev1.Toleration) bool { return !providerToleration(t) })
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
@@ -67,10 +69,107 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 			cs[i].VolumeMounts = slices.DeleteFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return dropped[m.Name] })
 		}
 	}
+	for i := range spec.EphemeralContainers {
+		ec := &spec.EphemeralContainers[i].EphemeralContainerCommon
+		ec.VolumeMounts = slices.DeleteFunc(ec.VolumeMounts, func(m corev1.VolumeMount) bool { return dropped[m.Name] })
+	}
 	meta := forge.Meta(&local.ObjectMeta, remoteNS, consumerID)
+	downward(local, spec, meta.Annotations)
 	keys := slices.Sorted(maps.Keys(meta.Annotations))
 	meta.Annotations[forge.AnnotationsAnnotation] = strings.Join(keys, ",")
 	return &corev1.Pod{ObjectMeta: meta, Spec: *spec}
+}
+
+// missingEphemeral says whether desired has ephemeral containers the
+// provider pod lacks (they are only ever added, never changed or
+// removed), and returns remote with them added, for the pods'
+// ephemeralcontainers subresource.
+func missingEphemeral(remote, desired *corev1.Pod) (*corev1.Pod, bool) {
+	out := remote.DeepCopy()
+	for _, ec := range desired.Spec.EphemeralContainers {
+		if !slices.ContainsFunc(remote.Spec.EphemeralContainers, func(r corev1.EphemeralContainer) bool { return r.Name == ec.Name }) {
+			out.Spec.EphemeralContainers = append(out.Spec.EphemeralContainers, ec)
+		}
+	}
+	return out, len(out.Spec.EphemeralContainers) != len(remote.Spec.EphemeralContainers)
+}
+
+// The annotations of a provider pod that hold what the downward API shows
+// the pod of itself as the consumer sees it: its namespace (which the
+// provider names otherwise, under DefaultName mapping), UID, node (the
+// virtual node) and service account. A pod offloaded in turn (through a
+// broker) carries them already: the first consumer's stay.
+const (
+	DownwardNamespaceAnnotation      = "offloading.liqo.io/pod-namespace"
+	DownwardUIDAnnotation            = "offloading.liqo.io/pod-uid"
+	DownwardNodeNameAnnotation       = "offloading.liqo.io/node-name"
+	DownwardServiceAccountAnnotation = "offloading.liqo.io/service-account-name"
+)
+
+// downwardFields are the pod fields the downward API shows that differ
+// in the provider, and the annotation each is shown from instead.
+var downwardFields = map[string]string{
+	"metadata.namespace":      DownwardNamespaceAnnotation,
+	"metadata.uid":            DownwardUIDAnnotation,
+	"spec.nodeName":           DownwardNodeNameAnnotation,
+	"spec.serviceAccountName": DownwardServiceAccountAnnotation,
+}
+
+// downward makes the downward API show a provider pod what the consumer
+// shows of the local pod: the fields that differ in the provider are
+// read from annotations holding the local values, in environment
+// variables, downwardAPI volumes and projected ones alike.
+func downward(local *corev1.Pod, spec *corev1.PodSpec, annotations map[string]string) {
+	values := map[string]string{
+		DownwardNamespaceAnnotation: local.Namespace, DownwardUIDAnnotation: string(local.UID),
+		DownwardNodeNameAnnotation: local.Spec.NodeName, DownwardServiceAccountAnnotation: local.Spec.ServiceAccountName,
+	}
+	for k, v := range values {
+		if got, ok := local.Annotations[k]; ok {
+			v = got
+		}
+		annotations[k] = v
+	}
+	rewrite := func(f *corev1.ObjectFieldSelector) {
+		if f == nil {
+			return
+		}
+		if a, ok := downwardFields[f.FieldPath]; ok {
+			f.FieldPath = "metadata.annotations['" + a + "']"
+		}
+	}
+	env := func(vars []corev1.EnvVar) {
+		for i := range vars {
+			if vars[i].ValueFrom != nil {
+				rewrite(vars[i].ValueFrom.FieldRef)
+			}
+		}
+	}
+	for i := range spec.Containers {
+		env(spec.Containers[i].Env)
+	}
+	for i := range spec.InitContainers {
+		env(spec.InitContainers[i].Env)
+	}
+	for i := range spec.EphemeralContainers {
+		env(spec.EphemeralContainers[i].Env)
+	}
+	for _, v := range spec.Volumes {
+		if v.DownwardAPI != nil {
+			for i := range v.DownwardAPI.Items {
+				rewrite(v.DownwardAPI.Items[i].FieldRef)
+			}
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.DownwardAPI != nil {
+					for i := range src.DownwardAPI.Items {
+						rewrite(src.DownwardAPI.Items[i].FieldRef)
+					}
+				}
+			}
+		}
+	}
 }
 
 // consumerAnnotations are the keys of remote's annotations that are the
@@ -133,11 +232,16 @@ func podDrifted(remote, desired *corev1.Pod) bool {
 			return true
 		}
 	}
+	for i := range desired.Spec.InitContainers {
+		if i >= len(remote.Spec.InitContainers) || remote.Spec.InitContainers[i].Image != desired.Spec.InitContainers[i].Image {
+			return true
+		}
+	}
 	return false
 }
 
 // correctPod returns remote with labels, the consumer's annotations,
-// images and active deadline set to desired (fields of a running pod that
+// images (of containers and init containers) and active deadline set to desired (fields of a running pod that
 // may change); the provider's own annotations stay.
 func correctPod(remote, desired *corev1.Pod) *corev1.Pod {
 	out := remote.DeepCopy()
@@ -155,6 +259,11 @@ func correctPod(remote, desired *corev1.Pod) *corev1.Pod {
 			out.Spec.Containers[i].Image = desired.Spec.Containers[i].Image
 		}
 	}
+	for i := range out.Spec.InitContainers {
+		if i < len(desired.Spec.InitContainers) {
+			out.Spec.InitContainers[i].Image = desired.Spec.InitContainers[i].Image
+		}
+	}
 	return out
 }
 
@@ -169,6 +278,7 @@ func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 	st.HostIP, st.HostIPs = rs.HostIP, rs.HostIPs
 	st.StartTime = rs.StartTime
 	st.ContainerStatuses, st.InitContainerStatuses = rs.ContainerStatuses, rs.InitContainerStatuses
+	st.EphemeralContainerStatuses = rs.EphemeralContainerStatuses
 	var conds []corev1.PodCondition
 	for _, c := range local.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
@@ -185,6 +295,23 @@ func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 	return st
 }
 
+// observeGeneration sets the generation of local's spec that st reflects,
+// as a kubelet sets the one it acted on: local's own once the provider
+// pod carries all of local's spec that is reflected (not drifted) and the
+// provider's kubelet observed that (a provider that does not track
+// generations says 0: in step is enough there); the one shown before
+// otherwise. The conditions the provider reports carry it too.
+func observeGeneration(st *corev1.PodStatus, local, remote *corev1.Pod, drifted bool) {
+	if !drifted && (remote.Status.ObservedGeneration == 0 || remote.Status.ObservedGeneration >= remote.Generation) {
+		st.ObservedGeneration = local.Generation
+	}
+	for i := range st.Conditions {
+		if st.Conditions[i].Type != corev1.PodScheduled {
+			st.Conditions[i].ObservedGeneration = st.ObservedGeneration
+		}
+	}
+}
+
 // statusPatch is the JSON merge patch that sets every field
 // ForgeLocalStatus reflects to st's values (null clears one): built from
 // those fields alone, not by diffing two whole pods, as a burst patches a
@@ -193,20 +320,14 @@ func statusPatch(st *corev1.PodStatus) ([]byte, error) {
 	return json.Marshal(map[string]any{"status": map[string]any{
 		"phase": st.Phase, "reason": st.Reason, "message": st.Message,
 		"podIP": st.PodIP, "podIPs": st.PodIPs, "hostIP": st.HostIP, "hostIPs": st.HostIPs,
-		"startTime": st.StartTime, "conditions": st.Conditions,
+		"startTime": st.StartTime, "conditions": st.Conditions, "observedGeneration": st.ObservedGeneration,
 		"containerStatuses": st.ContainerStatuses, "initContainerStatuses": st.InitContainerStatuses,
+		"ephemeralContainerStatuses": st.EphemeralContainerStatuses,
 	}})
 }
 
 // statusReflected says whether current already shows what forged
-// reflects; generations, which the API server may set, do not count.
+// reflects.
 func statusReflected(current, forged *corev1.PodStatus) bool {
-	a, b := current.DeepCopy(), forged.DeepCopy()
-	for _, st := range []*corev1.PodStatus{a, b} {
-		st.ObservedGeneration = 0
-		for i := range st.Conditions {
-			st.Conditions[i].ObservedGeneration = 0
-		}
-	}
-	return equality.Semantic.DeepEqual(a, b)
+	return equality.Semantic.DeepEqual(current, forged)
 }

@@ -231,10 +231,16 @@ func TestStatusPatch(t *testing.T) {
 	}
 	remote := &corev1.Pod{Status: corev1.PodStatus{
 		Phase: corev1.PodRunning, PodIP: "10.0.0.7", PodIPs: []corev1.PodIP{{IP: "10.0.0.7"}}, HostIP: "127.0.0.1", StartTime: &start,
-		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
-		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 2}},
+		Conditions:                 []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+		ContainerStatuses:          []corev1.ContainerStatus{{Name: "app", Ready: true, RestartCount: 2}},
+		EphemeralContainerStatuses: []corev1.ContainerStatus{{Name: "debugger", Ready: false}},
 	}}
+	local.Generation = 3
 	forged := LocalStatus(local, remote)
+	observeGeneration(&forged, local, remote, false)
+	if forged.ObservedGeneration != 3 {
+		t.Fatalf("observedGeneration %d, want the local pod's 3", forged.ObservedGeneration)
+	}
 	data, err := statusPatch(&forged)
 	if err != nil {
 		t.Fatal(err)
@@ -283,5 +289,68 @@ func TestRejectedForGood(t *testing.T) {
 		if got := rejectedForGood(tc.err); got != tc.want {
 			t.Errorf("%s: rejectedForGood = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestRemotePodDownwardAPI: what the downward API shows of a pod that the
+// provider names otherwise (namespace, UID, node, service account) is read
+// from annotations holding the consumer's values, in environment variables
+// and volumes; a pod offloaded in turn keeps the first consumer's values.
+func TestRemotePodDownwardAPI(t *testing.T) {
+	ref := func(path string) *corev1.ObjectFieldSelector { return &corev1.ObjectFieldSelector{FieldPath: path} }
+	local := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-1", UID: "uid-1"},
+		Spec: corev1.PodSpec{
+			NodeName: "liqo-provider", ServiceAccountName: "builder",
+			Containers: []corev1.Container{{Name: "app", Image: "web:1", Env: []corev1.EnvVar{
+				{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: ref("metadata.namespace")}},
+				{Name: "NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: ref("metadata.name")}},
+				{Name: "UID", ValueFrom: &corev1.EnvVarSource{FieldRef: ref("metadata.uid")}},
+				{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: ref("spec.nodeName")}},
+				{Name: "SA", ValueFrom: &corev1.EnvVarSource{FieldRef: ref("spec.serviceAccountName")}},
+			}}},
+			Volumes: []corev1.Volume{
+				{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "namespace", FieldRef: ref("metadata.namespace")}, {Path: "labels", FieldRef: ref("metadata.labels")},
+				}}}},
+				{Name: "all", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "uid", FieldRef: ref("metadata.uid")}}}},
+				}}}},
+			},
+		},
+	}
+	remote := RemotePod(local, "demo-0a1b2c", "consumer-1")
+	annotated := func(a string) string { return "metadata.annotations['" + a + "']" }
+	want := map[string]string{
+		"NS": annotated(DownwardNamespaceAnnotation), "NAME": "metadata.name", "UID": annotated(DownwardUIDAnnotation),
+		"NODE": annotated(DownwardNodeNameAnnotation), "SA": annotated(DownwardServiceAccountAnnotation),
+	}
+	for _, e := range remote.Spec.Containers[0].Env {
+		if e.ValueFrom.FieldRef.FieldPath != want[e.Name] {
+			t.Errorf("env %s reads %s, want %s", e.Name, e.ValueFrom.FieldRef.FieldPath, want[e.Name])
+		}
+	}
+	items := remote.Spec.Volumes[0].DownwardAPI.Items
+	if items[0].FieldRef.FieldPath != annotated(DownwardNamespaceAnnotation) || items[1].FieldRef.FieldPath != "metadata.labels" {
+		t.Errorf("downwardAPI volume items %+v, want the namespace from its annotation, the labels as they are", items)
+	}
+	if p := remote.Spec.Volumes[1].Projected.Sources[0].DownwardAPI.Items[0].FieldRef.FieldPath; p != annotated(DownwardUIDAnnotation) {
+		t.Errorf("projected downwardAPI item reads %s, want the UID from its annotation", p)
+	}
+	for a, v := range map[string]string{DownwardNamespaceAnnotation: "demo", DownwardUIDAnnotation: "uid-1", DownwardNodeNameAnnotation: "liqo-provider", DownwardServiceAccountAnnotation: "builder"} {
+		if remote.Annotations[a] != v {
+			t.Errorf("annotation %s = %q, want %q", a, remote.Annotations[a], v)
+		}
+	}
+	if local.Spec.Containers[0].Env[0].ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+		t.Error("the local pod's spec was changed")
+	}
+
+	// Offloaded in turn: the broker's pod carries the consumer's values.
+	again := RemotePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: remote.Namespace, Name: remote.Name, UID: "uid-2", Annotations: remote.Annotations},
+		Spec: *remote.Spec.DeepCopy()}, "demo-9z", "broker-1")
+	if again.Annotations[DownwardNamespaceAnnotation] != "demo" || again.Annotations[DownwardUIDAnnotation] != "uid-1" ||
+		again.Spec.Containers[0].Env[0].ValueFrom.FieldRef.FieldPath != annotated(DownwardNamespaceAnnotation) {
+		t.Errorf("offloaded in turn: annotations %v, env %+v; want the first consumer's values", again.Annotations, again.Spec.Containers[0].Env[0])
 	}
 }

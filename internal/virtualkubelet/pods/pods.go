@@ -140,16 +140,32 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		if finished {
 			return ctrl.Result{}, nil // finished: nothing to run again
 		}
-		return result, r.createRemote(ctx, pns, &pod, desired)
+		// Ephemeral containers are added after: a pod is created without.
+		created := desired.DeepCopy()
+		created.Spec.EphemeralContainers = nil
+		return result, r.createRemote(ctx, pns, &pod, created)
 	}
-	if podDrifted(remote, desired) && remote.DeletionTimestamp == nil {
+	drifted := podDrifted(remote, desired)
+	withEphemeral, addEphemeral := missingEphemeral(remote, desired)
+	switch {
+	case remote.DeletionTimestamp != nil:
+	case drifted:
 		corrected := correctPod(remote, desired)
 		if err := pns.Update(ctx, corrected); err != nil {
 			return ctrl.Result{}, fmt.Errorf("correcting provider pod %s/%s: %w", remoteNS, remote.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Provider pod corrected", "provider", providerID, "pod", remoteNS+"/"+remote.Name)
+	case addEphemeral:
+		// kubectl debug: the ephemeral containers added here are added
+		// there, once the rest is in step (the update's event comes back).
+		if err := pns.UpdateSubresource(ctx, withEphemeral, provider.SubresourceEphemeralContainers); err != nil {
+			r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Adding ephemeral containers in provider %s: %v", providerID, err)
+			return ctrl.Result{}, fmt.Errorf("adding ephemeral containers to provider pod %s/%s: %w", remoteNS, remote.Name, err)
+		}
 	}
+	drifted = drifted || addEphemeral
 	status := LocalStatus(&pod, remote)
+	observeGeneration(&status, &pod, remote, drifted)
 	if origin := pod.Labels[offloadingv1alpha1.OriginClusterLabel]; origin != "" && origin != r.LocalClusterID {
 		// This cluster runs the pod for a consumer, in turn in
 		// providerID (a broker): it says where, for the consumer's
@@ -157,6 +173,9 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		setProviderAddress(&status, providerID)
 	}
 	r.translate(ctx, providerID, &status)
+	if err := r.setHostIPs(ctx, &pod, &status); err != nil {
+		return ctrl.Result{}, err
+	}
 	if statusReflected(&pod.Status, &status) {
 		return result, nil
 	}
@@ -172,12 +191,38 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	return result, nil
 }
 
+// setHostIPs shows, as a pod's host addresses, those of its virtual node,
+// as a kubelet shows its node's: the node the consumer scheduled it on, whose
+// kubelet API (logs, exec) answers for it. A node with no InternalIP
+// address leaves them empty.
+func (r *Reflector) setHostIPs(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus) error {
+	var n corev1.Node
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &n); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	st.HostIP, st.HostIPs = "", nil
+	seen := map[bool]bool{}
+	for _, a := range n.Status.Addresses {
+		ip, err := netip.ParseAddr(a.Address)
+		if a.Type != corev1.NodeInternalIP || err != nil || seen[ip.Is4()] {
+			continue
+		}
+		seen[ip.Is4()] = true // one address per family, as the kubelet
+		if st.HostIP == "" {
+			st.HostIP = a.Address
+		}
+		st.HostIPs = append(st.HostIPs, corev1.HostIP{IP: a.Address})
+	}
+	return nil
+}
+
 // translate sets the pod addresses of st to how this cluster reaches them
 // through the network fabric, and says so in a condition. An address the
 // fabric cannot translate (no agreement with the provider yet, or outside
 // the ranges agreed with it) is not shown: the provider chose it, and this
 // cluster's EndpointSlices would send its own clients to it. The
-// provider's node addresses (hostIP) are never shown.
+// provider's node addresses (hostIP) are never shown (setHostIPs shows the
+// virtual node's).
 func (r *Reflector) translate(ctx context.Context, providerID string, st *corev1.PodStatus) {
 	st.HostIP, st.HostIPs = "", nil
 	reported := podIPs(st)
@@ -364,6 +409,7 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 			return n.Spec.NodeName != "" && (o.Spec.NodeName != n.Spec.NodeName || n.Generation != o.Generation ||
 				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
+				len(o.Spec.EphemeralContainers) != len(n.Spec.EphemeralContainers) ||
 				podReady(o) && !podReady(n))
 		},
 	}

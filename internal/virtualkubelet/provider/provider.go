@@ -129,6 +129,10 @@ type Providers interface {
 	Source(kind Kind, h handler.EventHandler) source.Source
 }
 
+// SubresourceEphemeralContainers is the pods' subresource that adds
+// ephemeral containers (kubectl debug).
+const SubresourceEphemeralContainers = "ephemeralcontainers"
+
 // Namespace is one namespace of one provider, as the reflectors see it.
 type Namespace interface {
 	// Provider is the provider's ID.
@@ -147,6 +151,11 @@ type Namespace interface {
 	// Update replaces obj, carrying the resourceVersion of the copy it
 	// replaces.
 	Update(ctx context.Context, obj client.Object) error
+	// UpdateSubresource replaces, of obj, what its subresource writes
+	// (SubresourceEphemeralContainers of a pod: its ephemeral
+	// containers, which Update may not change), carrying the
+	// resourceVersion of the copy it replaces.
+	UpdateSubresource(ctx context.Context, obj client.Object, subresource string) error
 	// Delete deletes the copy of kind named name with uid, gracefully for
 	// grace seconds (nil: the object's own default). A copy already gone,
 	// or one of that name with another uid, is left alone and nil is

@@ -179,4 +179,31 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 			t.Fatalf("provider pod %s/%s backs UID %q, want %s", remoteNS, remote.Name, got, pod.UID)
 		}
 	})
+
+	// kubectl debug reaches the provider through the pods'
+	// ephemeralcontainers subresource: the same checks hold there, on
+	// the provider copy of a consumer's pod.
+	t.Run("the virtual kubelet cannot add ephemeral containers that reach the provider's hosts", func(t *testing.T) {
+		pod := bound("debugged")
+		if err := inA.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 30*time.Second, func() error {
+			return inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &corev1.Pod{})
+		})
+		debug := func(name string, sc *corev1.SecurityContext) error {
+			var cur corev1.Pod
+			if err := vk.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &cur); err != nil {
+				return err
+			}
+			cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: name, Image: "registry.k8s.io/pause:3.10", SecurityContext: sc, TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
+			}})
+			return vk.SubResource("ephemeralcontainers").Update(ctx, &cur)
+		}
+		framework.Refused(t, "adding a privileged ephemeral container", debug("privileged", &corev1.SecurityContext{Privileged: ptr.To(true)}))
+		framework.Refused(t, "adding an ephemeral container with SYS_ADMIN", debug("sys-admin",
+			&corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}))
+		framework.Allowed(t, "adding an ordinary ephemeral container", debug("ordinary", nil))
+	})
 }

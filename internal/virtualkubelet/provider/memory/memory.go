@@ -17,11 +17,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -239,7 +241,40 @@ func (v *view) Update(_ context.Context, obj client.Object) error {
 	stored.SetDeletionTimestamp(cur.GetDeletionTimestamp())
 	if pod, ok := stored.(*corev1.Pod); ok { // status is a subresource
 		pod.Status = cur.(*corev1.Pod).Status
+		// As the API server: ephemeral containers change through their
+		// subresource only.
+		if !equality.Semantic.DeepEqual(pod.Spec.EphemeralContainers, cur.(*corev1.Pod).Spec.EphemeralContainers) {
+			return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), obj.GetName(), field.ErrorList{
+				field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "pod updates may not change ephemeral containers")})
+		}
 	}
+	v.p.storeLocked(k, stored)
+	return nil
+}
+
+// UpdateSubresource implements provider.Namespace: a pod's ephemeral
+// containers, the one subresource a provider pod is written through.
+func (v *view) UpdateSubresource(_ context.Context, obj client.Object, subresource string) error {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || subresource != provider.SubresourceEphemeralContainers {
+		return fmt.Errorf("no subresource %q of %T to update", subresource, obj)
+	}
+	v.p.mu.Lock()
+	defer v.p.mu.Unlock()
+	v.p.ops = append(v.p.ops, Op{Verb: "update/" + subresource, Provider: v.provider, Kind: provider.Pods, Namespace: v.remote, Name: obj.GetName()})
+	if err := v.p.refuse[v.provider]; err != nil {
+		return err
+	}
+	k := key{v.provider, provider.Pods, v.remote, obj.GetName()}
+	cur, ok := v.p.objects[k]
+	if !ok {
+		return apierrors.NewNotFound(resource(provider.Pods), obj.GetName())
+	}
+	if obj.GetResourceVersion() != cur.GetResourceVersion() {
+		return apierrors.NewConflict(resource(provider.Pods), obj.GetName(), fmt.Errorf("resourceVersion %q, the object has %q", obj.GetResourceVersion(), cur.GetResourceVersion()))
+	}
+	stored := cur.DeepCopyObject().(*corev1.Pod)
+	stored.Spec.EphemeralContainers = pod.Spec.EphemeralContainers
 	v.p.storeLocked(k, stored)
 	return nil
 }

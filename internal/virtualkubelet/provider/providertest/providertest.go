@@ -112,6 +112,24 @@ func Run(t *testing.T, h Harness) {
 	})
 	events.after(t, seen)
 
+	t.Log("ephemeral containers are added through their subresource, never by an update")
+	withDebugger := updated.DeepCopy()
+	withDebugger.Spec.EphemeralContainers = []corev1.EphemeralContainer{{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: "busybox", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent},
+	}}
+	if err := ns.Update(ctx, withDebugger.DeepCopy()); !apierrors.IsInvalid(err) {
+		t.Errorf("an update adding an ephemeral container: %v, want Invalid", err)
+	}
+	seen = events.count()
+	if err := ns.UpdateSubresource(ctx, withDebugger.DeepCopy(), provider.SubresourceEphemeralContainers); err != nil {
+		t.Fatal(err)
+	}
+	updated = until(t, "the ephemeral container in the cache", func() (*corev1.Pod, bool) {
+		p, ok := ns.Get(provider.Pods, podName).(*corev1.Pod)
+		return p, ok && p != nil && len(p.Spec.EphemeralContainers) == 1 && p.Spec.EphemeralContainers[0].Name == "debugger" && p.Labels["x"] == "1"
+	})
+	events.after(t, seen)
+
 	t.Log("a delete names its copy by UID")
 	if err := ns.Delete(ctx, provider.Pods, podName, "another-uid", nil); err != nil {
 		t.Errorf("delete with another UID: %v, want nil", err)

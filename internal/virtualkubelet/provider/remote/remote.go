@@ -536,6 +536,16 @@ func (w *nsWatch) Update(ctx context.Context, obj client.Object) error {
 	return w.session.writer.Update(ctx, obj)
 }
 
+// UpdateSubresource implements provider.Namespace.
+func (w *nsWatch) UpdateSubresource(ctx context.Context, obj client.Object, subresource string) error {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || subresource != provider.SubresourceEphemeralContainers {
+		return fmt.Errorf("no subresource %q of %T to update", subresource, obj)
+	}
+	_, err := w.session.cs.CoreV1().Pods(w.remote).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{})
+	return err
+}
+
 // Delete implements provider.Namespace.
 func (w *nsWatch) Delete(ctx context.Context, kind provider.Kind, name string, uid types.UID, grace *int64) error {
 	opts := metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: ptr.To(uid)}}
