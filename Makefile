@@ -166,14 +166,36 @@ test-e2e: $(RUNTIME_BINS) $(NODE_BINS) $(BIN)/kubectl build ## Run the end-to-en
 
 ##@ Conformance
 
-.PHONY: conformance-suite
-conformance-suite: $(BIN)/e2e.test ## Build bin/e2e.test: upstream's end-to-end suite at the control plane's version, every test namespace offloaded.
+CONFORMANCE_DIR := hack/conformance
+CONFORMANCE_DEPS := $(CONFORMANCE_DIR)/go.mod $(CONFORMANCE_DIR)/go.sum
 
-$(BIN)/e2e.test: hack/conformance/go.mod hack/conformance/go.sum hack/conformance/e2e_test.go
-	cd hack/conformance && go test -c -o $(BIN)/e2e.test .
+.PHONY: conformance-suite
+conformance-suite: $(BIN)/e2e.test $(BIN)/ginkgo $(BIN)/conformance-images.tar ## Build what make conformance runs: bin/e2e.test (upstream's suite at the control plane's version, every test namespace offloaded), ginkgo, and the suite's images.
+
+$(BIN)/e2e.test: $(CONFORMANCE_DEPS) $(CONFORMANCE_DIR)/e2e_test.go
+	cd $(CONFORMANCE_DIR) && go test -c -o $(BIN)/e2e.test .
+
+$(BIN)/ginkgo: $(CONFORMANCE_DEPS)
+	cd $(CONFORMANCE_DIR) && go build -o $(BIN)/ github.com/onsi/ginkgo/v2/ginkgo
+
+# The images the suite runs, under the names it gives them: agnhost from
+# its Go package, busybox from Debian's busybox-static (see images/main.go).
+$(BIN)/conformance-images.tar: $(CONFORMANCE_DEPS) $(CONFORMANCE_DIR)/images/main.go
+	cd $(CONFORMANCE_DIR) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(BIN)/.conformance/agnhost k8s.io/kubernetes/test/images/agnhost
+	cd $(CONFORMANCE_DIR) && go run ./images --agnhost $(BIN)/.conformance/agnhost --out $@
+	rm -rf $(BIN)/.conformance
+
+# MAPPING: the test namespaces' namespaceMappingStrategy (DefaultName or
+# EnforceSameName); PROCS: the suite's parallel processes.
+MAPPING ?= DefaultName
+PROCS ?= 4
+
+.PHONY: conformance
+conformance: system-deps $(RUNTIME_BINS) $(NODE_BINS) build $(BIN)/kubectl $(BIN)/liqo-gateway-image.tar conformance-suite ## Run upstream conformance (hack/conformance/focus.txt) on offloaded pods, in a playground with real nodes (root); JUnit and a table in _output/conformance.
+	MAPPING=$(MAPPING) PROCS=$(PROCS) BIN=$(BIN) OUT=$(OUTPUT)/conformance $(CONFORMANCE_DIR)/run.sh
 
 .PHONY: system-deps
-system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables, wireguard-tools, iperf3) when missing; needs root.
+system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables, wireguard-tools, iperf3, busybox-static, bind9-dnsutils, curl) when missing; needs root.
 	hack/system-deps.sh
 
 .PHONY: test

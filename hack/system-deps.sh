@@ -5,7 +5,9 @@
 # containerd, runc, containernetworking-plugins and nftables (the
 # harness's real nodes run containers; kube-proxy programs nftables),
 # wireguard-tools and iperf3 (the network benchmark configures the
-# reference wireguard-go by hand and measures throughput).
+# reference wireguard-go by hand and measures throughput), busybox-static,
+# bind9-dnsutils and curl (make conformance builds the suite's images from
+# them: busybox's shell and applets; dig and curl, which the suite calls).
 # Needs root and apt-get; says what is missing otherwise. No service is
 # started: the tests run named and dnsmasq themselves, on loopback ports,
 # and each real node its own containerd.
@@ -20,6 +22,9 @@ command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing+=(runc)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
 command -v wg >/dev/null 2>&1 || missing+=(wireguard-tools)
 command -v iperf3 >/dev/null 2>&1 || missing+=(iperf3)
+command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
+command -v dig >/dev/null 2>&1 || missing+=(bind9-dnsutils)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -10,3 +10,4 @@ if [ -n "$unformatted" ]; then
 fi
 go mod tidy -diff || { echo "go.mod is not tidy: run 'go mod tidy'" >&2; exit 1; }
 (cd hack/tools && go mod tidy -diff) || { echo "hack/tools/go.mod is not tidy: run 'cd hack/tools && go mod tidy'" >&2; exit 1; }
+(cd hack/conformance && go mod tidy -diff) || { echo "hack/conformance/go.mod is not tidy: run 'cd hack/conformance && go mod tidy'" >&2; exit 1; }
