@@ -6,8 +6,9 @@
 # harness's real nodes run containers; kube-proxy programs nftables),
 # wireguard-tools and iperf3 (the network benchmark configures the
 # reference wireguard-go by hand and measures throughput), busybox-static,
-# bind9-dnsutils and curl (make conformance builds the suite's images from
-# them: busybox's shell and applets; dig and curl, which the suite calls).
+# bind9-dnsutils, curl and netcat-openbsd (make conformance builds the
+# suite's images from them: busybox's shell and applets; dig, curl and nc,
+# which the suite calls).
 # Needs root and apt-get; says what is missing otherwise. No service is
 # started: the tests run named and dnsmasq themselves, on loopback ports,
 # and each real node its own containerd.
@@ -25,6 +26,7 @@ command -v iperf3 >/dev/null 2>&1 || missing+=(iperf3)
 command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
 command -v dig >/dev/null 2>&1 || missing+=(bind9-dnsutils)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+[ -x /bin/nc.openbsd ] || missing+=(netcat-openbsd)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

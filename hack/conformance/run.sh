@@ -49,6 +49,18 @@ echo "• Starting the playground (consumer cluster-1, provider cluster-2, real 
   --untainted-virtual-nodes cluster-1 --node-images "$BIN/conformance-images.tar" >"$dir/playground.log" 2>&1 ||
   { tail -20 "$dir/playground.log" >&2; exit 1; }
 kc=$pg/cluster-1.kubeconfig
+# The provider offers its whole node, as a cluster dedicated to a consumer
+# would: some specs' pods have a CPU limit above half of this machine's
+# two cores, and the provider's quota bounds limits by the offer.
+"$BIN/kubectl" --kubeconfig "$pg/cluster-2.kubeconfig" patch clusterconfig cluster --type merge \
+  -p '{"spec":{"sharingConfig":{"sharePercentage":100}}}' >/dev/null
+before=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l offloading.liqo.io/type=virtual-node -o jsonpath='{.items[0].status.allocatable.cpu}')
+for _ in $(seq 1 120); do
+  now=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l offloading.liqo.io/type=virtual-node -o jsonpath='{.items[0].status.allocatable.cpu}')
+  [ "$now" != "$before" ] && break
+  sleep 0.5
+done
+echo "• The provider's offer: $before CPU, now $now"
 # Only the virtual node takes the suite's pods.
 "$BIN/kubectl" --kubeconfig "$kc" cordon -l 'offloading.liqo.io/type!=virtual-node' >/dev/null
 "$BIN/kubectl" --kubeconfig "$kc" get nodes

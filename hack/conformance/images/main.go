@@ -42,8 +42,24 @@ import (
 
 // hostTools are the programs the suite's commands run inside agnhost
 // (upstream installs them with apk): curl and dig by Services and DNS,
-// getent by DNS, ss by NodePort tests.
-var hostTools = []string{"curl", "dig", "getent", "ss"}
+// getent by DNS, ss by NodePort tests, OpenBSD's nc (busybox's lacks -v
+// and -z) by the Services' reachability checks.
+// bash is the images' sh: busybox-static's ash (1.35) drops environment
+// variables whose names are not shell names (data-1), which the envFrom
+// specs expect a container's env to show, and upstream's busybox keeps.
+var hostTools = []string{"curl", "dig", "getent", "ss", "nc", "bash"}
+
+// printenv is coreutils' printenv, which busybox-static lacks, as a
+// script: the values of the variables named (exit 1 if one is unset), or
+// the whole environment.
+const printenv = `#!/bin/sh
+[ $# -eq 0 ] && exec env
+rc=0
+for v in "$@"; do
+  if eval "[ -n \"\${$v+set}\" ]"; then eval "printf '%s\n' \"\$$v\""; else rc=1; fi
+done
+exit $rc
+`
 
 // image is one name the suite uses and what stands behind it.
 type image struct {
@@ -62,13 +78,13 @@ const (
 var images = []image{
 	{ref: e2eRegistry + "agnhost:2.66.1", layers: []string{"base", "busybox", "tools", "agnhost"}, entrypoint: []string{"/agnhost"}, cmd: []string{"pause"}},
 	{ref: e2eRegistry + "agnhost:2.55", layers: []string{"base", "busybox", "tools", "agnhost"}, entrypoint: []string{"/agnhost"}, cmd: []string{"pause"}},
-	{ref: e2eRegistry + "busybox:1.37.0-2", layers: []string{"base", "busybox"}, cmd: []string{"sh"}},
-	{ref: e2eRegistry + "busybox:1.36.1-1", layers: []string{"base", "busybox"}, cmd: []string{"sh"}},
+	{ref: e2eRegistry + "busybox:1.37.0-2", layers: []string{"base", "busybox", "tools"}, cmd: []string{"sh"}},
+	{ref: e2eRegistry + "busybox:1.36.1-1", layers: []string{"base", "busybox", "tools"}, cmd: []string{"sh"}},
 	{ref: e2eRegistry + "nginx:1.27.0-2", layers: []string{"base", "busybox", "tools", "agnhost"}, entrypoint: []string{"/agnhost", "netexec", webserver, "--udp-port=-1"}},
 	{ref: e2eRegistry + "nginx:1.28.0-2", layers: []string{"base", "busybox", "tools", "agnhost"}, entrypoint: []string{"/agnhost", "netexec", webserver, "--udp-port=-1"}},
 	{ref: e2eRegistry + "kitten:1.8", layers: []string{"base", "busybox", "tools", "agnhost"}, entrypoint: []string{"/agnhost", "netexec", webserver, "--udp-port=-1"}},
 	{ref: e2eRegistry + "nautilus:1.8", layers: []string{"base", "busybox", "tools", "agnhost"}, entrypoint: []string{"/agnhost", "netexec", webserver, "--udp-port=-1"}},
-	{ref: e2eRegistry + "nonroot:1.5", layers: []string{"base", "busybox"}, cmd: []string{"sh"}, user: "1234"},
+	{ref: e2eRegistry + "nonroot:1.5", layers: []string{"base", "busybox", "tools"}, cmd: []string{"sh"}, user: "1234"},
 	{ref: e2eRegistry + "nonewprivs:1.4", layers: []string{"base", "busybox", "agnhost"}, entrypoint: []string{"/agnhost", "nonewprivs"}},
 	{ref: "registry.k8s.io/pause:3.10.2", layers: []string{"base", "agnhost"}, entrypoint: []string{"/agnhost", "pause"}},
 }
@@ -269,6 +285,11 @@ func toolEntries(tools []string) ([]entry, error) {
 	if len(files) == 0 {
 		return nil, errors.New("ldd named no library")
 	}
+	if o, _ := exec.CommandContext(context.TODO(), "nc", "-h").CombinedOutput(); !bytes.Contains(o, []byte("OpenBSD")) {
+		return nil, errors.New("nc is not OpenBSD's netcat: install Debian's netcat-openbsd")
+	}
+	es = append(es, entry{name: "usr/bin/printenv", mode: 0o755, data: []byte(printenv)},
+		entry{name: "bin/sh", link: "/usr/bin/bash"}, entry{name: "bin/bash", link: "/usr/bin/bash"})
 	dirs := map[string]bool{}
 	var paths []string
 	for f := range files {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	ctlplayground "github.com/liqo-go/liqo/internal/ctl/playground"
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/playground"
@@ -61,6 +62,22 @@ func TestPlaygroundWithNetwork(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "network is off") || strings.Contains(out.String(), "FAILED") || strings.Count(out.String(), "   OK   ") != 3 {
 		t.Errorf("the network check: want 3 checks, all OK")
+	}
+	// The virtual node's kubelet API through the API server's node proxy,
+	// as the conformance suite and metrics-server reach kubelets: its
+	// address is the cluster's host address, not a loopback one the API
+	// server refuses to proxy to.
+	kc := filepath.Join(dir, playground.ClusterName(1)+".kubeconfig")
+	kubectl := func(args ...string) (string, error) {
+		o, err := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput()
+		return strings.TrimSpace(string(o)), err
+	}
+	vnode, err := kubectl("get", "nodes", "-l", offloadingv1alpha1.VirtualNodeLabel+"="+offloadingv1alpha1.VirtualNodeValue, "-o", "jsonpath={.items[0].metadata.name}")
+	if err != nil || vnode == "" {
+		t.Fatalf("the virtual node of %s: %q %v", playground.ClusterName(1), vnode, err)
+	}
+	if got, err := kubectl("get", "--raw", "/api/v1/nodes/"+vnode+"/proxy/healthz"); err != nil || got != "ok" {
+		t.Errorf("the node proxy to %s's /healthz: %q %v, want ok", vnode, got, err)
 	}
 	state, err := os.ReadFile(filepath.Join(dir, "playground.json"))
 	if err != nil {
