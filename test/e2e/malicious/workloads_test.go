@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -191,15 +192,19 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 		framework.Eventually(t, 30*time.Second, func() error {
 			return inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &corev1.Pod{})
 		})
+		// Read, add, write, again if the pod moved on (its status does as
+		// it starts): a refusal is not a conflict, and ends the retries.
 		debug := func(name string, sc *corev1.SecurityContext) error {
-			var cur corev1.Pod
-			if err := vk.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &cur); err != nil {
-				return err
-			}
-			cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-				Name: name, Image: "registry.k8s.io/pause:3.10", SecurityContext: sc, TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
-			}})
-			return vk.SubResource("ephemeralcontainers").Update(ctx, &cur)
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				var cur corev1.Pod
+				if err := vk.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &cur); err != nil {
+					return err
+				}
+				cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+					Name: name, Image: "registry.k8s.io/pause:3.10", SecurityContext: sc, TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
+				}})
+				return vk.SubResource("ephemeralcontainers").Update(ctx, &cur)
+			})
 		}
 		framework.Refused(t, "adding a privileged ephemeral container", debug("privileged", &corev1.SecurityContext{Privileged: ptr.To(true)}))
 		framework.Refused(t, "adding an ephemeral container with SYS_ADMIN", debug("sys-admin",
