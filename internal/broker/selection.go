@@ -119,9 +119,12 @@ func (s *Server) getSelection(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readSelection reads the consumer's Selection through to the API server,
+// as changeSelection writes it: a consumer reads back its own change at
+// once, never the cache's older copy.
 func (s *Server) readSelection(ctx context.Context, consumer string) (*brokerv1alpha1.Selection, error) {
 	var sel brokerv1alpha1.Selection
-	err := s.Reader.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel)
+	err := s.Writer.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
