@@ -119,6 +119,15 @@ func TestAutojoinDefault(t *testing.T) {
 	m := member(0)
 	framework.LogOnFailure(t, m)
 	c := framework.Client(t, m)
+	// Autojoin applies to clusters seen for the first time: the other
+	// members must be known before it is on (a test before may have
+	// removed them), or m would join them, and a test after would find
+	// them joined.
+	for _, other := range suite.Members {
+		if other != m {
+			framework.Eventually(t, 30*time.Second, func() error { _, err := foreignClusterOf(t, m, other); return err })
+		}
+	}
 	setDiscovery(t, m, func(d *configv1alpha1.DiscoveryConfig) { d.AutoJoin = enable(true) })
 
 	conn, err := mdns.Listen(t.Context(), "lo", suite.MDNSPort)
