@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -143,7 +144,7 @@ func run(agnhost, out string) error {
 			return err
 		}
 		cf = cf.DeepCopy()
-		cf.OS, cf.Architecture = "linux", goarch()
+		cf.OS, cf.Architecture = "linux", runtime.GOARCH // the host's programs, as this one
 		cf.Config.Entrypoint, cf.Config.Cmd, cf.Config.User = im.entrypoint, im.cmd, im.user
 		cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 		if img, err = mutate.ConfigFile(img, cf); err != nil {
@@ -164,15 +165,6 @@ func run(agnhost, out string) error {
 		return err
 	}
 	return os.Rename(tmp, out)
-}
-
-// goarch is the architecture of the host, whose programs the images carry.
-func goarch() string {
-	o, err := exec.CommandContext(context.TODO(), "dpkg", "--print-architecture").Output()
-	if err != nil {
-		return "amd64"
-	}
-	return strings.TrimSpace(string(o))
 }
 
 // agnhostEntries are what upstream's agnhost image adds to its base: the

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,9 +45,9 @@ func (w *nodeWorld) removedProviders() []string {
 	return append([]string(nil), w.removed...)
 }
 
-// startNodes runs the virtual node reconciler alone against a real API
-// server, with the in-memory provider's health.
-func startNodes(t *testing.T) *nodeWorld {
+// startInstalled starts an API server with Liqo installed, and returns
+// its configuration and a client with Liqo's scheme.
+func startInstalled(t *testing.T) (*rest.Config, client.Client) {
 	t.Helper()
 	cfg := envtest.Start(t, "consumer")
 	if err := install.Install(t.Context(), cfg, install.Options{}); err != nil {
@@ -56,6 +57,14 @@ func startNodes(t *testing.T) *nodeWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, c
+}
+
+// startNodes runs the virtual node reconciler alone against a real API
+// server, with the in-memory provider's health.
+func startNodes(t *testing.T) *nodeWorld {
+	t.Helper()
+	cfg, c := startInstalled(t)
 	w := &nodeWorld{c: c, health: memory.New()}
 	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
 		if err := IndexPods(t.Context(), mgr); err != nil {
@@ -318,15 +327,8 @@ func TestStaleNodeStatusIsNotPatched(t *testing.T) {
 // after it, labelled and tainted, its capacity and Lease, NotReady while
 // its provider cannot be reached; Remove drains and deletes it.
 func TestOfferOfNoPeerKeepsANode(t *testing.T) {
-	cfg := envtest.Start(t, "consumer")
+	_, c := startInstalled(t)
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	health := memory.New()
 	r := &Reconciler{Client: c, APIReader: c, Health: health}
 	offer := &provider.Offer{
@@ -390,15 +392,8 @@ func TestOfferOfNoPeerKeepsANode(t *testing.T) {
 // keeps an operator's, and makes new nodes without it; told again to
 // taint, it puts the taint back.
 func TestUntaintedNodes(t *testing.T) {
-	cfg := envtest.Start(t, "consumer")
+	_, c := startInstalled(t)
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := &Reconciler{Client: c, APIReader: c, Health: memory.New()}
 	offer := func(id string) *provider.Offer {
 		return &provider.Offer{Provider: id, Name: id, Resources: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}

@@ -223,17 +223,9 @@ func (v *view) Update(_ context.Context, obj client.Object) error {
 	}
 	v.p.mu.Lock()
 	defer v.p.mu.Unlock()
-	v.p.ops = append(v.p.ops, Op{Verb: "update", Provider: v.provider, Kind: kind, Namespace: v.remote, Name: obj.GetName()})
-	if err := v.p.refuse[v.provider]; err != nil {
+	k, cur, err := v.replacedLocked("update", kind, obj)
+	if err != nil {
 		return err
-	}
-	k := key{v.provider, kind, v.remote, obj.GetName()}
-	cur, ok := v.p.objects[k]
-	if !ok {
-		return apierrors.NewNotFound(resource(kind), obj.GetName())
-	}
-	if obj.GetResourceVersion() != cur.GetResourceVersion() {
-		return apierrors.NewConflict(resource(kind), obj.GetName(), fmt.Errorf("resourceVersion %q, the object has %q", obj.GetResourceVersion(), cur.GetResourceVersion()))
 	}
 	stored := obj.DeepCopyObject().(client.Object)
 	stored.SetUID(cur.GetUID())
@@ -252,6 +244,25 @@ func (v *view) Update(_ context.Context, obj client.Object) error {
 	return nil
 }
 
+// replacedLocked records an operation verb on obj, and returns the copy it
+// replaces: the provider's refusal, NotFound, or a Conflict when obj does
+// not carry that copy's resourceVersion, as the API server answers.
+func (v *view) replacedLocked(verb string, kind provider.Kind, obj client.Object) (key, client.Object, error) {
+	v.p.ops = append(v.p.ops, Op{Verb: verb, Provider: v.provider, Kind: kind, Namespace: v.remote, Name: obj.GetName()})
+	if err := v.p.refuse[v.provider]; err != nil {
+		return key{}, nil, err
+	}
+	k := key{v.provider, kind, v.remote, obj.GetName()}
+	cur, ok := v.p.objects[k]
+	if !ok {
+		return k, nil, apierrors.NewNotFound(resource(kind), obj.GetName())
+	}
+	if obj.GetResourceVersion() != cur.GetResourceVersion() {
+		return k, nil, apierrors.NewConflict(resource(kind), obj.GetName(), fmt.Errorf("resourceVersion %q, the object has %q", obj.GetResourceVersion(), cur.GetResourceVersion()))
+	}
+	return k, cur, nil
+}
+
 // UpdateSubresource implements provider.Namespace: a pod's ephemeral
 // containers, the one subresource a provider pod is written through.
 func (v *view) UpdateSubresource(_ context.Context, obj client.Object, subresource string) error {
@@ -261,17 +272,9 @@ func (v *view) UpdateSubresource(_ context.Context, obj client.Object, subresour
 	}
 	v.p.mu.Lock()
 	defer v.p.mu.Unlock()
-	v.p.ops = append(v.p.ops, Op{Verb: "update/" + subresource, Provider: v.provider, Kind: provider.Pods, Namespace: v.remote, Name: obj.GetName()})
-	if err := v.p.refuse[v.provider]; err != nil {
+	k, cur, err := v.replacedLocked("update/"+subresource, provider.Pods, obj)
+	if err != nil {
 		return err
-	}
-	k := key{v.provider, provider.Pods, v.remote, obj.GetName()}
-	cur, ok := v.p.objects[k]
-	if !ok {
-		return apierrors.NewNotFound(resource(provider.Pods), obj.GetName())
-	}
-	if obj.GetResourceVersion() != cur.GetResourceVersion() {
-		return apierrors.NewConflict(resource(provider.Pods), obj.GetName(), fmt.Errorf("resourceVersion %q, the object has %q", obj.GetResourceVersion(), cur.GetResourceVersion()))
 	}
 	stored := cur.DeepCopyObject().(*corev1.Pod)
 	stored.Spec.EphemeralContainers = pod.Spec.EphemeralContainers
