@@ -207,7 +207,11 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 				others = append(others, name)
 			}
 		}
-		quotas, err := r.ensureQuotas(ctx, consumer, managed, others, fresh, QuotaOf(offered, r.consumerQuota()))
+		demands := map[string]corev1.ResourceList{}
+		for remote, local := range claimed {
+			demands[remote] = nm.Spec.Demands[local]
+		}
+		quotas, err := r.ensureQuotas(ctx, consumer, managed, others, fresh, QuotaOf(offered, r.consumerQuota()), demands)
 		if err != nil {
 			retry = err
 		}

@@ -17,11 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -191,9 +195,15 @@ func (r *NamespaceOffloadingReconciler) requestNamespaces(ctx context.Context, s
 	for _, st := range s.no.Status.RemoteNamespaces {
 		previous[st.ClusterID] = st
 	}
+	// What the namespace's pods on each provider ask for: the provider
+	// shares its offer between this cluster's namespaces by it.
+	demands, err := Demands(ctx, r.Client, s.no.Namespace)
+	if err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("counting what the pods of %s ask for: %w", s.no.Namespace, err)
+	}
 	var entries []offloadingv1alpha1.RemoteNamespaceStatus
 	for _, p := range s.providers {
-		st, err := r.Namespaces.Request(ctx, p, s.no.Namespace, s.remoteName)
+		st, err := r.Namespaces.Request(ctx, p, s.no.Namespace, s.remoteName, demands[p])
 		if err != nil {
 			// The provider cannot be asked now: what it said last stands.
 			s.problems = append(s.problems, fmt.Sprintf("%s: %v", p, err))
@@ -387,9 +397,26 @@ func (r *NamespaceOffloadingReconciler) SetupWithManager(mgr ctrl.Manager) error
 		}
 		return reqs
 	})
+	// A pod bound to a node, or ending, changes what its namespace asks of
+	// the providers.
+	pods := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if pod, ok := o.(*corev1.Pod); !ok || pod.Spec.NodeName == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: offloadingv1alpha1.NamespaceOffloadingName}}}
+	})
+	demandChanged := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			a, ok1 := e.ObjectOld.(*corev1.Pod)
+			b, ok2 := e.ObjectNew.(*corev1.Pod)
+			return !ok1 || !ok2 || a.Spec.NodeName != b.Spec.NodeName || a.Status.Phase != b.Status.Phase ||
+				!equality.Semantic.DeepEqual(a.Spec.Containers, b.Spec.Containers)
+		},
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&offloadingv1alpha1.NamespaceOffloading{}).
 		Watches(&corev1.Node{}, all).
+		Watches(&corev1.Pod{}, pods, builder.WithPredicates(demandChanged)).
 		// A provider answering.
 		WatchesRawSource(source.Channel(r.Namespaces.Events(), &handler.EnqueueRequestForObject{})).
 		Named("namespaceoffloading").

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,9 +32,11 @@ import (
 // provider, the NamespaceOffloading's status has one entry for it, by its
 // provider ID, which the reflectors follow.
 type ProviderNamespaces interface {
-	// Request asks provider for remote, where local goes, and returns
-	// what the provider says of it so far.
-	Request(ctx context.Context, provider, local, remote string) (offloadingv1alpha1.RemoteNamespaceStatus, error)
+	// Request asks provider for remote, where local goes, tells it what
+	// local's pods bound to it ask for (demand, under a ResourceQuota's
+	// names; see Demands), and returns what the provider says of remote
+	// so far.
+	Request(ctx context.Context, provider, local, remote string, demand corev1.ResourceList) (offloadingv1alpha1.RemoteNamespaceStatus, error)
 	// Release gives local's namespace in provider back; nil when the
 	// provider released it already.
 	Release(ctx context.Context, provider, local string) error
@@ -104,9 +107,9 @@ func (p *PeerNamespaces) Watch(ctx context.Context, provider string) {
 	})
 }
 
-// Request adds local -> remote to provider's NamespaceMap and
-// returns what the provider reports for it.
-func (p *PeerNamespaces) Request(ctx context.Context, provider, local, remote string) (offloadingv1alpha1.RemoteNamespaceStatus, error) {
+// Request adds local -> remote to provider's NamespaceMap, with local's
+// demand, and returns what the provider reports for it.
+func (p *PeerNamespaces) Request(ctx context.Context, provider, local, remote string, demand corev1.ResourceList) (offloadingv1alpha1.RemoteNamespaceStatus, error) {
 	st := offloadingv1alpha1.RemoteNamespaceStatus{ClusterID: provider, Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespacePending,
 		Message: "Waiting for the provider"}
 	c, err := p.Remotes.For(ctx, provider)
@@ -118,6 +121,9 @@ func (p *PeerNamespaces) Request(ctx context.Context, provider, local, remote st
 	}}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(nm), nm); apierrors.IsNotFound(err) {
 		nm.Spec.Mappings = map[string]offloadingv1alpha1.NamespaceName{local: offloadingv1alpha1.NamespaceName(remote)}
+		if len(demand) > 0 {
+			nm.Spec.Demands = map[string]corev1.ResourceList{local: demand}
+		}
 		if err := c.Create(ctx, nm); err != nil && !apierrors.IsAlreadyExists(err) {
 			return st, fmt.Errorf("creating the NamespaceMap: %w", err)
 		}
@@ -126,15 +132,34 @@ func (p *PeerNamespaces) Request(ctx context.Context, provider, local, remote st
 		return st, fmt.Errorf("reading the NamespaceMap: %w", err)
 	}
 	if string(nm.Spec.Mappings[local]) != remote {
-		if err := patchMapping(ctx, c, nm, local, &remote); err != nil {
-			return st, err
-		}
-		return st, nil
+		return st, patchMapping(ctx, c, nm, local, &remote, demand)
 	}
-	if got, ok := nm.Status.Namespaces[local]; ok && nm.Status.ObservedGeneration == nm.Generation && got.Namespace == remote {
+	// What the provider reports of remote: a change of demand alone
+	// leaves the namespace as it is, so a report of an earlier
+	// generation still holds for it (another namespace for local is
+	// another name, and waits).
+	if got, ok := nm.Status.Namespaces[local]; ok && nm.Status.ObservedGeneration > 0 && got.Namespace == remote {
 		st.Phase, st.Message = got.Phase, got.Message
 	}
+	if !sameDemand(nm.Spec.Demands[local], demand) {
+		if err := patchMapping(ctx, c, nm, local, &remote, demand); err != nil {
+			return st, err
+		}
+	}
 	return st, nil
+}
+
+// sameDemand says whether two demands count the same.
+func sameDemand(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if r, ok := b[name]; !ok || q.Cmp(r) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Release removes local from provider's NamespaceMap; a provider
@@ -150,7 +175,7 @@ func (p *PeerNamespaces) Release(ctx context.Context, provider, local string) er
 	nm := &offloadingv1alpha1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: discoveryv1alpha1.TenantNamespace(p.LocalClusterID), Name: offloadingv1alpha1.NamespaceMapName,
 	}}
-	err = patchMapping(ctx, c, nm, local, nil)
+	err = patchMapping(ctx, c, nm, local, nil, nil)
 	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 		return nil
 	}
@@ -158,9 +183,17 @@ func (p *PeerNamespaces) Release(ctx context.Context, provider, local string) er
 }
 
 // patchMapping sets (or, with a nil remote, removes) one key of the
-// NamespaceMap with a merge patch, which touches no other key.
-func patchMapping(ctx context.Context, c client.Client, nm *offloadingv1alpha1.NamespaceMap, local string, remote *string) error {
-	body, err := json.Marshal(map[string]any{"spec": map[string]any{"mappings": map[string]*string{local: remote}}})
+// NamespaceMap, its mapping and its demand (none when empty), with a merge
+// patch, which touches no other key.
+func patchMapping(ctx context.Context, c client.Client, nm *offloadingv1alpha1.NamespaceMap, local string, remote *string, demand corev1.ResourceList) error {
+	var d *corev1.ResourceList
+	if remote != nil && len(demand) > 0 {
+		d = &demand
+	}
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{
+		"mappings": map[string]*string{local: remote},
+		"demands":  map[string]*corev1.ResourceList{local: d},
+	}})
 	if err != nil {
 		return err
 	}

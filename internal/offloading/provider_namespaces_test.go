@@ -31,7 +31,7 @@ type ownNamespaces struct {
 	events   chan event.GenericEvent
 }
 
-func (o *ownNamespaces) Request(_ context.Context, provider, local, remote string) (offloadingv1alpha1.RemoteNamespaceStatus, error) {
+func (o *ownNamespaces) Request(_ context.Context, provider, local, remote string, _ corev1.ResourceList) (offloadingv1alpha1.RemoteNamespaceStatus, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.made[local] = remote

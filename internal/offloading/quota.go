@@ -5,6 +5,7 @@ package offloading
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 
@@ -148,17 +149,23 @@ type quotaState struct {
 	// (status.hard, which the quota controller copies from spec); used,
 	// what it counted.
 	spec, enforced, used corev1.ResourceList
+	// demand is what the consumer states its pods there ask for
+	// (NamespaceMap spec.demands); nil when it states nothing.
+	demand corev1.ResourceList
 }
 
 // balance shares total between the quotas of one consumer's namespaces,
 // resource by resource, so that what they may take together never
-// exceeds total. Each namespace keeps what it uses and gets an even share
-// of what is left. A quota goes down at once; it goes up only out of
-// what no quota holds, counting for each the largest of what it uses,
-// what the API server enforces and what its spec asks: a namespace whose
-// quota just went down may still fill it until the quota controller
-// takes the new one, so another's goes up on a later pass, once it has.
-// With one namespace, it gets total.
+// exceeds total. Each namespace keeps what it uses; what is left goes
+// first to the namespaces whose stated demand exceeds what they use (in
+// proportion to that want, when it is more than what is left), and the
+// rest evenly to all. What a consumer states thus moves its share between
+// its own namespaces, never past total. A quota goes down at once; it
+// goes up only out of what no quota holds, counting for each the largest
+// of what it uses, what the API server enforces and what its spec asks: a
+// namespace whose quota just went down may still fill it until the quota
+// controller takes the new one, so another's goes up on a later pass,
+// once it has. With one namespace, it gets total.
 func balance(total corev1.ResourceList, quotas []quotaState) map[string]corev1.ResourceList {
 	out := make(map[string]corev1.ResourceList, len(quotas))
 	for _, q := range quotas {
@@ -171,18 +178,18 @@ func balance(total corev1.ResourceList, quotas []quotaState) map[string]corev1.R
 	slices.Sort(names)
 	for _, name := range names {
 		value, format := amount(name, total[name])
-		var used int64
-		for _, q := range quotas {
-			used += get(name, q.used)
-		}
-		slack := max(value-used, 0)
-		n := int64(len(quotas))
-		target := make([]int64, len(quotas))
+		used := make([]int64, len(quotas))
+		want := make([]int64, len(quotas))
+		var allUsed, allWant int64
 		for i, q := range quotas {
-			target[i] = get(name, q.used) + slack/n
-			if int64(i) < slack%n {
-				target[i]++
-			}
+			used[i] = get(name, q.used)
+			want[i] = max(min(get(name, q.demand), value)-used[i], 0)
+			allUsed += used[i]
+			allWant += want[i]
+		}
+		target := share(max(value-allUsed, 0), want, allWant)
+		for i := range target {
+			target[i] += used[i]
 		}
 		// Down at once; what every quota then holds.
 		next := make([]int64, len(quotas))
@@ -211,6 +218,47 @@ func balance(total corev1.ResourceList, quotas []quotaState) map[string]corev1.R
 		}
 	}
 	return out
+}
+
+// share divides slack: each namespace first what it wants (in
+// proportion, when together they want more than slack), then the rest
+// evenly; the remainders of the divisions go a unit each to the first.
+func share(slack int64, want []int64, allWant int64) []int64 {
+	n := int64(len(want))
+	out := make([]int64, n)
+	if n == 0 {
+		return out
+	}
+	if allWant > 0 {
+		given := int64(0)
+		for i, w := range want {
+			if allWant <= slack {
+				out[i] = w
+			} else {
+				out[i] = proportion(slack, w, allWant)
+			}
+			given += out[i]
+		}
+		for i := int64(0); given < min(slack, allWant) && i < n; i++ {
+			if out[i] < want[i] {
+				out[i]++
+				given++
+			}
+		}
+		slack -= given
+	}
+	for i := range out {
+		out[i] += slack / n
+		if int64(i) < slack%n {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// proportion is a*b/c rounded down, without overflowing when a*b would.
+func proportion(a, b, c int64) int64 {
+	return new(big.Int).Div(new(big.Int).Mul(big.NewInt(a), big.NewInt(b)), big.NewInt(c)).Int64()
 }
 
 // amount is q in the unit the quota counts name in: millicores for CPU,
@@ -243,14 +291,15 @@ func isCPU(name corev1.ResourceName) bool {
 }
 
 // ensureQuotas shares what consumer may use (total) between the quotas of
-// its namespaces managed here, creating those missing; what the quotas of
+// its namespaces managed here, by what it states they need (demands, by
+// provider namespace), creating those missing; what the quotas of
 // its other namespaces (on their way out) hold is not shared. A quota made
 // in a namespace made on this pass (fresh) is counted here, so that the
 // namespace takes pods at once instead of when the quota controller gets
 // to it. It returns, for each managed namespace, Ready once its quota is
 // enforced, Pending before.
 func (r *NamespaceMapReconciler) ensureQuotas(ctx context.Context, consumer string, managed, others []string, fresh map[string]bool,
-	total corev1.ResourceList,
+	total corev1.ResourceList, demands map[string]corev1.ResourceList,
 ) (map[string]offloadingv1alpha1.MappedNamespaceStatus, error) {
 	// Read from the API server, not the cache: a share computed from a
 	// quota the cache has not yet seen written could give out twice.
@@ -286,7 +335,7 @@ func (r *NamespaceMapReconciler) ensureQuotas(ctx context.Context, consumer stri
 			return nil, err
 		}
 		current[ns] = q
-		states = append(states, quotaState{namespace: ns, spec: q.Spec.Hard, enforced: q.Status.Hard, used: q.Status.Used})
+		states = append(states, quotaState{namespace: ns, spec: q.Spec.Hard, enforced: q.Status.Hard, used: q.Status.Used, demand: demands[ns]})
 	}
 	out := map[string]offloadingv1alpha1.MappedNamespaceStatus{}
 	var retry error

@@ -106,6 +106,14 @@ func TestBalanceNeverOvercommits(t *testing.T) {
 		states := make([]quotaState, n)
 		for i := range states {
 			states[i] = quotaState{namespace: fmt.Sprintf("ns-%d", i)}
+			// What the consumer states: nothing, something, or far
+			// more than the offer (a peer's word, not a fact).
+			switch rng.IntN(3) {
+			case 1:
+				states[i].demand = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(rng.IntN(60)), resource.DecimalSI)}
+			case 2:
+				states[i].demand = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1<<62, resource.DecimalSI)}
+			}
 		}
 		for pass := range 20 {
 			out := balance(total, states)
@@ -129,6 +137,62 @@ func TestBalanceNeverOvercommits(t *testing.T) {
 				t.Fatalf("run %d pass %d: the namespaces hold %d pods, the offer is %d: %+v", run, pass, holds, get(corev1.ResourcePods, total), states)
 			}
 		}
+	}
+}
+
+// TestBalanceByDemand: twelve namespaces share two CPUs evenly while the
+// consumer states nothing (166m each, too little for a pod limited to
+// 1250m); once it states that one namespace's pods want 1250m, that
+// namespace's quota reaches it (the others going down first), and the rest
+// stays shared evenly. Stating far more than the offer gets no more than
+// the offer, and a namespace keeps what it uses whatever another states.
+func TestBalanceByDemand(t *testing.T) {
+	cpu := func(m int64) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceLimitsCPU: *resource.NewMilliQuantity(m, resource.DecimalSI)}
+	}
+	total := cpu(2000)
+	states := make([]quotaState, 12)
+	for i := range states {
+		states[i] = quotaState{namespace: fmt.Sprintf("ns-%02d", i)}
+	}
+	// Passes, the quota controller enforcing each pass's quotas between them.
+	settle := func() map[string]corev1.ResourceList {
+		var out map[string]corev1.ResourceList
+		for range 3 {
+			out = balance(total, states)
+			for i := range states {
+				states[i].spec, states[i].enforced = out[states[i].namespace], out[states[i].namespace]
+			}
+		}
+		return out
+	}
+	got := settle()
+	if c := get(corev1.ResourceLimitsCPU, got["ns-05"]); c != 166 && c != 167 {
+		t.Fatalf("ns-05 with no demand stated: %dm, want an even share (166m or 167m)", c)
+	}
+	states[5].demand = cpu(1250)
+	got = settle()
+	if c := get(corev1.ResourceLimitsCPU, got["ns-05"]); c < 1250 {
+		t.Fatalf("ns-05 wanting 1250m: %dm, want at least 1250m", c)
+	}
+	var sum int64
+	for _, l := range got {
+		sum += get(corev1.ResourceLimitsCPU, l)
+	}
+	if sum != 2000 {
+		t.Fatalf("the quotas hold %dm together, want the offer's 2000m", sum)
+	}
+	if c := get(corev1.ResourceLimitsCPU, got["ns-00"]); c != 62 && c != 63 {
+		t.Errorf("ns-00 beside it: %dm, want an even share of the 750m left (62m or 63m)", c)
+	}
+	// ns-00 uses 300m; ns-05 states far more than the offer.
+	states[0].used, states[5].demand = cpu(300), cpu(1<<50)
+	got = settle()
+	if c := get(corev1.ResourceLimitsCPU, got["ns-00"]); c < 300 {
+		t.Errorf("ns-00 using 300m: quota %dm, want at least what it uses", c)
+	}
+	if c := get(corev1.ResourceLimitsCPU, got["ns-05"]); c != 1700 {
+		t.Errorf("ns-05 stating more than the offer: %dm, want the 1700m nobody uses", c)
 	}
 }
 

@@ -3,6 +3,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -20,6 +21,20 @@ type NamespaceMapSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 63)",message="every key must be a namespace name (a DNS-1123 label)"
 	// +optional
 	Mappings map[string]NamespaceName `json:"mappings,omitempty"`
+	// Demands states, for consumer namespaces of mappings, what their
+	// pods bound to this provider ask for, under the names of a
+	// ResourceQuota (pods, requests.cpu, limits.cpu, requests.memory,
+	// limits.memory, ...). The provider shares what it offered the
+	// consumer between the quotas of the consumer's namespaces by it: a
+	// namespace whose pods need more gets more of what the others leave.
+	// It never widens the offer: the quotas together stay within it,
+	// whatever is stated. A namespace without an entry gets an even share
+	// of what is left.
+	// +kubebuilder:validation:MaxProperties=1000
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 63)",message="every key must be a namespace name (a DNS-1123 label)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 16)",message="at most 16 resources a namespace"
+	// +optional
+	Demands map[string]corev1.ResourceList `json:"demands,omitempty"`
 }
 
 // NamespaceName is the name of a namespace (a DNS-1123 label) that a

@@ -8,6 +8,7 @@ package v1alpha1
 
 import (
 	"k8s.io/api/core/v1"
+	resource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -94,6 +95,24 @@ func (in *NamespaceMapSpec) DeepCopyInto(out *NamespaceMapSpec) {
 		*out = make(map[string]NamespaceName, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
+		}
+	}
+	if in.Demands != nil {
+		in, out := &in.Demands, &out.Demands
+		*out = make(map[string]v1.ResourceList, len(*in))
+		for key, val := range *in {
+			var outVal map[v1.ResourceName]resource.Quantity
+			if val == nil {
+				(*out)[key] = nil
+			} else {
+				inVal := (*in)[key]
+				in, out := &inVal, &outVal
+				*out = make(v1.ResourceList, len(*in))
+				for key, val := range *in {
+					(*out)[key] = val.DeepCopy()
+				}
+			}
+			(*out)[key] = outVal
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -169,4 +170,87 @@ func TestConsumerRunsNoMoreThanOffered(t *testing.T) {
 		t.Logf("%d Secrets made of %d tried; refused with: %v", made, 2*secrets, refusal)
 	})
 	requireReady(t, waitHeartbeats(t, a, c.ClusterID, 1))
+}
+
+// TestDemandMovesOnlyTheConsumersOwnShare: a provider shares its offer
+// between a consumer's namespaces by what the consumer states their pods
+// ask for (NamespaceMap spec.demands), so that a pod asking for more than
+// an even share of the offer runs in one of several namespaces. What the
+// consumer states is its word, not a fact: stating, with its virtual
+// kubelet's identity, far more than the offer for another namespace moves
+// nothing past the offer, and takes nothing from what a namespace uses.
+func TestDemandMovesOnlyTheConsumersOwnShare(t *testing.T) {
+	peered(t)
+	a, b, _ := members()
+	ctx := t.Context()
+	spec := offloadingv1alpha1.NamespaceOffloadingSpec{ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{b.ClusterID}}},
+	}}}}
+	var remote []string
+	for i := range 4 {
+		remote = append(remote, remoteNamespaceOf(t, offload(t, fmt.Sprintf("demand-%d", i), spec, 1), b.ClusterID))
+	}
+	inB := framework.Client(t, b)
+	var pr discoveryv1alpha1.PeeringRequest
+	if err := inB.Get(ctx, client.ObjectKey{Name: a.ClusterID}, &pr); err != nil {
+		t.Fatal(err)
+	}
+	offered := pr.Status.OfferedResources.Cpu().DeepCopy()
+	// Three fifths of the offer: more than an even share between four
+	// namespaces (and the others this suite offloads).
+	big := *resource.NewMilliQuantity(offered.MilliValue()*3/5, resource.DecimalSI)
+	pod := pausePod("demand-0", "big")
+	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: big}, Limits: corev1.ResourceList{corev1.ResourceCPU: big},
+	}
+	if err := framework.Client(t, a).Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, func() error {
+		var p corev1.Pod
+		if err := inB.Get(ctx, client.ObjectKey{Namespace: remote[0], Name: "big"}, &p); err != nil {
+			var q corev1.ResourceQuota
+			_ = inB.Get(ctx, client.ObjectKey{Namespace: remote[0], Name: offloading.OfferQuotaName}, &q)
+			return fmt.Errorf("the pod asking for %s CPU of %s offered, in the provider: %w (its namespace's quota: %v)", big.String(), offered.String(), err, q.Spec.Hard.Cpu())
+		}
+		return nil
+	})
+
+	// The consumer states a demand beyond the offer for another namespace.
+	vk := framework.ClientFor(t, framework.VirtualKubeletConfig(t, a, b))
+	nm := &offloadingv1alpha1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(a.ClusterID), Name: offloadingv1alpha1.NamespaceMapName}}
+	lie := `{"spec":{"demands":{"demand-1":{"requests.cpu":"100000","limits.cpu":"100000","pods":"100000"}}}}`
+	if err := vk.Patch(ctx, nm, client.RawPatch(types.MergePatchType, []byte(lie))); err != nil {
+		t.Fatalf("the consumer stating a demand in its NamespaceMap: %v", err)
+	}
+	// Until the provider has acted on it (its quota for demand-1 grows out
+	// of what the others leave), and at every look: the quotas together
+	// within the offer, demand-0's at least what its pod uses.
+	framework.Eventually(t, time.Minute, func() error {
+		var quotas corev1.ResourceQuotaList
+		if err := inB.List(ctx, &quotas, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: a.ClusterID}); err != nil {
+			return err
+		}
+		var held int64
+		got := map[string]int64{}
+		for _, q := range quotas.Items {
+			c := q.Spec.Hard[corev1.ResourceLimitsCPU]
+			held += c.MilliValue()
+			got[q.Namespace] = c.MilliValue()
+		}
+		if held > offered.MilliValue() {
+			t.Fatalf("the consumer's quotas hold %dm of CPU limits together, %s offered: %v", held, offered.String(), got)
+		}
+		if got[remote[0]] < big.MilliValue() {
+			t.Fatalf("demand-0's quota fell to %dm of CPU limits under its pod's %s: %v", got[remote[0]], big.String(), got)
+		}
+		if free := offered.MilliValue() - big.MilliValue(); got[remote[1]] < free*9/10 {
+			return fmt.Errorf("demand-1's quota: %dm, want most of the %dm nobody uses: %v", got[remote[1]], free, got)
+		}
+		return nil
+	})
+	var p corev1.Pod
+	if err := inB.Get(ctx, client.ObjectKey{Namespace: remote[0], Name: "big"}, &p); err != nil {
+		t.Fatalf("the pod of demand-0 after the lie: %v", err)
+	}
 }
