@@ -179,10 +179,12 @@ $(BIN)/ginkgo: $(CONFORMANCE_DEPS)
 	cd $(CONFORMANCE_DIR) && go build -o $(BIN)/ github.com/onsi/ginkgo/v2/ginkgo
 
 # The images the suite runs, under the names it gives them: agnhost from
-# its Go package, busybox from Debian's busybox-static (see images/main.go).
-$(BIN)/conformance-images.tar: $(CONFORMANCE_DEPS) $(CONFORMANCE_DIR)/images/main.go
+# its Go package, busybox from Debian's busybox-static (see images/main.go);
+# and CoreDNS (./coredns), the playground's cluster DNS.
+$(BIN)/conformance-images.tar: $(CONFORMANCE_DEPS) $(CONFORMANCE_DIR)/images/main.go $(CONFORMANCE_DIR)/coredns/main.go
 	cd $(CONFORMANCE_DIR) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(BIN)/.conformance/agnhost k8s.io/kubernetes/test/images/agnhost
-	cd $(CONFORMANCE_DIR) && go run ./images --agnhost $(BIN)/.conformance/agnhost --out $@
+	cd $(CONFORMANCE_DIR) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(BIN)/.conformance/coredns ./coredns
+	cd $(CONFORMANCE_DIR) && go run ./images --agnhost $(BIN)/.conformance/agnhost --coredns $(BIN)/.conformance/coredns --out $@
 	rm -rf $(BIN)/.conformance
 
 # MAPPING: the test namespaces' namespaceMappingStrategy (DefaultName or

@@ -2,8 +2,8 @@
 # make conformance: upstream Kubernetes conformance on offloaded pods.
 #
 # Starts a playground with real nodes (a consumer, cluster-1, and a provider,
-# cluster-2, each with a kubelet and containerd; the suite's images imported,
-# built here), cordons the consumer's own nodes so that only its virtual
+# cluster-2, each with a kubelet and containerd and a CoreDNS as cluster DNS;
+# the suite's images imported, built here), cordons the consumer's own nodes so that only its virtual
 # node takes pods, runs bin/e2e.test (every test namespace offloaded, see
 # e2e_test.go) on the specs of focus.txt less those of skip.txt, and writes
 # the JUnit report and a summary table by group to $OUT/$NAME.
@@ -22,6 +22,9 @@ PROCS=${PROCS:-4}
 FOCUS=${FOCUS:-$here/focus.txt}
 SKIP=${SKIP:-$here/skip.txt}
 TIMEOUT=${TIMEOUT:-4h}
+# The cluster DNS each cluster runs, from bin/conformance-images.tar
+# (hack/conformance/images: CoreDNSImage).
+COREDNS_IMAGE=registry.k8s.io/coredns/coredns:v1.15.0
 case "$MAPPING" in
 DefaultName | EnforceSameName) ;;
 *) echo "MAPPING must be DefaultName or EnforceSameName, not $MAPPING" >&2; exit 2 ;;
@@ -46,7 +49,8 @@ down() {
 trap down EXIT
 echo "• Starting the playground (consumer cluster-1, provider cluster-2, real nodes) in $pg"
 "$BIN/liqoctl" playground up --dir "$pg" --clusters 2 --network \
-  --untainted-virtual-nodes cluster-1 --node-images "$BIN/conformance-images.tar" >"$dir/playground.log" 2>&1 ||
+  --untainted-virtual-nodes cluster-1 --node-images "$BIN/conformance-images.tar" \
+  --cluster-dns-image "$COREDNS_IMAGE" >"$dir/playground.log" 2>&1 ||
   { tail -20 "$dir/playground.log" >&2; exit 1; }
 kc=$pg/cluster-1.kubeconfig
 # The provider offers its whole node, as a cluster dedicated to a consumer

@@ -101,6 +101,11 @@ type Options struct {
 	// containerd (pods use them with imagePullPolicy Never or
 	// IfNotPresent: nothing can be pulled).
 	NodeImages []string
+	// ClusterDNSImage, when set, is a CoreDNS image among NodeImages: the
+	// cluster gets a DNS, as kubeadm's (kube-system/kube-dns at
+	// ClusterDNSAddress, on the first real node), and the kubelets give
+	// pods its address. Needs RealNodes.
+	ClusterDNSImage string
 	// Supervisor, when set, is the command every process of the cluster
 	// runs under (as `liqoctl playground supervise`), followed by
 	// --restarts FILE -- BIN ARGS: it restarts the process with backoff
@@ -198,6 +203,9 @@ func (o *Options) complete() error {
 	}
 	if o.RealNodes > 0 && o.APIServerOnly {
 		return errors.New("options: RealNodes needs the whole control plane, not APIServerOnly")
+	}
+	if o.ClusterDNSImage != "" && o.RealNodes == 0 {
+		return errors.New("options: ClusterDNSImage needs RealNodes: the DNS runs in a real container")
 	}
 	if o.Dir == "" {
 		dir, err := os.MkdirTemp("", "liqo-"+o.Name+"-")
@@ -340,7 +348,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	if len(c.realNodes) > 0 {
 		log.Info("Starting real nodes", "nodes", len(c.realNodes))
 	}
-	return c.startRealNodes(ctx)
+	if err := c.startRealNodes(ctx); err != nil {
+		return err
+	}
+	if c.opts.ClusterDNSImage != "" {
+		log.Info("Starting the cluster DNS", "image", c.opts.ClusterDNSImage, "address", ClusterDNSAddress)
+	}
+	return c.startClusterDNS(ctx)
 }
 
 type pkiPaths struct {

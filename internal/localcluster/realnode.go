@@ -341,6 +341,16 @@ var kernelDefaults = map[string]string{
 	"kernel/keys/root_maxbytes": "25000000",
 }
 
+// kubeletClusterDNS is the kubelets' clusterDNS: the cluster DNS's
+// address when the cluster has one; none otherwise (with resolvConf ""
+// too, a pod then has no name server at all).
+func (c *Cluster) kubeletClusterDNS() string {
+	if c.opts.ClusterDNSImage == "" {
+		return "[]"
+	}
+	return "[" + ClusterDNSAddress + "]"
+}
+
 // writeRealNode writes the node's configuration and start script, and
 // returns the script's path.
 func (c *Cluster) writeRealNode(n *realNode) (string, error) {
@@ -473,6 +483,7 @@ failSwapOn: false
 protectKernelDefaults: true
 resolvConf: ""
 clusterDomain: cluster.local
+clusterDNS: %s
 podLogsDir: %s
 staticPodPath: ""
 serializeImagePulls: false
@@ -485,7 +496,7 @@ registerNode: true
 maxPods: 110
 kubeAPIQPS: 50
 kubeAPIBurst: 100
-`, n.ip, servingCert, servingKey, filepath.Join(pki, "ca.crt"), n.cgroup, filepath.Join(n.dir, "pod-logs"))))
+`, n.ip, servingCert, servingKey, filepath.Join(pki, "ca.crt"), n.cgroup, c.kubeletClusterDNS(), filepath.Join(n.dir, "pod-logs"))))
 	if err != nil {
 		return "", err
 	}

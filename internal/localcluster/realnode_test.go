@@ -197,3 +197,12 @@ func harnessResources(t *testing.T) []string {
 	slices.Sort(found)
 	return found
 }
+
+// TestClusterDNSNeedsRealNodes: a cluster DNS runs in a real container;
+// asking for one without real nodes is refused before anything starts.
+func TestClusterDNSNeedsRealNodes(t *testing.T) {
+	o := Options{Name: "dns", Dir: t.TempDir(), ClusterDNSImage: "registry.k8s.io/coredns/coredns:v1.15.0"}
+	if err := o.complete(); err == nil || !strings.Contains(err.Error(), "ClusterDNSImage needs RealNodes") {
+		t.Fatalf("ClusterDNSImage without real nodes: %v, want refused", err)
+	}
+}

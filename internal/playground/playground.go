@@ -104,6 +104,10 @@ type Options struct {
 	// Network), for workloads that cannot pull: `make conformance` gives
 	// the suite's images this way.
 	NodeImages []string
+	// ClusterDNSImage, with Network, is a CoreDNS image among NodeImages
+	// that every cluster runs as its DNS (localcluster.Options.
+	// ClusterDNSImage): pods reach Services by name.
+	ClusterDNSImage string
 	// Broker, when set, starts one more cluster, named BrokerName, that
 	// runs Liqo and liqo-broker with these modes (catalog, orchestrator),
 	// its catalog public; the broker's URL is written to <Dir>/broker.url.
@@ -363,6 +367,7 @@ func startMember(ctx context.Context, opts Options, name string, network *localc
 		copts.RealNodes, copts.Network = 1, network
 		copts.NodeImages = append(copts.NodeImages, opts.GatewayImage)
 		copts.NodeImages = append(copts.NodeImages, opts.NodeImages...)
+		copts.ClusterDNSImage = opts.ClusterDNSImage
 		values["gateway"] = map[string]any{"image": map[string]any{"repository": GatewayImageRepository, "tag": GatewayImageTag}}
 		skip = []string{"Deployment/" + install.ControllerManagerName, "Deployment/" + install.BrokerName}
 	}

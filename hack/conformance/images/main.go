@@ -8,9 +8,11 @@
 // (curl, dig, getent, ss) from the host's Debian packages with the
 // libraries they link. Images the suite only needs as "a web server on
 // port 80" (nginx, kitten, nautilus) are agnhost's netexec there, and
-// pause is agnhost's pause.
+// pause is agnhost's pause. One more is not the suite's: CoreDNS (a
+// static build of ./coredns), the playground's cluster DNS (liqoctl
+// playground up --cluster-dns-image CoreDNSImage).
 //
-//	images --agnhost FILE --out FILE
+//	images --agnhost FILE --coredns FILE --out FILE
 //
 // writes one Docker archive holding every image (their layers shared), which
 // `ctr images import` reads.
@@ -65,7 +67,7 @@ exit $rc
 // image is one name the suite uses and what stands behind it.
 type image struct {
 	ref        string
-	layers     []string // of "base", "busybox", "tools", "agnhost"
+	layers     []string // of "base", "busybox", "tools", "agnhost", "coredns"
 	entrypoint []string
 	cmd        []string
 	user       string
@@ -73,7 +75,10 @@ type image struct {
 
 const (
 	e2eRegistry = "registry.k8s.io/e2e-test-images/"
-	webserver   = "--http-port=80"
+	// CoreDNSImage names the CoreDNS image, at the version of the
+	// module ./coredns builds (hack/conformance/go.mod).
+	CoreDNSImage = "registry.k8s.io/coredns/coredns:v1.15.0"
+	webserver    = "--http-port=80"
 )
 
 var images = []image{
@@ -88,23 +93,25 @@ var images = []image{
 	{ref: e2eRegistry + "nonroot:1.5", layers: []string{"base", "busybox", "tools"}, cmd: []string{"sh"}, user: "1234"},
 	{ref: e2eRegistry + "nonewprivs:1.4", layers: []string{"base", "busybox", "agnhost"}, entrypoint: []string{"/agnhost", "nonewprivs"}},
 	{ref: "registry.k8s.io/pause:3.10.2", layers: []string{"base", "agnhost"}, entrypoint: []string{"/agnhost", "pause"}},
+	{ref: CoreDNSImage, layers: []string{"base", "coredns"}, entrypoint: []string{"/coredns"}},
 }
 
 func main() {
 	agnhost := flag.String("agnhost", "", "the agnhost binary, static (required)")
+	coredns := flag.String("coredns", "", "the coredns binary (./coredns), static (required)")
 	out := flag.String("out", "", "the archive to write (required)")
 	flag.Parse()
-	if *agnhost == "" || *out == "" {
-		fmt.Fprintln(os.Stderr, "usage: images --agnhost FILE --out FILE")
+	if *agnhost == "" || *coredns == "" || *out == "" {
+		fmt.Fprintln(os.Stderr, "usage: images --agnhost FILE --coredns FILE --out FILE")
 		os.Exit(2)
 	}
-	if err := run(*agnhost, *out); err != nil {
+	if err := run(*agnhost, *coredns, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(agnhost, out string) error {
+func run(agnhost, coredns, out string) error {
 	layers := map[string]v1.Layer{}
 	var err error
 	if layers["base"], err = layer(baseEntries()); err != nil {
@@ -129,6 +136,13 @@ func run(agnhost, out string) error {
 		return err
 	}
 	if layers["agnhost"], err = layer(ag); err != nil {
+		return err
+	}
+	cd, err := os.ReadFile(coredns)
+	if err != nil {
+		return err
+	}
+	if layers["coredns"], err = layer([]entry{{name: "coredns", mode: 0o755, data: cd}}); err != nil {
 		return err
 	}
 	refs := map[name.Reference]v1.Image{}

@@ -6,6 +6,7 @@ package playground
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -93,6 +94,9 @@ type UpOptions struct {
 	GatewayImage string
 	// NodeImages are more image archives the real nodes import.
 	NodeImages []string
+	// ClusterDNSImage is a CoreDNS image among NodeImages each cluster
+	// runs as its DNS.
+	ClusterDNSImage string
 	// UntaintedVirtualNodes names the clusters whose virtual nodes are
 	// left untainted (their controller managers'
 	// --virtual-node-taint=false).
@@ -126,6 +130,7 @@ func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
 	cmd.Flags().BoolVar(&o.Network, "network", o.Network, "Give each cluster a real node (kubelet, containerd) and connect the clusters' pod networks through the gateways' tunnels; needs root, `make node-tools` and the gateway's image (`make demo` as root builds them)")
 	cmd.Flags().StringSliceVar(&o.UntaintedVirtualNodes, "untainted-virtual-nodes", o.UntaintedVirtualNodes, "Clusters (e.g. cluster-1) whose virtual nodes are left without their taint (--virtual-node-taint=false), for suites that take only untainted nodes as schedulable, such as upstream conformance; every pod may then land there, so never a provider's")
 	cmd.Flags().StringSliceVar(&o.NodeImages, "node-images", o.NodeImages, "With --network, more image archives (OCI or Docker, as `ctr images import` reads) every real node imports, for workloads that cannot pull")
+	cmd.Flags().StringVar(&o.ClusterDNSImage, "cluster-dns-image", o.ClusterDNSImage, "With --network, a CoreDNS image (in an archive of --node-images) each cluster runs as its DNS, kube-system/kube-dns at "+localcluster.ClusterDNSAddress+", so that pods reach Services by name")
 	return cmd
 }
 
@@ -162,6 +167,9 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 			nodes = 0
 		}
 	}
+	if o.ClusterDNSImage != "" && !network {
+		return errors.New("--cluster-dns-image needs --network: the DNS runs on a real node")
+	}
 	var brokerModes []string
 	if o.Broker != "" {
 		var err error
@@ -185,6 +193,7 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		Network:         network,
 		GatewayImage:    o.GatewayImage,
 		NodeImages:      o.NodeImages,
+		ClusterDNSImage: o.ClusterDNSImage,
 		Detach:          true,
 		Out:             out,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
