@@ -200,6 +200,7 @@ func TestDemandMovesOnlyTheConsumersOwnShare(t *testing.T) {
 	// namespaces (and the others this suite offloads).
 	big := *resource.NewMilliQuantity(offered.MilliValue()*3/5, resource.DecimalSI)
 	pod := pausePod("demand-0", "big")
+	pod.Spec.NodeSelector = map[string]string{offloadingv1alpha1.RemoteClusterLabel: b.ClusterID}
 	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: big}, Limits: corev1.ResourceList{corev1.ResourceCPU: big},
 	}
@@ -211,7 +212,7 @@ func TestDemandMovesOnlyTheConsumersOwnShare(t *testing.T) {
 		if err := inB.Get(ctx, client.ObjectKey{Namespace: remote[0], Name: "big"}, &p); err != nil {
 			var q corev1.ResourceQuota
 			_ = inB.Get(ctx, client.ObjectKey{Namespace: remote[0], Name: offloading.OfferQuotaName}, &q)
-			return fmt.Errorf("the pod asking for %s CPU of %s offered, in the provider: %w (its namespace's quota: %v)", big.String(), offered.String(), err, q.Spec.Hard.Cpu())
+			return fmt.Errorf("the pod asking for %s CPU of %s offered, in the provider: %w (its namespace's quota of CPU limits: %s)", big.String(), offered.String(), err, q.Spec.Hard.Name(corev1.ResourceLimitsCPU, resource.DecimalSI))
 		}
 		return nil
 	})
