@@ -19,7 +19,7 @@ import (
 // its virtual nodes ask for, under a ResourceQuota's names (pods,
 // requests.* and limits.* of CPU, memory and ephemeral storage), as the
 // provider's quota will count them: a limit a container does not name is
-// its request (as the pod reflector sends it), a container that names
+// its request (BoundLimits, as the pod reflector sends it), a container that names
 // neither is counted at the defaults the provider's LimitRange gives it
 // (DefaultRequests). Pods that ended are not counted.
 func Demands(ctx context.Context, c client.Reader, namespace string) (map[string]corev1.ResourceList, error) {
@@ -58,14 +58,7 @@ func addPodDemand(demand corev1.ResourceList, pod *corev1.Pod) {
 	for _, cs := range [][]corev1.Container{withDefaults.Spec.InitContainers, withDefaults.Spec.Containers} {
 		for i := range cs {
 			r := &cs[i].Resources
-			for name, q := range r.Requests {
-				if _, ok := r.Limits[name]; !ok {
-					if r.Limits == nil {
-						r.Limits = corev1.ResourceList{}
-					}
-					r.Limits[name] = q.DeepCopy()
-				}
-			}
+			BoundLimits(r)
 			for name, def := range DefaultRequests {
 				if _, ok := r.Limits[name]; !ok {
 					if r.Limits == nil {
@@ -96,6 +89,25 @@ func addPodDemand(demand corev1.ResourceList, pod *corev1.Pod) {
 		}
 		if q, ok := limits[r]; ok {
 			add("limits."+r, q)
+		}
+	}
+}
+
+// BoundLimits gives every resource a container requests a limit, the
+// request itself where it names none: a provider bounds what a consumer
+// uses by its limits as well as its requests (its quota counts both), and
+// its defaults for a container that names no limit are small ones. The
+// pod reflector sends pods so, and Demands counts them so.
+func BoundLimits(r *corev1.ResourceRequirements) {
+	for name, q := range r.Requests {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage {
+			continue
+		}
+		if _, ok := r.Limits[name]; !ok {
+			if r.Limits == nil {
+				r.Limits = corev1.ResourceList{}
+			}
+			r.Limits[name] = q.DeepCopy()
 		}
 	}
 }

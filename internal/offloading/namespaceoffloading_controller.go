@@ -397,10 +397,17 @@ func (r *NamespaceOffloadingReconciler) SetupWithManager(mgr ctrl.Manager) error
 		}
 		return reqs
 	})
-	// A pod bound to a node, or ending, changes what its namespace asks of
-	// the providers.
-	pods := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if pod, ok := o.(*corev1.Pod); !ok || pod.Spec.NodeName == "" {
+	// A pod bound to a virtual node, or ending there, changes what its
+	// namespace asks of that node's provider; pods on this cluster's own
+	// nodes change nothing there.
+	pods := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		pod, ok := o.(*corev1.Pod)
+		if !ok || pod.Spec.NodeName == "" {
+			return nil
+		}
+		var node corev1.Node
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &node); err == nil &&
+			node.Labels[offloadingv1alpha1.VirtualNodeLabel] != offloadingv1alpha1.VirtualNodeValue {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: offloadingv1alpha1.NamespaceOffloadingName}}}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -141,25 +142,12 @@ func (p *PeerNamespaces) Request(ctx context.Context, provider, local, remote st
 	if got, ok := nm.Status.Namespaces[local]; ok && nm.Status.ObservedGeneration > 0 && got.Namespace == remote {
 		st.Phase, st.Message = got.Phase, got.Message
 	}
-	if !sameDemand(nm.Spec.Demands[local], demand) {
+	if !equality.Semantic.DeepEqual(nm.Spec.Demands[local], demand) {
 		if err := patchMapping(ctx, c, nm, local, &remote, demand); err != nil {
 			return st, err
 		}
 	}
 	return st, nil
-}
-
-// sameDemand says whether two demands count the same.
-func sameDemand(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, q := range a {
-		if r, ok := b[name]; !ok || q.Cmp(r) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // Release removes local from provider's NamespaceMap; a provider

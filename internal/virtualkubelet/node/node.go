@@ -425,7 +425,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, node *corev1.Node, offer 
 	}
 	// Like a kubelet with leases: status written on change, and at least
 	// every few minutes.
-	if !changed && equalResources(orig.Status.Allocatable, node.Status.Allocatable) && orig.Status.NodeInfo == node.Status.NodeInfo &&
+	if !changed && equality.Semantic.DeepEqual(orig.Status.Allocatable, node.Status.Allocatable) && orig.Status.NodeInfo == node.Status.NodeInfo &&
 		len(orig.Status.Conditions) > 0 && r.now().Sub(orig.Status.Conditions[0].LastHeartbeatTime.Time) < 5*time.Minute {
 		return nil
 	}
@@ -519,18 +519,6 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-func equalResources(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, qa := range a {
-		if qb, ok := b[k]; !ok || qa.Cmp(qb) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // SetupWithManager registers the reconciler.

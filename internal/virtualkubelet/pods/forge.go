@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
+	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
 )
@@ -39,7 +40,7 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(t corev1.Toleration) bool { return !providerToleration(t) })
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
-			boundLimits(&cs[i].Resources)
+			offloading.BoundLimits(&cs[i].Resources)
 		}
 	}
 
@@ -180,24 +181,6 @@ func consumerAnnotations(remote *corev1.Pod) []string {
 		return nil
 	}
 	return strings.Split(v, ",")
-}
-
-// boundLimits gives every resource a container requests a limit, the
-// request itself where it names none: a provider bounds what a consumer
-// uses by its limits as well as its requests (its quota counts both), and
-// its defaults for a container that names no limit are small ones.
-func boundLimits(r *corev1.ResourceRequirements) {
-	for name, q := range r.Requests {
-		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage {
-			continue
-		}
-		if _, ok := r.Limits[name]; !ok {
-			if r.Limits == nil {
-				r.Limits = corev1.ResourceList{}
-			}
-			r.Limits[name] = q.DeepCopy()
-		}
-	}
 }
 
 // providerToleration says whether t is one a provider lets its consumers'
