@@ -328,8 +328,11 @@ func (o *Options) pod(name, image string, args []string, peerID string) *corev1.
 	return pod
 }
 
+// waitPod waits for pod to reach one of phases; when it does not, the
+// error says where the pod stands and what its last warnings said, as
+// kubectl describe would.
 func waitPod(ctx context.Context, c client.Client, pod *corev1.Pod, phases ...corev1.PodPhase) error {
-	return poll(ctx, func() (bool, error) {
+	err := poll(ctx, func() (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return false, err
 		}
@@ -340,6 +343,67 @@ func waitPod(ctx context.Context, c client.Client, pod *corev1.Pod, phases ...co
 		}
 		return false, nil
 	}, fmt.Sprintf("pod %s to be %v", pod.Name, phases))
+	if err != nil && ctx.Err() != nil {
+		// The test's context is over: a fresh one to say why.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		err = fmt.Errorf("%w; %s", err, describePod(dctx, c, pod))
+	}
+	return err
+}
+
+// describePod says where pod stands: its phase, the conditions not met,
+// what its containers wait for or ended with, and its last warnings.
+func describePod(ctx context.Context, c client.Client, pod *corev1.Pod) string {
+	parts := []string{"phase " + string(pod.Status.Phase)}
+	if pod.Status.Phase == "" {
+		parts[0] = "no phase"
+	}
+	if pod.Spec.NodeName != "" {
+		parts = append(parts, "on node "+pod.Spec.NodeName)
+	}
+	if pod.Status.Message != "" {
+		parts = append(parts, pod.Status.Reason+": "+pod.Status.Message)
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			parts = append(parts, fmt.Sprintf("%s %s (%s: %s)", cond.Type, cond.Status, cond.Reason, cond.Message))
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			parts = append(parts, fmt.Sprintf("container %s waiting (%s: %s)", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message))
+		case cs.State.Terminated != nil:
+			parts = append(parts, fmt.Sprintf("container %s ended (%s, exit %d)", cs.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode))
+		}
+	}
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(pod.Namespace)); err != nil {
+		return strings.Join(append(parts, "its events: "+err.Error()), "; ")
+	}
+	var warnings []corev1.Event
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == pod.Name && e.Type == corev1.EventTypeWarning {
+			warnings = append(warnings, e)
+		}
+	}
+	sort.Slice(warnings, func(i, j int) bool { return eventTime(&warnings[i]).Before(eventTime(&warnings[j])) })
+	for _, e := range warnings[max(len(warnings)-3, 0):] {
+		parts = append(parts, fmt.Sprintf("warning %s (x%d): %s", e.Reason, max(e.Count, 1), e.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// eventTime is when e last happened, whichever API wrote it.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // endpointAddress is the one ready address the EndpointSlices of Service
