@@ -229,8 +229,13 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, nil
 	}
 	if !equality.Semantic.DeepEqual(nm.Status.Namespaces, status) || nm.Status.ObservedGeneration != nm.Generation {
+		// A patch, not an update: the consumer writes the spec (its
+		// demands move with its pods), and an update from the generation
+		// read would conflict with each of its writes and wait out a
+		// back-off; the generation observed says which spec this is of.
+		orig := nm.DeepCopy()
 		nm.Status.Namespaces, nm.Status.ObservedGeneration = status, nm.Generation
-		if err := r.Client.Status().Update(ctx, &nm); err != nil {
+		if err := r.Client.Status().Patch(ctx, &nm, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
 		}
 	}
