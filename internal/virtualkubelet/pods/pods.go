@@ -16,11 +16,14 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -450,7 +453,7 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, nodeReady, builder.WithPredicates(readyChanged)).
 		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
 		WatchesRawSource(r.Providers.Source(provider.Pods, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: retryLimiter()}).
 		Named("virtualkubelet-pods")
 	if r.Translate != nil {
 		// The network agreed with a provider, or changed: its pods'
@@ -566,4 +569,21 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// maxRetryDelay bounds the back-off of a pod whose reflection fails. A
+// provider's refusal that passes later (its quota raised once another
+// namespace's share went down, its RBAC granted) wakes nothing here: the
+// next try is what finds it, and the default back-off, doubling up to
+// 1000 s, would let a pod wait minutes after its quota was raised. A
+// kubelet retries a pod's sync as often.
+const maxRetryDelay = 10 * time.Second
+
+// retryLimiter is controller-runtime's default rate limiter with each
+// pod's back-off capped at maxRetryDelay.
+func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
