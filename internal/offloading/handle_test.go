@@ -38,6 +38,17 @@ func TestHandlePatchesOnlyScheduling(t *testing.T) {
 	withOwn.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
 	}}}
+	// As the DaemonSet controller makes its pods: pinned by name.
+	byName := corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-0"}}}}
+	daemon := base.DeepCopy()
+	daemon.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{byName},
+	}}}
+	halfPinned := withOwn.DeepCopy()
+	terms := &halfPinned.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	*terms = append(*terms, byName)
+	named := base.DeepCopy()
+	named.Spec.NodeName = "node-0"
 	// A namespace a broker orchestrates for a consumer.
 	orchestrated := map[string]string{brokerv1alpha1.OrchestratedLabel: brokerv1alpha1.OrchestratedValue}
 	for _, tc := range []struct {
@@ -54,6 +65,11 @@ func TestHandlePatchesOnlyScheduling(t *testing.T) {
 		{"Local leaves the pod alone", withOwn, offloadingv1alpha1.PodOffloadingLocal, nil, nil, false},
 		{"orchestrated by a broker, to two providers", withOwn, offloadingv1alpha1.PodOffloadingRemote, orchestrated, []string{"p1", "p2"}, true},
 		{"orchestrated by a broker, to none", &base, offloadingv1alpha1.PodOffloadingRemote, orchestrated, nil, true},
+		{"a DaemonSet's pod, pinned to its node by name, Remote", daemon, offloadingv1alpha1.PodOffloadingRemote, nil, nil, true},
+		{"a pod with its node named, Remote", named, offloadingv1alpha1.PodOffloadingRemote, nil, nil, true},
+		{"a pod with its node named, Local", named, offloadingv1alpha1.PodOffloadingLocal, nil, nil, false},
+		{"a DaemonSet's pod, orchestrated by a broker", daemon, offloadingv1alpha1.PodOffloadingRemote, orchestrated, []string{"p1"}, true},
+		{"a pod naming a node in one term of two, Remote", halfPinned, offloadingv1alpha1.PodOffloadingRemote, nil, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			no := &offloadingv1alpha1.NamespaceOffloading{
@@ -96,9 +112,17 @@ func TestHandlePatchesOnlyScheduling(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := tc.pod.DeepCopy()
-			MutatePod(want, &no.Spec)
+			if PinnedToNode(want) && tc.nsLabels == nil {
+				// Only tolerated: no affinity keeps it from its node.
+				tolerateVirtualNodes(want)
+			} else {
+				MutatePod(want, &no.Spec)
+			}
 			if tc.nsLabels != nil {
 				RestrictToProviders(want, tc.providers)
+			}
+			if PinnedToNode(tc.pod) && tc.nsLabels == nil && !equality.Semantic.DeepEqual(got.Spec.Affinity, tc.pod.Spec.Affinity) {
+				t.Errorf("the affinity of a pod pinned to its node changed: %+v", got.Spec.Affinity)
 			}
 			if !equality.Semantic.DeepEqual(&got, want) {
 				t.Errorf("patched pod:\n%+v\nwant:\n%+v", got.Spec, want.Spec)

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -39,6 +40,7 @@ type PodMutator struct {
 // cheap.
 type podScheduling struct {
 	Spec struct {
+		NodeName    string              `json:"nodeName,omitempty"`
 		Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 		Affinity    *corev1.Affinity    `json:"affinity,omitempty"`
 	} `json:"spec"`
@@ -67,8 +69,16 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	case err != nil:
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: slices.Clone(in.Spec.Tolerations), Affinity: in.Spec.Affinity.DeepCopy()}}
-	changed := MutatePod(pod, &no.Spec)
+	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeName: in.Spec.NodeName, Tolerations: slices.Clone(in.Spec.Tolerations), Affinity: in.Spec.Affinity.DeepCopy()}}
+	var changed bool
+	if !orchestrated && PinnedToNode(pod) {
+		// Its controller chose the node (a DaemonSet's pod for each node),
+		// or its author did: an affinity of the strategy could only keep
+		// it from that node. It may still stay on a virtual one.
+		changed = no.Spec.PodOffloadingStrategy != offloadingv1alpha1.PodOffloadingLocal && tolerateVirtualNodes(pod)
+	} else {
+		changed = MutatePod(pod, &no.Spec)
+	}
 	if orchestrated {
 		RestrictToProviders(pod, providers)
 		changed = true
@@ -111,6 +121,27 @@ func RestrictToProviders(pod *corev1.Pod, providers []string) {
 	mergeRequiredAffinity(pod, []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}})
 }
 
+// PinnedToNode says whether pod names the node it runs on: spec.nodeName,
+// or a required node affinity each of whose terms matches nodes by name,
+// as the DaemonSet controller pins its pods. The offloading strategy
+// chooses between nodes; such a pod leaves nothing to choose, and a
+// DaemonSet reaches a virtual node only when its template tolerates the
+// virtual-node taint itself.
+func PinnedToNode(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" {
+		return true
+	}
+	if pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil || pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	return len(terms) > 0 && !slices.ContainsFunc(terms, func(t corev1.NodeSelectorTerm) bool {
+		return !slices.ContainsFunc(t.MatchFields, func(r corev1.NodeSelectorRequirement) bool {
+			return r.Key == metav1.ObjectNameField && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) > 0
+		})
+	})
+}
+
 // MutatePod applies an offloading spec to pod, and says whether it changed.
 func MutatePod(pod *corev1.Pod, spec *offloadingv1alpha1.NamespaceOffloadingSpec) bool {
 	strategy := spec.PodOffloadingStrategy
@@ -120,12 +151,7 @@ func MutatePod(pod *corev1.Pod, spec *offloadingv1alpha1.NamespaceOffloadingSpec
 	if strategy == offloadingv1alpha1.PodOffloadingLocal {
 		return false
 	}
-	changed := false
-	toleration := corev1.Toleration{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
-	if !slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&toleration) }) {
-		pod.Spec.Tolerations = append(pod.Spec.Tolerations, toleration)
-		changed = true
-	}
+	changed := tolerateVirtualNodes(pod)
 	virtual := corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.VirtualNodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{offloadingv1alpha1.VirtualNodeValue}}
 	var terms []corev1.NodeSelectorTerm
 	if spec.ClusterSelector != nil && len(spec.ClusterSelector.NodeSelectorTerms) > 0 {
@@ -146,6 +172,17 @@ func MutatePod(pod *corev1.Pod, spec *offloadingv1alpha1.NamespaceOffloadingSpec
 		}}})
 	}
 	mergeRequiredAffinity(pod, terms)
+	return true
+}
+
+// tolerateVirtualNodes adds the toleration of the virtual-node taint to
+// pod, and says whether it was missing.
+func tolerateVirtualNodes(pod *corev1.Pod) bool {
+	toleration := corev1.Toleration{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	if slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&toleration) }) {
+		return false
+	}
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, toleration)
 	return true
 }
 
