@@ -53,6 +53,17 @@ echo "• Starting the playground (consumer cluster-1, provider cluster-2, real 
   --cluster-dns-image "$COREDNS_IMAGE" >"$dir/playground.log" 2>&1 ||
   { tail -20 "$dir/playground.log" >&2; exit 1; }
 kc=$pg/cluster-1.kubeconfig
+# The playground's demo (six offloaded pods) would hold part of the
+# provider's offer for the whole run.
+"$BIN/kubectl" --kubeconfig "$kc" delete namespace demo --ignore-not-found --wait=false >/dev/null
+if [ "$MAPPING" = EnforceSameName ]; then
+  # The suite's namespaces keep their names in the provider: the provider
+  # lets its consumer use them (they all start with a letter; the
+  # reserved default, kube-* and liqo-* stay refused).
+  fc=$("$BIN/kubectl" --kubeconfig "$pg/cluster-2.kubeconfig" get foreignclusters -o jsonpath='{.items[0].metadata.name}')
+  "$BIN/kubectl" --kubeconfig "$pg/cluster-2.kubeconfig" patch foreigncluster "$fc" --type merge \
+    -p '{"spec":{"offloadedNamespaces":{"prefixes":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q","r","s","t","u","v","w","x","y","z"]}}}' >/dev/null
+fi
 # The provider offers its whole node, as a cluster dedicated to a consumer
 # would: some specs' pods have a CPU limit above half of this machine's
 # two cores, and the provider's quota bounds limits by the offer.
