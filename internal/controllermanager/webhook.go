@@ -213,6 +213,12 @@ func (w *webhookRegistrar) ensure(ctx context.Context) error {
 // offloads them: if this controller manager is down, pods elsewhere are
 // created as usual, and pods of those namespaces wait (failure policy
 // Fail) rather than land where their strategy forbids.
+// podWebhookCondition lets the pod webhook see every creation, and the
+// updates that drop the virtual-node toleration the pod had.
+var podWebhookCondition = fmt.Sprintf(`request.operation == 'CREATE' || `+
+	`(has(oldObject.spec.tolerations) && oldObject.spec.tolerations.exists(t, has(t.key) && t.key == %[1]q) && `+
+	`!(has(object.spec.tolerations) && object.spec.tolerations.exists(t, has(t.key) && t.key == %[1]q)))`, offloadingv1alpha1.VirtualNodeTaint)
+
 func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: PodWebhookConfigurationName}}
 	cc := clientConfig(w.base, offloading.MutatePodPath, w.caBundle)
@@ -220,8 +226,13 @@ func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
 		return admissionregistrationv1.MutatingWebhook{
 			Name:         name,
 			ClientConfig: cc,
+			// Updates only when they drop the virtual-node toleration: the
+			// webhook puts it back, as the API server's own admission does
+			// with the tolerations it adds; every other update goes by
+			// without a call.
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "create-or-drops-toleration", Expression: podWebhookCondition}},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule: admissionregistrationv1.Rule{
 					APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
 					Scope: ptr.To(admissionregistrationv1.NamespacedScope),
@@ -254,7 +265,8 @@ func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
 				got := mwc.Webhooks[i]
 				same = same && got.Name == want[i].Name && equality.Semantic.DeepEqual(got.ClientConfig, cc) &&
 					equality.Semantic.DeepEqual(got.NamespaceSelector, want[i].NamespaceSelector) &&
-					ptr.Deref(got.FailurePolicy, "") == admissionregistrationv1.Fail && len(got.Rules) == 1
+					ptr.Deref(got.FailurePolicy, "") == admissionregistrationv1.Fail &&
+					equality.Semantic.DeepEqual(got.Rules, want[i].Rules) && equality.Semantic.DeepEqual(got.MatchConditions, want[i].MatchConditions)
 			}
 			if same {
 				return nil

@@ -190,3 +190,76 @@ func TestHandleNotOffloaded(t *testing.T) {
 		t.Errorf("malformed pod: %+v, want a 400 refusal", resp.Result)
 	}
 }
+
+// TestHandleUpdateKeepsToleration: an update that sets a pod's
+// tolerations to its own list gets the virtual-node toleration the pod had
+// back, and nothing else; an update that keeps it, or of a pod that never
+// had it, is let through unchanged.
+func TestHandleUpdateKeepsToleration(t *testing.T) {
+	ours := corev1.Toleration{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	own := corev1.Toleration{Key: "foo", Operator: corev1.TolerationOpEqual, Value: "bar", Effect: corev1.TaintEffectNoSchedule}
+	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
+	}}}
+	pod := func(tolerations ...corev1.Toleration) []byte {
+		raw, err := json.Marshal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}, Tolerations: tolerations, Affinity: affinity}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	// No NamespaceOffloading: an update is answered whatever the namespace.
+	m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).Build()}
+	for _, tc := range []struct {
+		name     string
+		old, new []byte
+		want     []corev1.Toleration // nil: no patch
+	}{
+		{"tolerations replaced", pod(ours), pod(own), []corev1.Toleration{own, ours}},
+		{"tolerations emptied", pod(own, ours), pod(), []corev1.Toleration{ours}},
+		{"toleration kept", pod(ours), pod(ours, own), nil},
+		{"a pod that never had it", pod(own), pod(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Namespace: "ns", Operation: admissionv1.Update, Object: runtime.RawExtension{Raw: tc.new}, OldObject: runtime.RawExtension{Raw: tc.old},
+			}})
+			if !resp.Allowed {
+				t.Fatalf("denied: %v", resp.Result)
+			}
+			if tc.want == nil {
+				if len(resp.Patches) != 0 {
+					t.Fatalf("patched with %v, want no patch", resp.Patches)
+				}
+				return
+			}
+			ops, err := json.Marshal(resp.Patches)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patch, err := jsonpatch.DecodePatch(ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := patch.Apply(tc.new)
+			if err != nil {
+				t.Fatalf("applying %s: %v", ops, err)
+			}
+			var got, before corev1.Pod
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(tc.new, &before); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(got.Spec.Tolerations, tc.want) {
+				t.Errorf("tolerations %+v, want %+v", got.Spec.Tolerations, tc.want)
+			}
+			got.Spec.Tolerations = before.Spec.Tolerations
+			if !equality.Semantic.DeepEqual(&got, &before) {
+				t.Errorf("the patch changed more than the tolerations: %+v", got.Spec)
+			}
+		})
+	}
+}

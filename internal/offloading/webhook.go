@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,6 +52,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	var in podScheduling
 	if err := json.Unmarshal(req.Object.Raw, &in); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
+	}
+	if req.Operation == admissionv1.Update {
+		return keepToleration(req, &in)
 	}
 	var ns corev1.Namespace
 	if err := m.Reader.Get(ctx, client.ObjectKey{Name: req.Namespace}, &ns); client.IgnoreNotFound(err) != nil {
@@ -95,6 +99,27 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		ops = append(ops, jsonpatch.NewOperation("add", "/spec/affinity", pod.Spec.Affinity))
 	}
 	return admission.Patched("offloading", ops...)
+}
+
+// keepToleration puts back the virtual-node toleration an update of a pod
+// drops (one that sets the tolerations to its own list), as the API
+// server's admission puts back the tolerations it added: the API server
+// refuses an update that removes one. Nothing else of the pod changes
+// (its affinity cannot).
+func keepToleration(req admission.Request, in *podScheduling) admission.Response {
+	var old podScheduling
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod before the update: %w", err))
+	}
+	had := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: old.Spec.Tolerations}}
+	if tolerateVirtualNodes(had) {
+		return admission.Allowed("the pod did not tolerate virtual nodes")
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: slices.Clone(in.Spec.Tolerations)}}
+	if !tolerateVirtualNodes(pod) {
+		return admission.Allowed("nothing to change")
+	}
+	return admission.Patched("offloading", jsonpatch.NewOperation("add", "/spec/tolerations", pod.Spec.Tolerations))
 }
 
 // Orchestrated says whether the broker orchestrates ns (a namespace a
