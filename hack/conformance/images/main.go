@@ -90,6 +90,9 @@ var images = []image{
 	{ref: e2eRegistry + "nginx:1.28.0-2", layers: []string{"base", "busybox", "tools", "agnhost"}, entrypoint: []string{"/agnhost", "netexec", webserver, "--udp-port=-1"}},
 	{ref: e2eRegistry + "kitten:1.8", layers: []string{"base", "busybox", "tools", "agnhost"}, entrypoint: []string{"/agnhost", "netexec", webserver, "--udp-port=-1"}},
 	{ref: e2eRegistry + "nautilus:1.8", layers: []string{"base", "busybox", "tools", "agnhost"}, entrypoint: []string{"/agnhost", "netexec", webserver, "--udp-port=-1"}},
+	// The DNS specs' glibc querier runs dig and getent from a shell: the
+	// tools layer has both, with the host's glibc.
+	{ref: e2eRegistry + "glibc-dns-testing:2.1.1", layers: []string{"base", "busybox", "tools"}, cmd: []string{"sh"}},
 	{ref: e2eRegistry + "nonroot:1.5", layers: []string{"base", "busybox", "tools"}, cmd: []string{"sh"}, user: "1234"},
 	{ref: e2eRegistry + "nonewprivs:1.4", layers: []string{"base", "busybox", "agnhost"}, entrypoint: []string{"/agnhost", "nonewprivs"}},
 	{ref: "registry.k8s.io/pause:3.10.2", layers: []string{"base", "agnhost"}, entrypoint: []string{"/agnhost", "pause"}},
