@@ -95,22 +95,7 @@ func TestHandlePatchesOnlyScheduling(t *testing.T) {
 				}
 				return
 			}
-			ops, err := json.Marshal(resp.Patches)
-			if err != nil {
-				t.Fatal(err)
-			}
-			patch, err := jsonpatch.DecodePatch(ops)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := patch.Apply(raw)
-			if err != nil {
-				t.Fatalf("applying %s: %v", ops, err)
-			}
-			var got corev1.Pod
-			if err := json.Unmarshal(out, &got); err != nil {
-				t.Fatal(err)
-			}
+			got := applyPatches(t, resp, raw)
 			want := tc.pod.DeepCopy()
 			if PinnedToNode(want) && tc.nsLabels == nil {
 				// Only tolerated: no affinity keeps it from its node.
@@ -234,22 +219,8 @@ func TestHandleUpdateKeepsToleration(t *testing.T) {
 				}
 				return
 			}
-			ops, err := json.Marshal(resp.Patches)
-			if err != nil {
-				t.Fatal(err)
-			}
-			patch, err := jsonpatch.DecodePatch(ops)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := patch.Apply(tc.new)
-			if err != nil {
-				t.Fatalf("applying %s: %v", ops, err)
-			}
-			var got, before corev1.Pod
-			if err := json.Unmarshal(out, &got); err != nil {
-				t.Fatal(err)
-			}
+			got := applyPatches(t, resp, tc.new)
+			var before corev1.Pod
 			if err := json.Unmarshal(tc.new, &before); err != nil {
 				t.Fatal(err)
 			}
@@ -262,4 +233,26 @@ func TestHandleUpdateKeepsToleration(t *testing.T) {
 			}
 		})
 	}
+}
+
+// applyPatches applies the webhook's answer to the pod it was sent.
+func applyPatches(t *testing.T, resp admission.Response, raw []byte) corev1.Pod {
+	t.Helper()
+	ops, err := json.Marshal(resp.Patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatch.DecodePatch(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := patch.Apply(raw)
+	if err != nil {
+		t.Fatalf("applying %s: %v", ops, err)
+	}
+	var got corev1.Pod
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
