@@ -67,9 +67,11 @@ fi
 # The provider offers its whole node, as a cluster dedicated to a consumer
 # would: some specs' pods have a CPU limit above half of this machine's
 # two cores, and the provider's quota bounds limits by the offer.
+# The virtual node's CPU is read before the patch: the new offer can reach
+# it before a read that follows the patch.
+before=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l offloading.liqo.io/type=virtual-node -o jsonpath='{.items[0].status.allocatable.cpu}')
 "$BIN/kubectl" --kubeconfig "$pg/cluster-2.kubeconfig" patch clusterconfig cluster --type merge \
   -p '{"spec":{"sharingConfig":{"sharePercentage":100}}}' >/dev/null
-before=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l offloading.liqo.io/type=virtual-node -o jsonpath='{.items[0].status.allocatable.cpu}')
 for _ in $(seq 1 120); do
   now=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l offloading.liqo.io/type=virtual-node -o jsonpath='{.items[0].status.allocatable.cpu}')
   [ "$now" != "$before" ] && break
