@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -161,20 +162,26 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	return waitPeered(ctx, c, fc.Name, o.Wait, out)
 }
 
+// clearAuthenticated removes the ForeignCluster's Authenticated condition.
+// The patch replaces the whole condition list, so it holds the optimistic
+// lock, and a controller writing the status meanwhile makes it read again
+// rather than fail.
 func clearAuthenticated(ctx context.Context, c client.Client, clusterID string) error {
-	fc, err := foreigncluster.Find(ctx, c, clusterID)
-	if err != nil || fc == nil {
-		return err
-	}
-	if meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated) == nil {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		fc, err := foreigncluster.Find(ctx, c, clusterID)
+		if err != nil || fc == nil {
+			return err
+		}
+		if meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated) == nil {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated)
+		if err := c.Status().Patch(ctx, fc, patch); err != nil {
+			return fmt.Errorf("resetting the Authenticated condition of %s: %w", fc.Name, err)
+		}
 		return nil
-	}
-	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	meta.RemoveStatusCondition(&fc.Status.Conditions, discoveryv1alpha1.ConditionAuthenticated)
-	if err := c.Status().Patch(ctx, fc, patch); err != nil {
-		return fmt.Errorf("resetting the Authenticated condition of %s: %w", fc.Name, err)
-	}
-	return nil
+	})
 }
 
 // checkPinnedCA refuses to go on when the cluster is known with another CA.

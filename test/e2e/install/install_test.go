@@ -12,6 +12,7 @@
 package install
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -138,10 +140,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err := c.Create(ctx, fc); err != nil {
 		t.Fatal(err)
 	}
-	fc.Status.IncomingPeering = true
-	if err := c.Status().Update(ctx, fc); err != nil {
-		t.Fatal(err)
-	}
+	setIncomingPeering(ctx, t, c, fc, true)
 	un := &uninstall.Options{Kubeconfig: kubeconfig, Namespace: liqoinstall.DefaultNamespace, Timeout: 2 * time.Minute}
 	err = un.Run(ctx, &out)
 	if err == nil || !strings.Contains(err.Error(), "peers with peer") || !strings.Contains(err.Error(), "--purge") {
@@ -150,10 +149,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if rel, err := releases.Current(chart.DefaultReleaseName); err != nil || rel == nil {
 		t.Fatalf("a refused uninstall removed the release: %v", err)
 	}
-	fc.Status.IncomingPeering = false
-	if err := c.Status().Update(ctx, fc); err != nil {
-		t.Fatal(err)
-	}
+	setIncomingPeering(ctx, t, c, fc, false)
 
 	// Uninstall leaves nothing: no release, CRD, namespace, object
 	// the controller manager made, or cluster-scoped object of the chart.
@@ -292,4 +288,19 @@ func init() {
 	// liqoctl's verbs run in this process; controller-runtime wants a
 	// logger set before its clients log.
 	ctrllog.SetLogger(logr.Discard())
+}
+
+// setIncomingPeering sets a ForeignCluster's status.incomingPeering; the
+// peering controller writes that status too, so a conflict reads again.
+func setIncomingPeering(ctx context.Context, t *testing.T, c client.Client, fc *discoveryv1alpha1.ForeignCluster, incoming bool) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
+			return err
+		}
+		fc.Status.IncomingPeering = incoming
+		return c.Status().Update(ctx, fc)
+	}); err != nil {
+		t.Fatalf("setting incomingPeering=%t on %s: %v", incoming, fc.Name, err)
+	}
 }

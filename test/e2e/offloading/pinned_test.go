@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
@@ -104,8 +105,14 @@ func TestDaemonSetAndTolerationUpdate(t *testing.T) {
 		// As a client that sets the list it wants: the API server puts
 		// back the not-ready and unreachable tolerations it added, the
 		// webhook the virtual node's.
-		pod.Spec.Tolerations = []corev1.Toleration{own}
-		if err := cl.Update(ctx, pod); err != nil {
+		// The virtual kubelet may write the pod's status meanwhile.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			pod.Spec.Tolerations = []corev1.Toleration{own}
+			return cl.Update(ctx, pod)
+		}); err != nil {
 			t.Fatalf("updating the tolerations: %v", err)
 		}
 		if !slices.ContainsFunc(pod.Spec.Tolerations, func(tl corev1.Toleration) bool { return tl.Key == offloadingv1alpha1.VirtualNodeTaint }) ||
