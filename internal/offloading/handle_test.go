@@ -134,22 +134,7 @@ func TestHandleOrchestratedBeforeOffloaded(t *testing.T) {
 	if !resp.Allowed || len(resp.Patches) != 2 {
 		t.Fatalf("allowed %v, patches %v; want the toleration and the affinity", resp.Allowed, resp.Patches)
 	}
-	ops, err := json.Marshal(resp.Patches)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patch, err := jsonpatch.DecodePatch(ops)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := patch.Apply(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got corev1.Pod
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := applyPatches(t, resp, raw)
 	want := &corev1.Pod{}
 	MutatePod(want, &offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
 	RestrictToProviders(want, nil)

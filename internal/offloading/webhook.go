@@ -111,15 +111,14 @@ func keepToleration(req admission.Request, in *podScheduling) admission.Response
 	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod before the update: %w", err))
 	}
-	had := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: old.Spec.Tolerations}}
-	if tolerateVirtualNodes(had) {
+	if !toleratesVirtualNodes(old.Spec.Tolerations) {
 		return admission.Allowed("the pod did not tolerate virtual nodes")
 	}
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: slices.Clone(in.Spec.Tolerations)}}
-	if !tolerateVirtualNodes(pod) {
+	if toleratesVirtualNodes(in.Spec.Tolerations) {
 		return admission.Allowed("nothing to change")
 	}
-	return admission.Patched("offloading", jsonpatch.NewOperation("add", "/spec/tolerations", pod.Spec.Tolerations))
+	tolerations := append(slices.Clone(in.Spec.Tolerations), virtualNodeToleration)
+	return admission.Patched("offloading", jsonpatch.NewOperation("add", "/spec/tolerations", tolerations))
 }
 
 // Orchestrated says whether the broker orchestrates ns (a namespace a
@@ -203,12 +202,19 @@ func MutatePod(pod *corev1.Pod, spec *offloadingv1alpha1.NamespaceOffloadingSpec
 // tolerateVirtualNodes adds the toleration of the virtual-node taint to
 // pod, and says whether it was missing.
 func tolerateVirtualNodes(pod *corev1.Pod) bool {
-	toleration := corev1.Toleration{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
-	if slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&toleration) }) {
+	if toleratesVirtualNodes(pod.Spec.Tolerations) {
 		return false
 	}
-	pod.Spec.Tolerations = append(pod.Spec.Tolerations, toleration)
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, virtualNodeToleration)
 	return true
+}
+
+// virtualNodeToleration is the toleration the webhook gives offloadable pods.
+var virtualNodeToleration = corev1.Toleration{Key: offloadingv1alpha1.VirtualNodeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+
+// toleratesVirtualNodes says whether tolerations hold the webhook's own.
+func toleratesVirtualNodes(tolerations []corev1.Toleration) bool {
+	return slices.ContainsFunc(tolerations, func(t corev1.Toleration) bool { return t.MatchToleration(&virtualNodeToleration) })
 }
 
 // mergeRequiredAffinity ANDs terms with the pod's own required node

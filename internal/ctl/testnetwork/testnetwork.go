@@ -379,7 +379,7 @@ func describePod(ctx context.Context, c client.Client, pod *corev1.Pod) string {
 		}
 	}
 	var events corev1.EventList
-	if err := c.List(ctx, &events, client.InNamespace(pod.Namespace)); err != nil {
+	if err := c.List(ctx, &events, client.InNamespace(pod.Namespace), client.MatchingFields{"involvedObject.name": pod.Name}); err != nil {
 		return strings.Join(append(parts, "its events: "+err.Error()), "; ")
 	}
 	var warnings []corev1.Event

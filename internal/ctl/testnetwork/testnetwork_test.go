@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
@@ -43,7 +44,10 @@ func TestDescribePod(t *testing.T) {
 		event("d", "client-x", corev1.EventTypeWarning, "Third", 3),
 		event("e", "client-x", corev1.EventTypeNormal, "Scheduled", 5),
 		event("f", "other", corev1.EventTypeWarning, "Other", 6),
-	).Build()
+	).WithIndex(&corev1.Event{}, "involvedObject.name", func(o client.Object) []string {
+		// The API server's field selector on events.
+		return []string{o.(*corev1.Event).InvolvedObject.Name}
+	}).Build()
 	got := describePod(t.Context(), c, pod)
 	want := "phase Pending; on node liqo-x; Ready False (ContainersNotReady: check); container check waiting (ContainerCreating: ); " +
 		"warning Second (x2): Second said; warning Third (x2): Third said; warning Quota (x2): Quota said"

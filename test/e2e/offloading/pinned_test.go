@@ -38,13 +38,13 @@ func TestDaemonSetAndTolerationUpdate(t *testing.T) {
 	if err := cl.List(ctx, &nodes); err != nil {
 		t.Fatal(err)
 	}
-	var own []string
+	var ownNodes []string
 	for _, n := range nodes.Items {
 		if !sharing.IsVirtual(&n) && !n.Spec.Unschedulable && len(n.Spec.Taints) == 0 {
-			own = append(own, n.Name)
+			ownNodes = append(ownNodes, n.Name)
 		}
 	}
-	if len(own) == 0 {
+	if len(ownNodes) == 0 {
 		t.Fatal("the consumer has no untainted node of its own")
 	}
 	labels := map[string]string{"app": "daemon"}
@@ -69,15 +69,15 @@ func TestDaemonSetAndTolerationUpdate(t *testing.T) {
 			}
 			var running []string
 			for _, p := range pods.Items {
-				if !slices.Contains(own, p.Spec.NodeName) {
-					return fmt.Errorf("daemon pod %s on node %q, not one of the cluster's own %v", p.Name, p.Spec.NodeName, own)
+				if !slices.Contains(ownNodes, p.Spec.NodeName) {
+					return fmt.Errorf("daemon pod %s on node %q, not one of the cluster's own %v", p.Name, p.Spec.NodeName, ownNodes)
 				}
 				if p.Status.Phase == corev1.PodRunning {
 					running = append(running, p.Spec.NodeName)
 				}
 			}
-			if len(running) != len(own) {
-				return fmt.Errorf("daemon pods running on %v, want one on each of %v", running, own)
+			if len(running) != len(ownNodes) {
+				return fmt.Errorf("daemon pods running on %v, want one on each of %v", running, ownNodes)
 			}
 			return nil
 		})
@@ -100,23 +100,23 @@ func TestDaemonSetAndTolerationUpdate(t *testing.T) {
 			}
 			return nil
 		})
-		own := corev1.Toleration{Key: "example.com/own", Operator: corev1.TolerationOpEqual, Value: "bar", Effect: corev1.TaintEffectNoSchedule}
+		mine := corev1.Toleration{Key: "example.com/own", Operator: corev1.TolerationOpEqual, Value: "bar", Effect: corev1.TaintEffectNoSchedule}
 		generation := pod.Generation
 		// As a client that sets the list it wants: the API server puts
 		// back the not-ready and unreachable tolerations it added, the
-		// webhook the virtual node's.
-		// The virtual kubelet may write the pod's status meanwhile.
+		// webhook the virtual node's. The virtual kubelet may write the pod's
+		// status meanwhile.
 		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := cl.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 				return err
 			}
-			pod.Spec.Tolerations = []corev1.Toleration{own}
+			pod.Spec.Tolerations = []corev1.Toleration{mine}
 			return cl.Update(ctx, pod)
 		}); err != nil {
 			t.Fatalf("updating the tolerations: %v", err)
 		}
 		if !slices.ContainsFunc(pod.Spec.Tolerations, func(tl corev1.Toleration) bool { return tl.Key == offloadingv1alpha1.VirtualNodeTaint }) ||
-			!slices.Contains(pod.Spec.Tolerations, own) {
+			!slices.Contains(pod.Spec.Tolerations, mine) {
 			t.Errorf("tolerations after the update: %+v, want the new one and the virtual node's", pod.Spec.Tolerations)
 		}
 		if pod.Generation <= generation {
