@@ -28,8 +28,7 @@ func TestClearAuthenticatedRetriesOnConflict(t *testing.T) {
 		}},
 	}
 	raced := 0
-	var c client.Client
-	c = fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(fc).WithStatusSubresource(fc).
+	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(fc).WithStatusSubresource(fc).
 		WithInterceptorFuncs(interceptor.Funcs{
 			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 				if raced == 0 {
