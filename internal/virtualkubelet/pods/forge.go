@@ -283,15 +283,14 @@ func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 // pod carries all of local's spec that is reflected (not drifted) and the
 // provider's kubelet observed that (a provider that does not track
 // generations says 0: in step is enough there); the one shown before
-// otherwise. The conditions the provider reports carry it too.
+// otherwise. The conditions carry it too: those the provider reports, and
+// PodScheduled, which a kubelet rewrites with the generation it acted on.
 func observeGeneration(st *corev1.PodStatus, local, remote *corev1.Pod, drifted bool) {
 	if !drifted && (remote.Status.ObservedGeneration == 0 || remote.Status.ObservedGeneration >= remote.Generation) {
 		st.ObservedGeneration = local.Generation
 	}
 	for i := range st.Conditions {
-		if st.Conditions[i].Type != corev1.PodScheduled {
-			st.Conditions[i].ObservedGeneration = st.ObservedGeneration
-		}
+		st.Conditions[i].ObservedGeneration = st.ObservedGeneration
 	}
 }
 

@@ -241,6 +241,13 @@ func TestStatusPatch(t *testing.T) {
 	if forged.ObservedGeneration != 3 {
 		t.Fatalf("observedGeneration %d, want the local pod's 3", forged.ObservedGeneration)
 	}
+	// As a kubelet does, PodScheduled included (the spec "pod
+	// observedGeneration field set in pod conditions" waits for it).
+	for _, c := range forged.Conditions {
+		if c.ObservedGeneration != 3 {
+			t.Errorf("condition %s: observedGeneration %d, want 3", c.Type, c.ObservedGeneration)
+		}
+	}
 	data, err := statusPatch(&forged)
 	if err != nil {
 		t.Fatal(err)
