@@ -93,7 +93,7 @@ func TestAdmissionPoliciesDecode(t *testing.T) {
 			t.Errorf("unexpected %T", o)
 		}
 	}
-	if len(policies) != 7 || !maps.Equal(policies, bound) {
-		t.Fatalf("policies %v, bindings %v: want 7 policies, each bound", policies, bound)
+	if len(policies) != 8 || !maps.Equal(policies, bound) {
+		t.Fatalf("policies %v, bindings %v: want 8 policies, each bound", policies, bound)
 	}
 }

@@ -718,6 +718,78 @@ func TestObjectReflection(t *testing.T) {
 	})
 }
 
+// TestServiceCopyAsksForTheClusterIP: a Service's copy asks the provider
+// for the cluster IP the Service has here, so that offloaded pods reach it
+// at the address this cluster shows them; where the provider refuses it
+// (another Service holds it there), the provider chooses.
+func TestServiceCopyAsksForTheClusterIP(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	const taken = "10.96.211.7"
+	if err := w.mem.Put(testProvider, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "providers-own", Name: "holder"},
+		Spec:       corev1.ServiceSpec{ClusterIP: taken, Ports: []corev1.ServicePort{{Port: 80}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	free := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "free"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "a"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	clash := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "clash"},
+		Spec: corev1.ServiceSpec{ClusterIP: taken, Selector: map[string]string{"app": "b"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	for _, svc := range []*corev1.Service{free, clash} {
+		if err := w.c.Create(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if free.Spec.ClusterIP == "" || free.Spec.ClusterIP == taken {
+		t.Fatalf("the API server gave %q a cluster IP of %q", free.Name, free.Spec.ClusterIP)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		for _, tc := range []struct{ name, want string }{{free.Name, free.Spec.ClusterIP}, {clash.Name, ""}} {
+			obj := w.mem.Object(testProvider, provider.Services, w.remoteNS, tc.name)
+			if obj == nil {
+				return fmt.Errorf("no copy of Service %s in the provider", tc.name)
+			}
+			if got := obj.(*corev1.Service).Spec.ClusterIP; got != tc.want {
+				return fmt.Errorf("the copy of %s has cluster IP %q, want %q", tc.name, got, tc.want)
+			}
+		}
+		return nil
+	})
+	if holder := w.mem.Object(testProvider, provider.Services, "providers-own", "holder"); holder == nil || holder.(*corev1.Service).Spec.ClusterIP != taken {
+		t.Errorf("the provider's own Service changed: %+v", holder)
+	}
+
+	// An ExternalName Service turned ClusterIP: its copy, which had no
+	// address, asks for the one the Service now has.
+	ext := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "ext"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"}}
+	if err := w.c.Create(ctx, ext); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.Services, w.remoteNS, ext.Name) == nil {
+			return errors.New("no copy of the ExternalName Service")
+		}
+		return nil
+	})
+	ext.Spec.Type, ext.Spec.ExternalName = corev1.ServiceTypeClusterIP, ""
+	ext.Spec.Selector, ext.Spec.Ports = map[string]string{"app": "c"}, []corev1.ServicePort{{Port: 80}}
+	if err := w.c.Update(ctx, ext); err != nil {
+		t.Fatal(err)
+	}
+	if ext.Spec.ClusterIP == "" {
+		t.Fatal("the API server gave the Service no cluster IP")
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		cp := w.mem.Object(testProvider, provider.Services, w.remoteNS, ext.Name).(*corev1.Service)
+		if cp.Spec.Type != corev1.ServiceTypeClusterIP || cp.Spec.ClusterIP != ext.Spec.ClusterIP {
+			return fmt.Errorf("the copy is %s at %q, want ClusterIP at %q", cp.Spec.Type, cp.Spec.ClusterIP, ext.Spec.ClusterIP)
+		}
+		return nil
+	})
+}
+
 // TestConsumersObjectsReflectedInTurn: a broker offloads a namespace it
 // made for one of its consumers in turn. The consumer's ConfigMaps,
 // Services and (used) Secrets there, which the controller manager's cache

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -147,7 +148,7 @@ var objectKinds = []objectKind{
 				ports[i] = p
 			}
 			return &corev1.Service{ObjectMeta: forge.Meta(&svc.ObjectMeta, ns, id), Spec: corev1.ServiceSpec{
-				Type: corev1.ServiceTypeClusterIP, Selector: svc.Spec.Selector, Ports: ports,
+				Type: corev1.ServiceTypeClusterIP, Selector: svc.Spec.Selector, Ports: ports, ClusterIP: askedClusterIP(svc),
 				PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses, SessionAffinity: svc.Spec.SessionAffinity,
 			}}
 		},
@@ -187,6 +188,21 @@ var objectKinds = []objectKind{
 				equality.Semantic.DeepEqual(a.Endpoints, b.Endpoints)
 		},
 	},
+}
+
+// askedClusterIP is the cluster IP a Service's copy asks the provider
+// for: the one it has here, so that offloaded pods reach the Service at
+// the address the consumer shows them (in its environment variables, in
+// what the consumer's clients hand them). The provider grants it only when
+// it is free and in the part of its range its allocator hands out itself
+// (the liqo-offloaded-service-ips policy); sync lets the provider choose
+// otherwise. IPv4 only: the policy knows only IPv4's reserved band.
+func askedClusterIP(svc *corev1.Service) string {
+	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil || !ip.Is4() {
+		return ""
+	}
+	return ip.String()
 }
 
 // EndpointSliceManager is the endpointslice.kubernetes.io/managed-by value
@@ -579,6 +595,9 @@ func (r *Reflector) sync(ctx context.Context, pns provider.Namespace, name strin
 		return nil
 	case remote == nil:
 		err := pns.Create(ctx, desired)
+		if svc, ok := desired.(*corev1.Service); ok && letProviderChoose(ctx, svc, err, pns.Provider()) {
+			err = pns.Create(ctx, desired)
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s %s/%s in %s: %w", r.kind.name, desired.GetNamespace(), name, pns.Provider(), err)
 		}
@@ -588,18 +607,42 @@ func (r *Reflector) sync(ctx context.Context, pns provider.Namespace, name strin
 		return nil
 	}
 	desired.SetResourceVersion(remote.GetResourceVersion())
-	if svc, ok := desired.(*corev1.Service); ok { // allocated by the provider
+	svc, isService := desired.(*corev1.Service)
+	if isService {
 		rs := remote.(*corev1.Service)
-		svc.Spec.ClusterIP, svc.Spec.ClusterIPs, svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = rs.Spec.ClusterIP, rs.Spec.ClusterIPs, rs.Spec.IPFamilies, rs.Spec.IPFamilyPolicy
+		// What the provider allocated stays; a copy that had no address
+		// (an ExternalName turned ClusterIP) asks for this cluster's, as
+		// a new copy does.
+		if rs.Spec.ClusterIP != "" || svc.Spec.ClusterIP == "" {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs, svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = rs.Spec.ClusterIP, rs.Spec.ClusterIPs, rs.Spec.IPFamilies, rs.Spec.IPFamilyPolicy
+		}
 		svc.Spec.InternalTrafficPolicy = rs.Spec.InternalTrafficPolicy
 	}
-	if err := pns.Update(ctx, desired); err != nil {
+	err := pns.Update(ctx, desired)
+	if isService && remote.(*corev1.Service).Spec.ClusterIP == "" && letProviderChoose(ctx, svc, err, pns.Provider()) {
+		err = pns.Update(ctx, desired)
+	}
+	if err != nil {
 		if apierrors.IsInvalid(err) { // immutable: replace
 			return pns.Delete(ctx, r.kind.name, name, remote.GetUID(), nil)
 		}
 		return fmt.Errorf("updating %s %s/%s in %s: %w", r.kind.name, desired.GetNamespace(), name, pns.Provider(), err)
 	}
 	return nil
+}
+
+// letProviderChoose clears the cluster IP a Service's copy asked for
+// (askedClusterIP) when the provider refused the write that asked: the
+// address is taken there, or not one it grants. It says whether to write
+// again.
+func letProviderChoose(ctx context.Context, svc *corev1.Service, err error, provider string) bool {
+	if svc.Spec.ClusterIP == "" || (!apierrors.IsInvalid(err) && !apierrors.IsForbidden(err)) {
+		return false
+	}
+	log.FromContext(ctx).V(1).Info("Provider refused the Service's cluster IP, letting it choose",
+		"service", svc.Name, "clusterIP", svc.Spec.ClusterIP, "provider", provider, "reason", err.Error())
+	svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+	return true
 }
 
 // SetupWithManager registers the reflector.

@@ -98,6 +98,64 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 		}
 	})
 
+	// The virtual kubelet asks for the cluster IP a Service has in the
+	// consumer; the provider grants only an address its allocator would
+	// hand out itself (the playground's range is 10.96.0.0/16, its first
+	// 256 addresses kept for addresses chosen by hand).
+	t.Run("the virtual kubelet chooses a Service's cluster IP only among those the provider hands out", func(t *testing.T) {
+		port := []corev1.ServicePort{{Name: "http", Port: 80}}
+		withIP := func(name, ip string) *corev1.Service {
+			return labelled(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: name}, Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: port}}, a)
+		}
+		framework.Allowed(t, "asking for an address of the range's dynamic part (dry run)", vk.Create(ctx, withIP("direct-dynamic", "10.96.201.17"), client.DryRunAll))
+		// Free addresses the allocator would grant to anyone who names
+		// them: the policy refuses them. Addresses outside the range or
+		// of another family: the allocator refuses them first.
+		for _, tc := range []struct {
+			name, ip string
+			policy   bool
+		}{
+			{"static-band", "10.96.0.53", true},
+			{"static-band-end", "10.96.0.255", true},
+			{"outside-the-range", "10.200.0.5", false},
+			{"ipv6", "fd00::5", false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				err := vk.Create(ctx, withIP("direct-"+tc.name, tc.ip))
+				framework.Refused(t, "asking for "+tc.ip, err)
+				if !strings.Contains(err.Error(), "spec.clusterIP") || (tc.policy && !strings.Contains(err.Error(), "hands out itself")) {
+					t.Errorf("asking for %s: %v, want a refusal naming spec.clusterIP (the policy's: %t)", tc.ip, err, tc.policy)
+				}
+			})
+		}
+		// Nor by turning the copy of an ExternalName Service (the
+		// consumer's, so that its reflector keeps it) into a ClusterIP one.
+		ext := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "external"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com", Ports: port}}
+		if err := inA.Create(ctx, ext); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 30*time.Second, func() error {
+			var cp corev1.Service
+			if err := vk.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: ext.Name}, &cp); err != nil {
+				return err
+			}
+			cp.Spec.Type, cp.Spec.ExternalName, cp.Spec.ClusterIP = corev1.ServiceTypeClusterIP, "", "10.96.0.54"
+			err := vk.Update(ctx, &cp)
+			if apierrors.IsConflict(err) {
+				return err // the reflector wrote meanwhile: again
+			}
+			framework.Refused(t, "turning the copy of an ExternalName Service into a ClusterIP one at 10.96.0.54", err)
+			if !strings.Contains(err.Error(), "spec.clusterIP") || !strings.Contains(err.Error(), "hands out itself") {
+				t.Errorf("turning an ExternalName Service into one at 10.96.0.54: %v, want the policy's refusal naming spec.clusterIP", err)
+			}
+			return nil
+		})
+		// The provider's own administrators keep the band.
+		mine := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "direct-admin"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.53", Ports: port}}
+		framework.Allowed(t, "the provider's administrator asking for 10.96.0.53 (dry run)", inB.Create(ctx, mine, client.DryRunAll))
+	})
+
 	// What a consumer writes here carries its own ID: the controller
 	// manager caches none of it (cache.go), and the exposure and the
 	// quota count it as that consumer's.

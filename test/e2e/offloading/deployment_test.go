@@ -4,6 +4,7 @@ package offloading_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -100,6 +101,35 @@ func TestOffloadDeployment(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("bonjour")
+	})
+
+	t.Run("the Service has in each provider the cluster IP it has here", func(t *testing.T) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+			t.Fatal(err)
+		}
+		sameIP := func(p *playground.Member) error {
+			pc := framework.Client(t, p)
+			var rs corev1.Service
+			if err := pc.Get(ctx, client.ObjectKey{Namespace: remoteNamespaceOf(remotes, p.ClusterID), Name: svc.Name}, &rs); err != nil {
+				return fmt.Errorf("%s: %w", p.Name, err)
+			}
+			if rs.Spec.ClusterIP == svc.Spec.ClusterIP {
+				return nil
+			}
+			// Only another Service holding the address there excuses it.
+			var all corev1.ServiceList
+			if err := pc.List(ctx, &all); err != nil {
+				return err
+			}
+			for _, o := range all.Items {
+				if o.Spec.ClusterIP == svc.Spec.ClusterIP && o.UID != rs.UID {
+					t.Logf("%s: %s/%s holds %s; the copy has %s", p.Name, o.Namespace, o.Name, svc.Spec.ClusterIP, rs.Spec.ClusterIP)
+					return nil
+				}
+			}
+			return fmt.Errorf("%s: the copy of %s has cluster IP %s, want %s, which is free there", p.Name, svc.Name, rs.Spec.ClusterIP, svc.Spec.ClusterIP)
+		}
+		framework.Eventually(t, 20*time.Second, func() error { return errors.Join(sameIP(b), sameIP(c)) })
 	})
 
 	t.Run("a local Service points to no address a provider chose", func(t *testing.T) {

@@ -209,11 +209,30 @@ func (v *view) Create(_ context.Context, obj client.Object) error {
 	if _, ok := v.p.objects[k]; ok {
 		return apierrors.NewAlreadyExists(resource(kind), obj.GetName())
 	}
+	if svc, ok := obj.(*corev1.Service); ok && v.p.allocatedLocked(v.provider, svc.Spec.ClusterIP) {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{
+			field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), svc.Spec.ClusterIP, "failed to allocate IP "+svc.Spec.ClusterIP+": provided IP is already allocated"),
+		})
+	}
 	stored := obj.DeepCopyObject().(client.Object)
 	stored.SetUID(uuid.NewUUID())
 	stored.SetCreationTimestamp(metav1.Now())
 	v.p.storeLocked(k, stored)
 	return nil
+}
+
+// allocatedLocked says whether a Service of provider id holds ip, as an
+// API server refuses a second Service the same cluster IP.
+func (p *Providers) allocatedLocked(id, ip string) bool {
+	if ip == "" || ip == corev1.ClusterIPNone {
+		return false
+	}
+	for k, o := range p.objects {
+		if svc, ok := o.(*corev1.Service); ok && k.provider == id && svc.Spec.ClusterIP == ip {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *view) Update(_ context.Context, obj client.Object) error {
