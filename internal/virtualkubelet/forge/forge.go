@@ -1,12 +1,14 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
 // Package forge makes the metadata of the copies the virtual kubelet keeps
-// in a provider, shared by the pod, token and object reflectors.
+// in a provider, shared by the pod, token and object reflectors, and what
+// they read of a pod alike.
 package forge
 
 import (
 	"maps"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
@@ -59,4 +61,14 @@ func Meta(local *metav1.ObjectMeta, remoteNS, consumerID string) metav1.ObjectMe
 	annotations[offloadingv1alpha1.OriginUIDAnnotation] = string(local.UID)
 	annotations[offloadingv1alpha1.OriginNamespaceAnnotation] = local.Namespace
 	return metav1.ObjectMeta{Namespace: remoteNS, Name: local.Name, Labels: labels, Annotations: annotations}
+}
+
+// PodReady says whether pod's Ready condition is True.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

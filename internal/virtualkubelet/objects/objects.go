@@ -431,21 +431,11 @@ func (r *Reflector) countPods(ctx context.Context, pdb *policyv1.PodDisruptionBu
 		switch {
 		case on:
 			here++
-		case pod.DeletionTimestamp.IsZero() && podReady(pod):
+		case pod.DeletionTimestamp.IsZero() && forge.PodReady(pod):
 			healthyElsewhere++
 		}
 	}
 	return here, healthyElsewhere, nil
-}
-
-// podReady says whether pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Reconcile implements reconcile.Reconciler.

@@ -37,6 +37,7 @@ import (
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
@@ -413,7 +414,7 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			return n.Spec.NodeName != "" && (o.Spec.NodeName != n.Spec.NodeName || n.Generation != o.Generation ||
 				!n.DeletionTimestamp.Equal(o.DeletionTimestamp) || !maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
 				len(o.Spec.EphemeralContainers) != len(n.Spec.EphemeralContainers) ||
-				podReady(o) && !podReady(n))
+				forge.PodReady(o) && !forge.PodReady(n))
 		},
 	}
 	enqueuePods := func(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
@@ -559,16 +560,6 @@ func (r *Reflector) translateDirect(ctx context.Context, providerID string, st *
 		Message: fmt.Sprintf("The pod runs in provider %s, which broker %s chose: its address there, as this cluster reaches it through its own tunnel with %s", pa.Reason, providerID, pa.Reason)}
 	st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
 	return true
-}
-
-// podReady says whether pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // maxRetryDelay bounds the back-off of a pod whose reflection fails. A
