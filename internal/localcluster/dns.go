@@ -5,6 +5,7 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,16 @@ import (
 // ClusterDNSAddress is the cluster DNS Service's address (kube-system/
 // kube-dns), the tenth of ServiceCIDR as kubeadm gives it: the real nodes'
 // kubelets hand it to pods when Options.ClusterDNSImage is set.
-const ClusterDNSAddress = "10.96.0.10"
+var ClusterDNSAddress = nthAddress(netip.MustParsePrefix(ServiceCIDR), 10).String()
+
+// nthAddress is the address n after prefix's first.
+func nthAddress(prefix netip.Prefix, n int) netip.Addr {
+	a := prefix.Masked().Addr()
+	for range n {
+		a = a.Next()
+	}
+	return a
+}
 
 // clusterDNSLabels select the cluster DNS's pods, under the labels
 // kubeadm's CoreDNS has.
@@ -41,11 +51,20 @@ const corefile = `.:53 {
 }
 `
 
-// clusterDNSObjects are the cluster DNS, as kubeadm installs CoreDNS:
-// its identity and read access, its configuration, one replica on the
-// first real node (placed there by name: the scheduler would also take a
-// kwok or virtual node), and the kube-dns Service at ClusterDNSAddress.
-func clusterDNSObjects(image, node string) (*corev1.ServiceAccount, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *corev1.ConfigMap, *appsv1.Deployment, *corev1.Service) {
+// clusterDNS is the cluster DNS, as kubeadm installs CoreDNS: its
+// identity and read access, its configuration, one replica on the first
+// real node (placed there by name: the scheduler would also take a kwok or
+// virtual node), and the kube-dns Service at ClusterDNSAddress.
+type clusterDNS struct {
+	sa      *corev1.ServiceAccount
+	role    *rbacv1.ClusterRole
+	binding *rbacv1.ClusterRoleBinding
+	cm      *corev1.ConfigMap
+	dep     *appsv1.Deployment
+	svc     *corev1.Service
+}
+
+func newClusterDNS(image, node string) *clusterDNS {
 	ns := metav1.NamespaceSystem
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}}
 	role := &rbacv1.ClusterRole{
@@ -112,7 +131,7 @@ func clusterDNSObjects(image, node string) (*corev1.ServiceAccount, *rbacv1.Clus
 			},
 		},
 	}
-	return sa, role, binding, cm, dep, svc
+	return &clusterDNS{sa: sa, role: role, binding: binding, cm: cm, dep: dep, svc: svc}
 }
 
 // startClusterDNS installs the cluster DNS (Options.ClusterDNSImage) and
@@ -126,27 +145,28 @@ func (c *Cluster) startClusterDNS(ctx context.Context) error {
 		return err
 	}
 	node := c.realNodes[0]
-	sa, role, binding, cm, dep, svc := clusterDNSObjects(c.opts.ClusterDNSImage, node.name)
+	dns := newClusterDNS(c.opts.ClusterDNSImage, node.name)
+	dep := dns.dep
 	// Each is created; one there already (a restart) is left as it is.
 	for _, create := range []func() error{
 		func() error {
-			_, err := cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{})
+			_, err := cs.CoreV1().ServiceAccounts(dns.sa.Namespace).Create(ctx, dns.sa, metav1.CreateOptions{})
 			return err
 		},
 		func() error {
-			_, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+			_, err := cs.RbacV1().ClusterRoles().Create(ctx, dns.role, metav1.CreateOptions{})
 			return err
 		},
 		func() error {
-			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, dns.binding, metav1.CreateOptions{})
 			return err
 		},
 		func() error {
-			_, err := cs.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+			_, err := cs.CoreV1().ConfigMaps(dns.cm.Namespace).Create(ctx, dns.cm, metav1.CreateOptions{})
 			return err
 		},
 		func() error {
-			_, err := cs.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+			_, err := cs.CoreV1().Services(dns.svc.Namespace).Create(ctx, dns.svc, metav1.CreateOptions{})
 			return err
 		},
 		func() error {
