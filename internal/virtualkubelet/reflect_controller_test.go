@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -432,6 +433,26 @@ func TestEndpointSlicesReflected(t *testing.T) {
 		})
 	}
 	copied("10.8.0.5")
+	// The provider's EndpointSlice controller makes slices of its own for
+	// the Service's copy, with the copy's labels (the origin label too):
+	// they are the provider's, and stay.
+	theirs := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.remoteNS, Name: "web-prov1", Labels: map[string]string{
+			offloadingv1alpha1.OriginClusterLabel: testConsumer,
+			discoveryv1.LabelServiceName:          "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.200.0.3"}, Conditions: ready}},
+	}
+	if err := w.mem.Put(testProvider, theirs); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Consistently(t, 2*time.Second, func(context.Context) error {
+		if w.mem.Object(testProvider, provider.EndpointSlices, w.remoteNS, theirs.Name) == nil {
+			return errors.New("the reflector deleted the provider's own EndpointSlice")
+		}
+		return nil
+	})
 	patch := client.MergeFrom(slice.DeepCopy())
 	slice.Endpoints[0].Addresses = []string{"10.101.2.3"}
 	if err := w.c.Patch(ctx, slice, patch); err != nil {
@@ -759,6 +780,36 @@ func TestServiceCopyAsksForTheClusterIP(t *testing.T) {
 	if holder := w.mem.Object(testProvider, provider.Services, "providers-own", "holder"); holder == nil || holder.(*corev1.Service).Spec.ClusterIP != taken {
 		t.Errorf("the provider's own Service changed: %+v", holder)
 	}
+
+	// A headless Service is headless there too (the provider's DNS names
+	// its pods by hostname and subdomain); a copy that is not (made before
+	// copies were) is replaced.
+	hl := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "hl"},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "d"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := w.c.Create(ctx, hl); err != nil {
+		t.Fatal(err)
+	}
+	var first types.UID
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		cp := w.mem.Object(testProvider, provider.Services, w.remoteNS, hl.Name)
+		if cp == nil || cp.(*corev1.Service).Spec.ClusterIP != corev1.ClusterIPNone {
+			return fmt.Errorf("the copy of the headless Service is %+v, want headless", cp)
+		}
+		first = cp.GetUID()
+		return nil
+	})
+	if err := w.mem.Change(testProvider, provider.Services, w.remoteNS, hl.Name, func(o client.Object) {
+		o.(*corev1.Service).Spec.ClusterIP = "10.96.211.9"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		cp := w.mem.Object(testProvider, provider.Services, w.remoteNS, hl.Name)
+		if cp == nil || cp.GetUID() == first || cp.(*corev1.Service).Spec.ClusterIP != corev1.ClusterIPNone {
+			return fmt.Errorf("the copy that was not headless is %+v, want a new headless one", cp)
+		}
+		return nil
+	})
 
 	// An ExternalName Service turned ClusterIP: its copy, which had no
 	// address, asks for the one the Service now has.

@@ -154,7 +154,7 @@ var objectKinds = []objectKind{
 		},
 		same: func(r, d client.Object) bool {
 			a, b := r.(*corev1.Service), d.(*corev1.Service)
-			if !sameMeta(a, b) || a.Spec.Type != b.Spec.Type || !equality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector) ||
+			if !sameMeta(a, b) || a.Spec.Type != b.Spec.Type || headless(a) != headless(b) || !equality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector) ||
 				len(a.Spec.Ports) != len(b.Spec.Ports) || a.Spec.ExternalName != b.Spec.ExternalName {
 				return false
 			}
@@ -196,8 +196,12 @@ var objectKinds = []objectKind{
 // what the consumer's clients hand them). The provider grants it only when
 // it is free and in the part of its range its allocator hands out itself
 // (the liqo-offloaded-service-ips policy); sync lets the provider choose
-// otherwise. IPv4 only: the policy knows only IPv4's reserved band.
+// otherwise. IPv4 only: the policy knows only IPv4's reserved band. A
+// headless Service stays headless (None is no address).
 func askedClusterIP(svc *corev1.Service) string {
+	if headless(svc) {
+		return corev1.ClusterIPNone // headless there too: the provider's DNS names its pods
+	}
 	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
 	if err != nil || !ip.Is4() {
 		return ""
@@ -575,6 +579,12 @@ func (r *Reflector) sync(ctx context.Context, pns provider.Namespace, name strin
 	if remote != nil && remote.GetAnnotations()[forge.TokenForPodAnnotation] != "" {
 		return nil // a pod's token: the pod reflector's
 	}
+	// The provider's EndpointSlice controller gives the slices it makes
+	// for a Service's copy the copy's labels, this cluster's origin label
+	// among them: those slices are the provider's, never touched here.
+	if es, ok := remote.(*discoveryv1.EndpointSlice); ok && es.Labels[discoveryv1.LabelManagedBy] != EndpointSliceManager {
+		return nil
+	}
 	switch {
 	case desired == nil && remote == nil:
 		return nil
@@ -600,6 +610,9 @@ func (r *Reflector) sync(ctx context.Context, pns provider.Namespace, name strin
 	svc, isService := desired.(*corev1.Service)
 	if isService {
 		rs := remote.(*corev1.Service)
+		if headless(rs) != headless(svc) { // immutable: replace
+			return pns.Delete(ctx, r.kind.name, name, remote.GetUID(), nil)
+		}
 		// What the provider allocated stays; a copy that had no address
 		// (an ExternalName turned ClusterIP) asks for this cluster's, as
 		// a new copy does.
@@ -621,12 +634,15 @@ func (r *Reflector) sync(ctx context.Context, pns provider.Namespace, name strin
 	return nil
 }
 
+// headless says whether svc is a headless Service.
+func headless(svc *corev1.Service) bool { return svc.Spec.ClusterIP == corev1.ClusterIPNone }
+
 // letProviderChoose clears the cluster IP a Service's copy asked for
 // (askedClusterIP) when the provider refused the write that asked: the
 // address is taken there, or not one it grants. It says whether to write
 // again.
 func letProviderChoose(ctx context.Context, svc *corev1.Service, err error, provider string) bool {
-	if svc.Spec.ClusterIP == "" || (!apierrors.IsInvalid(err) && !apierrors.IsForbidden(err)) {
+	if svc.Spec.ClusterIP == "" || headless(svc) || (!apierrors.IsInvalid(err) && !apierrors.IsForbidden(err)) {
 		return false
 	}
 	log.FromContext(ctx).V(1).Info("Provider refused the Service's cluster IP, letting it choose",

@@ -33,11 +33,11 @@ func TestPodSecretNames(t *testing.T) {
 	}
 }
 
-// TestAskedClusterIP: a copy asks for the Service's IPv4 cluster IP,
-// never for "None" (headless), an IPv6 address or garbage.
+// TestAskedClusterIP: a copy asks for the Service's IPv4 cluster IP, or
+// None for a headless Service; never for an IPv6 address or garbage.
 func TestAskedClusterIP(t *testing.T) {
 	for in, want := range map[string]string{
-		"10.96.12.7": "10.96.12.7", "": "", corev1.ClusterIPNone: "", "fd00::7": "", "10.96.12": "", "::ffff:10.96.12.7": "",
+		"10.96.12.7": "10.96.12.7", "": "", corev1.ClusterIPNone: corev1.ClusterIPNone, "fd00::7": "", "10.96.12": "", "::ffff:10.96.12.7": "",
 	} {
 		if got := askedClusterIP(&corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: in}}); got != want {
 			t.Errorf("askedClusterIP(%q) = %q, want %q", in, got, want)
