@@ -132,6 +132,35 @@ func TestOffloadDeployment(t *testing.T) {
 		framework.Eventually(t, 20*time.Second, func() error { return errors.Join(sameIP(b), sameIP(c)) })
 	})
 
+	t.Run("in each provider, the Service's copy lists the pods that run there", func(t *testing.T) {
+		// The provider's EndpointSlice controller fills the copy; its
+		// slices carry the copy's labels, and the reflector leaves them be.
+		framework.Eventually(t, 30*time.Second, func() error {
+			for _, p := range []*playground.Member{b, c} {
+				pc := framework.Client(t, p)
+				remoteNS := remoteNamespaceOf(remotes, p.ClusterID)
+				var pods corev1.PodList
+				if err := pc.List(ctx, &pods, client.InNamespace(remoteNS)); err != nil {
+					return err
+				}
+				var slices discoveryv1.EndpointSliceList
+				if err := pc.List(ctx, &slices, client.InNamespace(remoteNS), client.MatchingLabels{
+					discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
+				}); err != nil {
+					return err
+				}
+				listed := 0
+				for _, s := range slices.Items {
+					listed += len(s.Endpoints)
+				}
+				if listed != len(pods.Items) || listed == 0 {
+					return fmt.Errorf("%s: the Service's copy lists %d endpoints, want its %d pods", p.Name, listed, len(pods.Items))
+				}
+			}
+			return nil
+		})
+	})
+
 	t.Run("a local Service points to no address a provider chose", func(t *testing.T) {
 		// No network is agreed with the providers here: the offloaded
 		// pods (all Running, above) show no address, so the Service's
