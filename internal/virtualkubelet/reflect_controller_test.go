@@ -833,7 +833,10 @@ func TestServiceCopyAsksForTheClusterIP(t *testing.T) {
 		t.Fatal("the API server gave the Service no cluster IP")
 	}
 	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
-		cp := w.mem.Object(testProvider, provider.Services, w.remoteNS, ext.Name).(*corev1.Service)
+		cp, ok := w.mem.Object(testProvider, provider.Services, w.remoteNS, ext.Name).(*corev1.Service)
+		if !ok {
+			return errors.New("no copy of the Service")
+		}
 		if cp.Spec.Type != corev1.ServiceTypeClusterIP || cp.Spec.ClusterIP != ext.Spec.ClusterIP {
 			return fmt.Errorf("the copy is %s at %q, want ClusterIP at %q", cp.Spec.Type, cp.Spec.ClusterIP, ext.Spec.ClusterIP)
 		}

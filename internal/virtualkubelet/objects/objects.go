@@ -194,10 +194,10 @@ var objectKinds = []objectKind{
 // for: the one it has here, so that offloaded pods reach the Service at
 // the address the consumer shows them (in its environment variables, in
 // what the consumer's clients hand them). The provider grants it only when
-// it is free and in the part of its range its allocator hands out itself
-// (the liqo-offloaded-service-ips policy); sync lets the provider choose
-// otherwise. IPv4 only: the policy knows only IPv4's reserved band. A
-// headless Service stays headless (None is no address).
+// it is free, in its range and outside the band its allocator keeps for
+// addresses chosen by hand (the liqo-offloaded-service-ips policy); sync
+// lets the provider choose otherwise. IPv4 only: the policy guards only
+// IPv4's band. A headless Service stays headless (None is no address).
 func askedClusterIP(svc *corev1.Service) string {
 	if headless(svc) {
 		return corev1.ClusterIPNone // headless there too: the provider's DNS names its pods

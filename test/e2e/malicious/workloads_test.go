@@ -99,15 +99,16 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 	})
 
 	// The virtual kubelet asks for the cluster IP a Service has in the
-	// consumer; the provider grants only an address its allocator would
-	// hand out itself (the playground's range is 10.96.0.0/16, its first
-	// 256 addresses kept for addresses chosen by hand).
-	t.Run("the virtual kubelet chooses a Service's cluster IP only among those the provider hands out", func(t *testing.T) {
+	// consumer; the provider refuses the band its allocator keeps for
+	// addresses chosen by hand (the playground's range is 10.96.0.0/16:
+	// 10.96.0.1 to 10.96.1.0).
+	t.Run("the virtual kubelet cannot take a cluster IP of the band the provider keeps for its administrators", func(t *testing.T) {
 		port := []corev1.ServicePort{{Name: "http", Port: 80}}
 		withIP := func(name, ip string) *corev1.Service {
 			return labelled(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: name}, Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: port}}, a)
 		}
 		framework.Allowed(t, "asking for an address of the range's dynamic part (dry run)", vk.Create(ctx, withIP("direct-dynamic", "10.96.201.17"), client.DryRunAll))
+		framework.Allowed(t, "asking for the first address after the band (dry run)", vk.Create(ctx, withIP("direct-after-band", "10.96.1.1"), client.DryRunAll))
 		// Free addresses the allocator would grant to anyone who names
 		// them: the policy refuses them. Addresses outside the range or
 		// of another family: the allocator refuses them first.
@@ -116,14 +117,14 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 			policy   bool
 		}{
 			{"static-band", "10.96.0.53", true},
-			{"static-band-end", "10.96.0.255", true},
+			{"static-band-end", "10.96.1.0", true}, // the 256th after the network address
 			{"outside-the-range", "10.200.0.5", false},
 			{"ipv6", "fd00::5", false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				err := vk.Create(ctx, withIP("direct-"+tc.name, tc.ip))
 				framework.Refused(t, "asking for "+tc.ip, err)
-				if !strings.Contains(err.Error(), "spec.clusterIP") || (tc.policy && !strings.Contains(err.Error(), "hands out itself")) {
+				if !strings.Contains(err.Error(), "spec.clusterIP") || (tc.policy && !strings.Contains(err.Error(), "keeps for addresses chosen by hand")) {
 					t.Errorf("asking for %s: %v, want a refusal naming spec.clusterIP (the policy's: %t)", tc.ip, err, tc.policy)
 				}
 			})
@@ -146,7 +147,7 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 				return err // the reflector wrote meanwhile: again
 			}
 			framework.Refused(t, "turning the copy of an ExternalName Service into a ClusterIP one at 10.96.0.54", err)
-			if !strings.Contains(err.Error(), "spec.clusterIP") || !strings.Contains(err.Error(), "hands out itself") {
+			if !strings.Contains(err.Error(), "spec.clusterIP") || !strings.Contains(err.Error(), "keeps for addresses chosen by hand") {
 				t.Errorf("turning an ExternalName Service into one at 10.96.0.54: %v, want the policy's refusal naming spec.clusterIP", err)
 			}
 			return nil
