@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1186,6 +1187,151 @@ func TestEphemeralContainersReflected(t *testing.T) {
 		}
 		if st := pod.Status.EphemeralContainerStatuses; len(st) != 1 || st[0].Name != "debugger" || st[0].State.Running == nil {
 			return fmt.Errorf("local pod's ephemeral container statuses %+v, want the debugger running", st)
+		}
+		return nil
+	})
+	if n := len(w.podOps("create", pod.Name)); n != 1 {
+		t.Errorf("%d creates of the provider pod, want 1", n)
+	}
+}
+
+// TestPodResizeReflected: an in-place resize of the local pod (its
+// resize subresource) resizes the provider pod through the same
+// subresource, keeping what the provider added (a LimitRange's memory
+// default), and the local pod shows the generation once the provider's
+// kubelet acted on it, with the resources as the local spec names them;
+// a resize the provider refuses waits, Deferred (its quota) or
+// Infeasible (invalid there), with the provider's answer.
+func TestPodResizeReflected(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	// The API server checks a resize against the node's allocatable.
+	allocatable := []byte(`{"status":{"allocatable":{"cpu":"8","memory":"16Gi","pods":"110"}}}`)
+	if err := w.c.Status().Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, client.RawPatch(types.MergePatchType, allocatable)); err != nil {
+		t.Fatal(err)
+	}
+	cpu := func(m int64) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(m, resource.DecimalSI)}
+	}
+	pod := w.offloadedPod(t, "web-1", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests = cpu(100)
+		p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
+	})
+	w.remotePod(t, pod.Name, nil)
+	// As the provider's LimitRange would: a memory default the consumer
+	// did not name.
+	mem := resource.MustParse("32Mi")
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, pod.Name, func(o client.Object) {
+		r := &o.(*corev1.Pod).Spec.Containers[0].Resources
+		r.Requests[corev1.ResourceMemory], r.Limits[corev1.ResourceMemory] = mem, mem
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.running(t, pod.Name, "10.51.0.5")
+
+	resize := func(milli int64) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			pod.Spec.Containers[0].Resources.Requests = cpu(milli)
+			return w.c.SubResource("resize").Update(ctx, pod)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resize(200)
+	resizedAt := pod.Generation
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		r := p.Spec.Containers[0].Resources
+		if r.Requests.Cpu().MilliValue() != 200 || r.Limits.Cpu().MilliValue() != 200 || !r.Requests.Memory().Equal(mem) || !r.Limits.Memory().Equal(mem) {
+			return fmt.Errorf("provider pod's resources %v, want cpu 200m (limit bounded to it) and the provider's memory default kept", r)
+		}
+		return nil
+	})
+	if n := len(w.podOps("update/resize", pod.Name)); n != 1 {
+		t.Errorf("%d resizes of the provider pod, want 1", n)
+	}
+	if n := len(w.podOps("update", pod.Name)); n != 0 {
+		t.Errorf("%d updates of the provider pod, want none (resources change through the resize subresource)", n)
+	}
+	// The provider's kubelet actuates it.
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, pod.Name, func(o client.Object) {
+		p := o.(*corev1.Pod)
+		p.Status.ObservedGeneration = p.Generation
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Ready: true,
+			AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: mem},
+			Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: mem},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: mem},
+			}}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.ObservedGeneration != resizedAt || len(pod.Status.ContainerStatuses) != 1 {
+			return fmt.Errorf("local pod observed generation %d, %d container statuses; want %d, 1", pod.Status.ObservedGeneration, len(pod.Status.ContainerStatuses), resizedAt)
+		}
+		cs := pod.Status.ContainerStatuses[0]
+		want := corev1.ResourceRequirements{Requests: cpu(200)}
+		if cs.Resources == nil || !equality.Semantic.DeepEqual(*cs.Resources, want) || !equality.Semantic.DeepEqual(cs.AllocatedResources, cpu(200)) {
+			return fmt.Errorf("local container status resources %v, allocated %v; want %v as the local spec names them", cs.Resources, cs.AllocatedResources, want)
+		}
+		return nil
+	})
+
+	// The provider refuses the next one for now: Deferred, retried.
+	w.mem.Refuse(testProvider, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, pod.Name, errors.New("exceeded quota: liqo-offer")))
+	resize(300)
+	pending := func(reason string) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodResizePending })
+			if i < 0 || pod.Status.Conditions[i].Reason != reason || pod.Status.Conditions[i].ObservedGeneration != pod.Generation ||
+				!strings.Contains(pod.Status.Conditions[i].Message, "refused the resize") {
+				return fmt.Errorf("local pod conditions %+v, want PodResizePending %s for generation %d", pod.Status.Conditions, reason, pod.Generation)
+			}
+			if pod.Status.ObservedGeneration != resizedAt {
+				return fmt.Errorf("local pod observed generation %d, want %d until the provider has the resize", pod.Status.ObservedGeneration, resizedAt)
+			}
+			return nil
+		})
+	}
+	pending(corev1.PodReasonDeferred)
+	tries := len(w.podOps("update/resize", pod.Name))
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if n := len(w.podOps("update/resize", pod.Name)); n <= tries {
+			return fmt.Errorf("%d resizes tried, want more than %d: a deferred resize is retried", n, tries)
+		}
+		return nil
+	})
+	// Invalid there (its pod's QoS class would change): Infeasible.
+	w.mem.Refuse(testProvider, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "containers").Index(0).Child("resources"), nil, "Pod QoS is immutable")}))
+	resize(400)
+	pending(corev1.PodReasonInfeasible)
+
+	// Accepted again: the provider pod has it, the condition goes.
+	w.mem.Refuse(testProvider, nil)
+	resize(500)
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		if got := p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue(); got != 500 {
+			return fmt.Errorf("provider pod requests %dm of CPU, want 500m", got)
+		}
+		return nil
+	})
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodResizePending }) {
+			return fmt.Errorf("local pod conditions %+v, want no PodResizePending once the provider has the resize", pod.Status.Conditions)
 		}
 		return nil
 	})

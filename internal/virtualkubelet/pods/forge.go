@@ -95,6 +95,40 @@ func missingEphemeral(remote, desired *corev1.Pod) (*corev1.Pod, bool) {
 	return out, len(out.Spec.EphemeralContainers) != len(remote.Spec.EphemeralContainers)
 }
 
+// resizedPod returns remote with the resources desired gives each of its
+// containers and init containers (by name), and says whether any
+// differs: the consumer resized the pod, through the pods' resize
+// subresource, which the provider pod is resized through too. What the
+// provider gave that desired does not name (its LimitRange's defaults)
+// stays; an equal quantity written otherwise (1 for 1000m) is no change.
+func resizedPod(remote, desired *corev1.Pod) (*corev1.Pod, bool) {
+	out := remote.DeepCopy()
+	changed := false
+	set := func(got *corev1.ResourceList, want corev1.ResourceList) {
+		for name, q := range want {
+			if cur, ok := (*got)[name]; ok && cur.Cmp(q) == 0 {
+				continue
+			}
+			if *got == nil {
+				*got = corev1.ResourceList{}
+			}
+			(*got)[name] = q.DeepCopy()
+			changed = true
+		}
+	}
+	for _, cs := range [][2][]corev1.Container{{out.Spec.InitContainers, desired.Spec.InitContainers}, {out.Spec.Containers, desired.Spec.Containers}} {
+		for i := range cs[0] {
+			j := slices.IndexFunc(cs[1], func(c corev1.Container) bool { return c.Name == cs[0][i].Name })
+			if j < 0 {
+				continue
+			}
+			set(&cs[0][i].Resources.Requests, cs[1][j].Resources.Requests)
+			set(&cs[0][i].Resources.Limits, cs[1][j].Resources.Limits)
+		}
+	}
+	return out, changed
+}
+
 // The annotations of a provider pod that hold what the downward API shows
 // the pod of itself as the consumer sees it: its namespace (which the
 // provider names otherwise, under DefaultName mapping), UID, node (the
@@ -262,6 +296,8 @@ func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 	st.StartTime = rs.StartTime
 	st.ContainerStatuses, st.InitContainerStatuses = rs.ContainerStatuses, rs.InitContainerStatuses
 	st.EphemeralContainerStatuses = rs.EphemeralContainerStatuses
+	consumerResources(st.ContainerStatuses, local.Spec.Containers)
+	consumerResources(st.InitContainerStatuses, local.Spec.InitContainers)
 	var conds []corev1.PodCondition
 	for _, c := range local.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
@@ -276,6 +312,37 @@ func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 	}
 	st.Conditions = conds
 	return st
+}
+
+// consumerResources shows, in each container status, the resources the
+// container's spec here names, at the values the provider reports
+// (allocated, and actuated); those the provider added itself (its
+// LimitRange's defaults, a limit bounded to the request) are left out, as
+// a kubelet reports only the resources a container's spec names.
+func consumerResources(statuses []corev1.ContainerStatus, spec []corev1.Container) {
+	only := func(got corev1.ResourceList, named corev1.ResourceList) corev1.ResourceList {
+		var out corev1.ResourceList
+		for name, q := range got {
+			if _, ok := named[name]; ok {
+				if out == nil {
+					out = corev1.ResourceList{}
+				}
+				out[name] = q
+			}
+		}
+		return out
+	}
+	for i := range statuses {
+		j := slices.IndexFunc(spec, func(c corev1.Container) bool { return c.Name == statuses[i].Name })
+		if j < 0 {
+			continue
+		}
+		named := spec[j].Resources
+		statuses[i].AllocatedResources = only(statuses[i].AllocatedResources, named.Requests)
+		if r := statuses[i].Resources; r != nil {
+			statuses[i].Resources = &corev1.ResourceRequirements{Requests: only(r.Requests, named.Requests), Limits: only(r.Limits, named.Limits), Claims: r.Claims}
+		}
+	}
 }
 
 // observeGeneration sets the generation of local's spec that st reflects,

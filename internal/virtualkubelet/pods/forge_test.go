@@ -361,3 +361,65 @@ func TestRemotePodDownwardAPI(t *testing.T) {
 		t.Errorf("offloaded in turn: annotations %v, env %+v; want the first consumer's values", again.Annotations, again.Spec.Containers[0].Env[0])
 	}
 }
+
+func TestResizedPod(t *testing.T) {
+	q := resource.MustParse
+	remote := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("10m")}}}},
+		Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("32Mi")},
+		}}},
+	}}
+	desired := remote.DeepCopy()
+	desired.Spec.Containers[0].Resources = corev1.ResourceRequirements{ // memory: the provider's default, not named here
+		Requests: corev1.ResourceList{corev1.ResourceCPU: q("1000m")}, Limits: corev1.ResourceList{corev1.ResourceCPU: q("1000m")},
+	}
+	if _, changed := resizedPod(remote, desired); changed {
+		t.Error("1000m for 1 is no resize")
+	}
+	desired.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = q("2")
+	desired.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = q("2")
+	desired.Spec.InitContainers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: q("20m")}
+	got, changed := resizedPod(remote, desired)
+	if !changed {
+		t.Fatal("a CPU change is a resize")
+	}
+	want := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("32Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("32Mi")},
+	}
+	if !equality.Semantic.DeepEqual(got.Spec.Containers[0].Resources, want) {
+		t.Errorf("resized container %v, want %v (the provider's memory kept)", got.Spec.Containers[0].Resources, want)
+	}
+	if l := got.Spec.InitContainers[0].Resources.Limits.Cpu(); l.MilliValue() != 20 {
+		t.Errorf("init container limit %v, want the 20m added", l)
+	}
+	if remote.Spec.Containers[0].Resources.Requests.Cpu().Value() != 1 {
+		t.Error("resizedPod changed remote")
+	}
+}
+
+func TestLocalStatusShowsTheResourcesTheSpecNames(t *testing.T) {
+	q := resource.MustParse
+	local := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: q("2m")}, Limits: corev1.ResourceList{corev1.ResourceCPU: q("10m")},
+	}}}}}
+	remote := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		Name:               "main",
+		AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: q("2m"), corev1.ResourceMemory: q("32Mi")},
+		Resources: &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("2m"), corev1.ResourceMemory: q("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("10m"), corev1.ResourceMemory: q("32Mi")},
+		},
+	}}}}
+	st := LocalStatus(local, remote)
+	cs := st.ContainerStatuses[0]
+	if !equality.Semantic.DeepEqual(cs.AllocatedResources, corev1.ResourceList{corev1.ResourceCPU: q("2m")}) ||
+		cs.Resources == nil || !equality.Semantic.DeepEqual(*cs.Resources, local.Spec.Containers[0].Resources) {
+		t.Errorf("status resources %v, allocated %v; want the spec's %v", cs.Resources, cs.AllocatedResources, local.Spec.Containers[0].Resources)
+	}
+	if remote.Status.ContainerStatuses[0].Resources.Limits.Memory().IsZero() {
+		t.Error("LocalStatus changed the provider pod's status")
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
@@ -151,6 +152,8 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	}
 	drifted := podDrifted(remote, desired)
 	withEphemeral, addEphemeral := missingEphemeral(remote, desired)
+	withResources, resize := resizedPod(remote, desired)
+	var resizeErr error
 	switch {
 	case remote.DeletionTimestamp != nil:
 	case drifted:
@@ -166,10 +169,18 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Adding ephemeral containers in provider %s: %v", providerID, err)
 			return ctrl.Result{}, fmt.Errorf("adding ephemeral containers to provider pod %s/%s: %w", remoteNS, remote.Name, err)
 		}
+	case resize:
+		// In-place resize: the resources changed here change there,
+		// through the same subresource; the provider's kubelet actuates
+		// them and reports its resize conditions, which come back.
+		resizeErr = pns.UpdateSubresource(ctx, withResources, provider.SubresourceResize)
 	}
-	drifted = drifted || addEphemeral
+	drifted = drifted || addEphemeral || resize
 	status := LocalStatus(&pod, remote)
 	observeGeneration(&status, &pod, remote, drifted)
+	if resizeErr != nil && !apierrors.IsConflict(resizeErr) && resizePending(&status, &pod, resizeErr) {
+		r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ResizeRefused", "Resize", "Provider %s refused the resize: %v", providerID, resizeErr)
+	}
 	if origin := pod.Labels[offloadingv1alpha1.OriginClusterLabel]; origin != "" && origin != r.LocalClusterID {
 		// This cluster runs the pod for a consumer, in turn in
 		// providerID (a broker): it says where, for the consumer's
@@ -180,19 +191,44 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	if err := r.setHostIPs(ctx, &pod, &status); err != nil {
 		return ctrl.Result{}, err
 	}
-	if statusReflected(&pod.Status, &status) {
-		return result, nil
+	if !statusReflected(&pod.Status, &status) {
+		// The provider's status is authoritative: a patch without
+		// resourceVersion cannot conflict with the consumer's own writers.
+		data, err := statusPatch(&status)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.Client.Status().Patch(ctx, &pod, client.RawPatch(types.MergePatchType, data)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
 	}
-	// The provider's status is authoritative: a patch without
-	// resourceVersion cannot conflict with the consumer's own writers.
-	data, err := statusPatch(&status)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.Client.Status().Patch(ctx, &pod, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if resizeErr != nil && !apierrors.IsInvalid(resizeErr) {
+		// A refusal that may pass (the provider's quota, its pod's
+		// resourceVersion moved on) is tried again; an invalid resize
+		// waits for the consumer's next one.
+		return result, fmt.Errorf("resizing provider pod %s/%s: %w", remoteNS, remote.Name, resizeErr)
 	}
 	return result, nil
+}
+
+// resizePending says, as a kubelet does, that the pod's resize waits:
+// Infeasible when the provider finds it invalid (a resize it cannot do,
+// such as one changing its pod's QoS class), Deferred when it refused it
+// for now (its quota), with its answer. It says whether the pod did not
+// say so already.
+func resizePending(st *corev1.PodStatus, pod *corev1.Pod, err error) bool {
+	cond := corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred,
+		ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now(), Message: fmt.Sprintf("The provider refused the resize: %v", err)}
+	if apierrors.IsInvalid(err) {
+		cond.Reason = corev1.PodReasonInfeasible
+	}
+	said := false
+	if i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }); i >= 0 &&
+		pod.Status.Conditions[i].Reason == cond.Reason && pod.Status.Conditions[i].Message == cond.Message {
+		cond.LastTransitionTime, said = pod.Status.Conditions[i].LastTransitionTime, true
+	}
+	st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
+	return !said
 }
 
 // setHostIPs shows, as a pod's host addresses, those of its virtual node,

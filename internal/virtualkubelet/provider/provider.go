@@ -129,9 +129,15 @@ type Providers interface {
 	Source(kind Kind, h handler.EventHandler) source.Source
 }
 
-// SubresourceEphemeralContainers is the pods' subresource that adds
-// ephemeral containers (kubectl debug).
-const SubresourceEphemeralContainers = "ephemeralcontainers"
+// The pods' subresources a provider pod is written through.
+const (
+	// SubresourceEphemeralContainers adds ephemeral containers (kubectl
+	// debug).
+	SubresourceEphemeralContainers = "ephemeralcontainers"
+	// SubresourceResize changes the resources of containers (in-place
+	// resize), which an update of the pod may not.
+	SubresourceResize = "resize"
+)
 
 // Namespace is one namespace of one provider, as the reflectors see it.
 type Namespace interface {
@@ -152,9 +158,9 @@ type Namespace interface {
 	// replaces.
 	Update(ctx context.Context, obj client.Object) error
 	// UpdateSubresource replaces, of obj, what its subresource writes
-	// (SubresourceEphemeralContainers of a pod: its ephemeral
-	// containers, which Update may not change), carrying the
-	// resourceVersion of the copy it replaces.
+	// (of a pod, SubresourceEphemeralContainers its ephemeral containers
+	// and SubresourceResize its containers' resources, which Update may
+	// not change), carrying the resourceVersion of the copy it replaces.
 	UpdateSubresource(ctx context.Context, obj client.Object, subresource string) error
 	// Delete deletes the copy of kind named name with uid, gracefully for
 	// grace seconds (nil: the object's own default). A copy already gone,

@@ -10,11 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -26,7 +28,9 @@ import (
 // that reaches the provider's hosts nor a Service that opens its nodes'
 // ports or claims an external IP; a pod asking for the host's network in
 // the consumer fails there, saying that the provider rejected it, and
-// nothing of it runs in the provider; an ordinary pod still runs.
+// nothing of it runs in the provider; an ordinary pod still runs; its
+// ephemeral containers and resizes are held to the same rules and to
+// the quota.
 func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 	peered(t)
 	a, b, _ := members()
@@ -269,5 +273,64 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 		framework.Refused(t, "adding an ephemeral container with SYS_ADMIN", debug("sys-admin",
 			&corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}))
 		framework.Allowed(t, "adding an ordinary ephemeral container", debug("ordinary", nil))
+	})
+
+	// An in-place resize reaches the provider through the pods' resize
+	// subresource: the consumer's quota there counts the new resources.
+	t.Run("the virtual kubelet cannot resize a pod beyond what was offered", func(t *testing.T) {
+		pod := bound("resized")
+		small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
+		pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: small, Limits: small.DeepCopy()}
+		if err := inA.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		// The provider's node runs it, and reports its containers'
+		// resources as a kubelet that resizes does (KWOK's do not; the
+		// API server refuses to resize a pod running on a node that does
+		// not).
+		framework.Eventually(t, 30*time.Second, func() error {
+			var cur corev1.Pod
+			if err := inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &cur); err != nil {
+				return err
+			}
+			if len(cur.Status.ContainerStatuses) != 1 || cur.Status.ContainerStatuses[0].State.Running == nil {
+				return fmt.Errorf("provider pod %s/%s not running yet: %+v", remoteNS, pod.Name, cur.Status.ContainerStatuses)
+			}
+			cur.Status.ContainerStatuses[0].Resources = cur.Spec.Containers[0].Resources.DeepCopy()
+			return inB.Status().Update(ctx, &cur)
+		})
+		var pr discoveryv1alpha1.PeeringRequest
+		if err := inB.Get(ctx, client.ObjectKey{Name: a.ClusterID}, &pr); err != nil {
+			t.Fatal(err)
+		}
+		resize := func(cpu resource.Quantity) error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				var cur corev1.Pod
+				if err := vk.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &cur); err != nil {
+					return err
+				}
+				r := &cur.Spec.Containers[0].Resources
+				r.Requests[corev1.ResourceCPU], r.Limits[corev1.ResourceCPU] = cpu, cpu
+				return vk.SubResource("resize").Update(ctx, &cur)
+			})
+		}
+		more := pr.Status.OfferedResources.Cpu().DeepCopy()
+		more.Add(resource.MustParse("1"))
+		if err := resize(more); err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
+			t.Fatalf("resizing the provider pod to %s CPU, %s offered: %v, want refused for the quota", more.String(), pr.Status.OfferedResources.Cpu().String(), err)
+		}
+		framework.Allowed(t, "resizing it within the offer", resize(resource.MustParse("20m")))
+		// Not the consumer's resize: its virtual kubelet puts the
+		// provider pod back as the consumer's spec has it.
+		framework.Eventually(t, 30*time.Second, func() error {
+			var cur corev1.Pod
+			if err := inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &cur); err != nil {
+				return err
+			}
+			if got := cur.Spec.Containers[0].Resources.Requests.Cpu(); got.MilliValue() != 10 {
+				return fmt.Errorf("provider pod requests %s CPU, want the consumer's 10m back", got.String())
+			}
+			return nil
+		})
 	})
 }

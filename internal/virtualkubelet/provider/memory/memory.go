@@ -11,6 +11,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -258,6 +259,11 @@ func (v *view) Update(_ context.Context, obj client.Object) error {
 			return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), obj.GetName(), field.ErrorList{
 				field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "pod updates may not change ephemeral containers")})
 		}
+		// Nor resources: through the resize subresource only.
+		if !sameResources(pod.Spec.Containers, cur.(*corev1.Pod).Spec.Containers) || !sameResources(pod.Spec.InitContainers, cur.(*corev1.Pod).Spec.InitContainers) {
+			return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), obj.GetName(), field.ErrorList{
+				field.Forbidden(field.NewPath("spec", "containers"), "pod updates may not change resources (use the resize subresource)")})
+		}
 	}
 	v.p.storeLocked(k, stored)
 	return nil
@@ -283,10 +289,12 @@ func (v *view) replacedLocked(verb string, kind provider.Kind, obj client.Object
 }
 
 // UpdateSubresource implements provider.Namespace: a pod's ephemeral
-// containers, the one subresource a provider pod is written through.
+// containers, or its containers' resources (resize), the subresources a
+// provider pod is written through. Each changes only what it writes, as
+// the API server's.
 func (v *view) UpdateSubresource(_ context.Context, obj client.Object, subresource string) error {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || subresource != provider.SubresourceEphemeralContainers {
+	if !ok || (subresource != provider.SubresourceEphemeralContainers && subresource != provider.SubresourceResize) {
 		return fmt.Errorf("no subresource %q of %T to update", subresource, obj)
 	}
 	v.p.mu.Lock()
@@ -296,7 +304,22 @@ func (v *view) UpdateSubresource(_ context.Context, obj client.Object, subresour
 		return err
 	}
 	stored := cur.DeepCopyObject().(*corev1.Pod)
-	stored.Spec.EphemeralContainers = pod.Spec.EphemeralContainers
+	switch subresource {
+	case provider.SubresourceEphemeralContainers:
+		stored.Spec.EphemeralContainers = pod.Spec.EphemeralContainers
+	case provider.SubresourceResize:
+		if len(pod.Spec.Containers) != len(stored.Spec.Containers) || len(pod.Spec.InitContainers) != len(stored.Spec.InitContainers) {
+			return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), obj.GetName(), field.ErrorList{
+				field.Forbidden(field.NewPath("spec"), "a resize may not add or remove containers")})
+		}
+		for i := range stored.Spec.Containers {
+			stored.Spec.Containers[i].Resources = pod.Spec.Containers[i].Resources
+		}
+		for i := range stored.Spec.InitContainers {
+			stored.Spec.InitContainers[i].Resources = pod.Spec.InitContainers[i].Resources
+		}
+		stored.Generation++
+	}
 	v.p.storeLocked(k, stored)
 	return nil
 }
@@ -469,4 +492,12 @@ func (p *Providers) Down(id string, err error) {
 		return
 	}
 	p.down[id] = err
+}
+
+// sameResources says whether a and b are the same containers with the
+// same resources.
+func sameResources(a, b []corev1.Container) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.Container) bool {
+		return x.Name == y.Name && equality.Semantic.DeepEqual(x.Resources, y.Resources)
+	})
 }

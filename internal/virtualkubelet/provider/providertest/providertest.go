@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/workqueue"
@@ -75,7 +76,10 @@ func Run(t *testing.T, h Harness) {
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.Remote, Name: podName, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: h.LocalClusterID}},
-		Spec:       corev1.PodSpec{NodeName: h.Node, Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		Spec: corev1.PodSpec{NodeName: h.Node, Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		}}}},
 	}
 
 	t.Log("a create is seen in the cache and announced")
@@ -127,6 +131,32 @@ func Run(t *testing.T, h Harness) {
 	updated = until(t, "the ephemeral container in the cache", func() (*corev1.Pod, bool) {
 		p, ok := ns.Get(provider.Pods, podName).(*corev1.Pod)
 		return p, ok && p != nil && len(p.Spec.EphemeralContainers) == 1 && p.Spec.EphemeralContainers[0].Name == "debugger" && p.Labels["x"] == "1"
+	})
+	events.after(t, seen)
+
+	t.Log("resources change through the resize subresource, never by an update")
+	resized := updated.DeepCopy()
+	for _, list := range []corev1.ResourceList{resized.Spec.Containers[0].Resources.Requests, resized.Spec.Containers[0].Resources.Limits} {
+		list[corev1.ResourceCPU] = resource.MustParse("200m")
+	}
+	if err := ns.Update(ctx, resized.DeepCopy()); !apierrors.IsInvalid(err) {
+		t.Errorf("an update changing a container's resources: %v, want Invalid", err)
+	}
+	seen = events.count()
+	if err := ns.UpdateSubresource(ctx, resized.DeepCopy(), provider.SubresourceResize); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.UpdateSubresource(ctx, resized.DeepCopy(), provider.SubresourceResize); !apierrors.IsConflict(err) {
+		t.Errorf("a resize with a stale resourceVersion: %v, want Conflict", err)
+	}
+	updated = until(t, "the resized pod in the cache", func() (*corev1.Pod, bool) {
+		p, ok := ns.Get(provider.Pods, podName).(*corev1.Pod)
+		if !ok || p == nil {
+			return nil, false
+		}
+		r := p.Spec.Containers[0].Resources
+		return p, r.Requests.Cpu().MilliValue() == 200 && r.Limits.Cpu().MilliValue() == 200 && r.Requests.Memory().Value() == 64<<20 &&
+			len(p.Spec.EphemeralContainers) == 1 && p.Labels["x"] == "1"
 	})
 	events.after(t, seen)
 

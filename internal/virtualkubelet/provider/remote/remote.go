@@ -539,10 +539,18 @@ func (w *nsWatch) Update(ctx context.Context, obj client.Object) error {
 // UpdateSubresource implements provider.Namespace.
 func (w *nsWatch) UpdateSubresource(ctx context.Context, obj client.Object, subresource string) error {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || subresource != provider.SubresourceEphemeralContainers {
+	if !ok {
 		return fmt.Errorf("no subresource %q of %T to update", subresource, obj)
 	}
-	_, err := w.session.cs.CoreV1().Pods(w.remote).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{})
+	var err error
+	switch subresource {
+	case provider.SubresourceEphemeralContainers:
+		_, err = w.session.cs.CoreV1().Pods(w.remote).UpdateEphemeralContainers(ctx, pod.Name, pod, metav1.UpdateOptions{})
+	case provider.SubresourceResize:
+		_, err = w.session.cs.CoreV1().Pods(w.remote).UpdateResize(ctx, pod.Name, pod, metav1.UpdateOptions{})
+	default:
+		return fmt.Errorf("no subresource %q of %T to update", subresource, obj)
+	}
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,7 +37,11 @@ func TestContract(t *testing.T) {
 		node                    = "provider-node"
 	)
 	objs := []client.Object{
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}},
+		// Room for the suite's pod as it is resized: the API server
+		// checks a resize against the node's allocatable.
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("10"),
+		}}},
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: identity.RemoteSecretName(providerID)},
 			Data: map[string][]byte{
