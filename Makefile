@@ -65,8 +65,9 @@ $(BIN)/harness-net: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/harness-net/main.go
 $(BIN)/%-image.tar: $(TOOLS_DEPS) $(TOOLS_DIR)/cmd/%/main.go $(TOOLS_DIR)/cmd/images/main.go
 	cd $(TOOLS_DIR) && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o $(BIN)/.$*/linux_$(HOST_ARCH)/ ./cmd/$*
 	cd $(TOOLS_DIR) && go run ./cmd/images --bin-dir $(BIN)/.$* --out $(BIN)/.$*/images \
-	  --platforms linux/$(HOST_ARCH) --repository $(IMAGE_REPOSITORY_$*) --tag $(IMAGE_TAG_$*) $*
+	  --platforms linux/$(HOST_ARCH) --repository $(IMAGE_REPOSITORY_$*) --tag $(IMAGE_TAG_$*) --links '$(IMAGE_LINKS_$*)' $*
 	mv $(BIN)/.$*/images/$*-linux-$(HOST_ARCH).tar $@ && rm -rf $(BIN)/.$*
+IMAGE_LINKS_probe := cat,test,tar
 IMAGE_REPOSITORY_pause := registry.k8s.io
 IMAGE_TAG_pause := 3.10
 IMAGE_REPOSITORY_probe := liqo.test

@@ -10,9 +10,11 @@
 // multi-platform index, tagged) and, per platform, an image tarball that
 // `ctr images import` and `docker load` read.
 //
-//	images --bin-dir DIR --out DIR [--repository R] [--tag T] NAME...
+//	images --bin-dir DIR --out DIR [--repository R] [--tag T] [--links L,...] NAME...
 //
-// reads DIR/<os>_<arch>/NAME for every platform of --platforms.
+// reads DIR/<os>_<arch>/NAME for every platform of --platforms; each name
+// of --links is a symbolic link to the binary beside it (a binary that
+// acts by the name it is called by).
 package main
 
 import (
@@ -49,6 +51,7 @@ type options struct {
 	platforms                    []v1.Platform
 	epoch                        time.Time
 	labels                       map[string]string
+	links                        []string
 }
 
 func main() {
@@ -61,7 +64,7 @@ func main() {
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("images", flag.ContinueOnError)
 	var o options
-	var platforms, labels string
+	var platforms, labels, links string
 	var epoch int64
 	fs.StringVar(&o.binDir, "bin-dir", "", "directory holding <os>_<arch>/<name> binaries (required)")
 	fs.StringVar(&o.out, "out", "", "output directory (required)")
@@ -70,6 +73,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "comma-separated os/arch list")
 	fs.Int64Var(&epoch, "epoch", 0, "Unix time of every timestamp in the images (SOURCE_DATE_EPOCH)")
 	fs.StringVar(&labels, "labels", "", "comma-separated key=value labels of the image configs")
+	fs.StringVar(&links, "links", "", "comma-separated names the images also have, as links to their binary")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,6 +87,15 @@ func run(args []string, out io.Writer) error {
 			return fmt.Errorf("--platforms: %q is not os/arch", p)
 		}
 		o.platforms = append(o.platforms, v1.Platform{OS: osName, Architecture: arch})
+	}
+	for _, l := range strings.Split(links, ",") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if strings.ContainsAny(l, "/") || l == "." || l == ".." {
+			return fmt.Errorf("--links: %q is not a file name", l)
+		}
+		o.links = append(o.links, l)
 	}
 	o.labels = map[string]string{}
 	for _, kv := range strings.Split(labels, ",") {
@@ -214,7 +227,11 @@ func image(o options, base v1.Layer, bin string, p v1.Platform) (v1.Image, error
 	if err != nil {
 		return nil, fmt.Errorf("the %s/%s binary: %w", p.OS, p.Architecture, err)
 	}
-	binLayer, err := layer(o.epoch, []entry{{name: bin, mode: 0o755, data: data}})
+	entries := []entry{{name: bin, mode: 0o755, data: data}}
+	for _, l := range o.links {
+		entries = append(entries, entry{name: l, mode: 0o777, link: bin})
+	}
+	binLayer, err := layer(o.epoch, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -285,6 +302,7 @@ type entry struct {
 	dir   bool
 	owner int
 	data  []byte
+	link  string // a symbolic link to this
 }
 
 // layer is a gzipped tar of entries with fixed timestamps and owners.
@@ -309,6 +327,9 @@ func tarOf(epoch time.Time, entries []entry) ([]byte, error) {
 		}
 		if e.dir {
 			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if e.link != "" {
+			h.Typeflag, h.Size, h.Linkname = tar.TypeSymlink, 0, e.link
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, err

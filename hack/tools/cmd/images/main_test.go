@@ -37,7 +37,7 @@ func buildAll(t *testing.T, binDir string) (out string, printed string) {
 	t.Helper()
 	out = t.TempDir()
 	var buf bytes.Buffer
-	if err := run([]string{"--bin-dir", binDir, "--out", out, "--epoch", "1700000000", "--tag", "v1", "tool"}, &buf); err != nil {
+	if err := run([]string{"--bin-dir", binDir, "--out", out, "--epoch", "1700000000", "--tag", "v1", "--links", "cat,tar", "tool"}, &buf); err != nil {
 		t.Fatal(err)
 	}
 	// The output paths differ between builds; the rest must not.
@@ -163,6 +163,11 @@ func checkImage(t *testing.T, img v1.Image, p *v1.Platform) {
 	if h := files["tool"]; h == nil || h.Mode != 0o755 || string(contents["tool"]) != "binary for "+p.OS+"_"+p.Architecture {
 		t.Errorf("the binary: %+v %q", h, contents["tool"])
 	}
+	for _, l := range []string{"cat", "tar"} {
+		if h := files[l]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "tool" {
+			t.Errorf("the link %s: %+v, want a symbolic link to the binary", l, h)
+		}
+	}
 	if h := files["tmp/"]; h == nil || h.Mode != 0o1777 {
 		t.Errorf("/tmp: %+v", h)
 	}
@@ -193,6 +198,7 @@ func TestBadFlagsAreRefused(t *testing.T) {
 		{"--out", "x", "tool"},
 		{"--bin-dir", "x", "--out", "y", "--platforms", "linux", "tool"},
 		{"--bin-dir", "x", "--out", "y", "--labels", "novalue", "tool"},
+		{"--bin-dir", "x", "--out", "y", "--links", "bin/sh", "tool"},
 		{"--bin-dir", t.TempDir(), "--out", t.TempDir(), "tool"}, // no binaries there
 	} {
 		if err := run(args, io.Discard); err == nil {
