@@ -1339,3 +1339,75 @@ func TestPodResizeReflected(t *testing.T) {
 		t.Errorf("%d creates of the provider pod, want 1", n)
 	}
 }
+
+// TestRefusedEphemeralContainerIsShown: an ephemeral container the
+// provider refuses for good (its Pod Security level: kubectl debug's
+// default profile adds SYS_PTRACE) shows on the local pod as waiting,
+// rejected, with the provider's answer, and is not tried again; the pod's
+// status still flows, and an ephemeral container added later reaches the
+// provider alone.
+func TestRefusedEphemeralContainerIsShown(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	pod := w.offloadedPod(t, "web-1")
+	w.remotePod(t, pod.Name, nil)
+	w.running(t, pod.Name, "10.51.0.6")
+	debug := func(name string) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "registry.example/busybox:1"},
+			})
+			return w.c.SubResource("ephemeralcontainers").Update(ctx, pod)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.mem.Refuse(testProvider, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, pod.Name,
+		errors.New(`violates PodSecurity "baseline:latest": non-default capabilities (container "ptrace" must not include "SYS_PTRACE" in securityContext.capabilities.add)`)))
+	debug("ptrace")
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		st := pod.Status.EphemeralContainerStatuses
+		if len(st) != 1 || st[0].Name != "ptrace" || st[0].State.Waiting == nil || st[0].State.Waiting.Reason != offloadingv1alpha1.ReasonProviderRejected ||
+			!strings.Contains(st[0].State.Waiting.Message, "SYS_PTRACE") {
+			return fmt.Errorf("local pod's ephemeral container statuses %+v, want ptrace waiting, rejected with the provider's answer", st)
+		}
+		if pod.Status.ObservedGeneration != pod.Generation {
+			return fmt.Errorf("observed generation %d, want %d: the refusal is as far as the provider goes", pod.Status.ObservedGeneration, pod.Generation)
+		}
+		return nil
+	})
+	tried := len(w.podOps("update/ephemeralcontainers", pod.Name))
+	w.mem.Refuse(testProvider, nil)
+	// The status still flows.
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, pod.Name, func(o client.Object) {
+		o.(*corev1.Pod).Status.Message = "still reflected"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.Message != "still reflected" || len(pod.Status.EphemeralContainerStatuses) != 1 {
+			return fmt.Errorf("local pod message %q, ephemeral statuses %+v; want the provider's and the refusal kept", pod.Status.Message, pod.Status.EphemeralContainerStatuses)
+		}
+		return nil
+	})
+	if n := len(w.podOps("update/ephemeralcontainers", pod.Name)); n != tried {
+		t.Errorf("%d tries to add ephemeral containers after the refusal, want none (%d before)", n-tried, tried)
+	}
+	debug("debugger")
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		if len(p.Spec.EphemeralContainers) != 1 || p.Spec.EphemeralContainers[0].Name != "debugger" {
+			return fmt.Errorf("provider pod's ephemeral containers %+v, want the debugger alone", p.Spec.EphemeralContainers)
+		}
+		return nil
+	})
+}

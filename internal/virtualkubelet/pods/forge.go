@@ -4,6 +4,7 @@ package pods
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
@@ -83,16 +85,50 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 
 // missingEphemeral says whether desired has ephemeral containers the
 // provider pod lacks (they are only ever added, never changed or
-// removed), and returns remote with them added, for the pods'
-// ephemeralcontainers subresource.
-func missingEphemeral(remote, desired *corev1.Pod) (*corev1.Pod, bool) {
+// removed), but those the provider refused for good (rejected), and
+// returns remote with them added, for the pods' ephemeralcontainers
+// subresource.
+func missingEphemeral(remote, desired *corev1.Pod, rejected map[string]bool) (*corev1.Pod, bool) {
 	out := remote.DeepCopy()
 	for _, ec := range desired.Spec.EphemeralContainers {
-		if !slices.ContainsFunc(remote.Spec.EphemeralContainers, func(r corev1.EphemeralContainer) bool { return r.Name == ec.Name }) {
+		if !rejected[ec.Name] && !slices.ContainsFunc(remote.Spec.EphemeralContainers, func(r corev1.EphemeralContainer) bool { return r.Name == ec.Name }) {
 			out.Spec.EphemeralContainers = append(out.Spec.EphemeralContainers, ec)
 		}
 	}
 	return out, len(out.Spec.EphemeralContainers) != len(remote.Spec.EphemeralContainers)
+}
+
+// rejectedEphemeral are the names of local's ephemeral containers that
+// its status shows the provider refused for good (rejectEphemeral).
+func rejectedEphemeral(local *corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, cs := range local.Status.EphemeralContainerStatuses {
+		if rejectedStatus(cs) {
+			out[cs.Name] = true
+		}
+	}
+	return out
+}
+
+func rejectedStatus(cs corev1.ContainerStatus) bool {
+	return cs.State.Waiting != nil && cs.State.Waiting.Reason == offloadingv1alpha1.ReasonProviderRejected
+}
+
+// rejectEphemeral shows, in st, each ephemeral container of added that
+// remote lacks as waiting for good, with the provider's refusal (its Pod
+// Security level, an admission policy): a kubelet shows a container it
+// cannot create so, and the ephemeral container would otherwise show no
+// status at all, kubectl debug and logs waiting for it forever.
+func rejectEphemeral(st *corev1.PodStatus, remote, added *corev1.Pod, provider string, err error) {
+	for _, ec := range added.Spec.EphemeralContainers {
+		if slices.ContainsFunc(remote.Spec.EphemeralContainers, func(r corev1.EphemeralContainer) bool { return r.Name == ec.Name }) {
+			continue
+		}
+		st.EphemeralContainerStatuses = append(slices.DeleteFunc(st.EphemeralContainerStatuses, func(cs corev1.ContainerStatus) bool { return cs.Name == ec.Name }),
+			corev1.ContainerStatus{Name: ec.Name, Image: ec.Image, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+				Reason: offloadingv1alpha1.ReasonProviderRejected, Message: fmt.Sprintf("Provider %s refused the ephemeral container: %v", provider, err),
+			}}})
+	}
 }
 
 // resizedPod returns remote with the resources desired gives each of its
@@ -296,6 +332,12 @@ func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 	st.StartTime = rs.StartTime
 	st.ContainerStatuses, st.InitContainerStatuses = rs.ContainerStatuses, rs.InitContainerStatuses
 	st.EphemeralContainerStatuses = rs.EphemeralContainerStatuses
+	// Those the provider refused stay shown so: it never has them.
+	for _, cs := range local.Status.EphemeralContainerStatuses {
+		if rejectedStatus(cs) && !slices.ContainsFunc(st.EphemeralContainerStatuses, func(r corev1.ContainerStatus) bool { return r.Name == cs.Name }) {
+			st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, cs)
+		}
+	}
 	consumerResources(st.ContainerStatuses, local.Spec.Containers)
 	consumerResources(st.InitContainerStatuses, local.Spec.InitContainers)
 	var conds []corev1.PodCondition

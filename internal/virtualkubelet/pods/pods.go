@@ -151,9 +151,9 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return result, r.createRemote(ctx, pns, &pod, created)
 	}
 	drifted := podDrifted(remote, desired)
-	withEphemeral, addEphemeral := missingEphemeral(remote, desired)
+	withEphemeral, addEphemeral := missingEphemeral(remote, desired, rejectedEphemeral(&pod))
 	withResources, resize := resizedPod(remote, desired)
-	var resizeErr error
+	var resizeErr, ephemeralErr error
 	switch {
 	case remote.DeletionTimestamp != nil:
 	case drifted:
@@ -165,9 +165,8 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	case addEphemeral:
 		// kubectl debug: the ephemeral containers added here are added
 		// there, once the rest is in step (the update's event comes back).
-		if err := pns.UpdateSubresource(ctx, withEphemeral, provider.SubresourceEphemeralContainers); err != nil {
-			r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Adding ephemeral containers in provider %s: %v", providerID, err)
-			return ctrl.Result{}, fmt.Errorf("adding ephemeral containers to provider pod %s/%s: %w", remoteNS, remote.Name, err)
+		if ephemeralErr = pns.UpdateSubresource(ctx, withEphemeral, provider.SubresourceEphemeralContainers); ephemeralErr != nil && !apierrors.IsConflict(ephemeralErr) {
+			r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Adding ephemeral containers in provider %s: %v", providerID, ephemeralErr)
 		}
 	case resize:
 		// In-place resize: the resources changed here change there,
@@ -175,8 +174,14 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		// them and reports its resize conditions, which come back.
 		resizeErr = pns.UpdateSubresource(ctx, withResources, provider.SubresourceResize)
 	}
-	drifted = drifted || addEphemeral || resize
+	// An ephemeral container refused for good is as far as it goes: the
+	// pod is in step otherwise.
+	refused := ephemeralErr != nil && rejectedForGood(ephemeralErr)
+	drifted = drifted || (addEphemeral && !refused) || resize
 	status := LocalStatus(&pod, remote)
+	if refused {
+		rejectEphemeral(&status, remote, withEphemeral, providerID, ephemeralErr)
+	}
 	observeGeneration(&status, &pod, remote, drifted)
 	if resizeErr != nil && !apierrors.IsConflict(resizeErr) && resizePending(&status, &pod, resizeErr) {
 		r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ResizeRefused", "Resize", "Provider %s refused the resize: %v", providerID, resizeErr)
@@ -201,6 +206,11 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		if err := r.Client.Status().Patch(ctx, &pod, client.RawPatch(types.MergePatchType, data)); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+	}
+	if ephemeralErr != nil && !refused {
+		// The status flows meanwhile; the ephemeral containers are tried
+		// again.
+		return result, fmt.Errorf("adding ephemeral containers to provider pod %s/%s: %w", remoteNS, remote.Name, ephemeralErr)
 	}
 	if resizeErr != nil && !apierrors.IsInvalid(resizeErr) {
 		// A refusal that may pass (the provider's quota, its pod's
