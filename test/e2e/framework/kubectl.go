@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,22 +59,7 @@ func CheckAttach(t *testing.T, m *playground.Member, ns, pod string, provider *p
 func CheckPortForward(t *testing.T, m *playground.Member, ns, pod string, size int) {
 	t.Helper()
 	lines := KubectlStream(t, m, "--namespace", ns, "port-forward", "pod/"+pod, "--address", "127.0.0.1", ":8080")
-	forwarding := regexp.MustCompile(`^Forwarding from 127\.0\.0\.1:(\d+) -> 8080$`)
-	var port string
-	timeout := time.After(30 * time.Second)
-	for port == "" {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				t.Fatal("kubectl port-forward ended before forwarding")
-			}
-			if match := forwarding.FindStringSubmatch(strings.TrimSpace(line)); match != nil {
-				port = match[1]
-			}
-		case <-timeout:
-			t.Fatal("kubectl port-forward did not say where it forwards from within 30 s")
-		}
-	}
+	port := ForwardedPort(t, lines, 8080)
 	dialer := &net.Dialer{Timeout: 10 * time.Second}
 	conn, err := dialer.DialContext(t.Context(), "tcp", net.JoinHostPort("127.0.0.1", port))
 	if err != nil {
@@ -98,5 +84,26 @@ func CheckPortForward(t *testing.T, m *playground.Member, ns, pod string, size i
 	}
 	if !bytes.Equal(back, payload) {
 		t.Fatalf("the %d bytes that came back through the port-forward differ from those sent", size)
+	}
+}
+
+// ForwardedPort returns the local port `kubectl port-forward` (whose
+// output lines are lines) says it forwards to remote from, on 127.0.0.1.
+func ForwardedPort(t testing.TB, lines <-chan string, remote int) string {
+	t.Helper()
+	forwarding := regexp.MustCompile(`^Forwarding from 127\.0\.0\.1:(\d+) -> ` + strconv.Itoa(remote) + `$`)
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("kubectl port-forward ended before forwarding")
+			}
+			if match := forwarding.FindStringSubmatch(strings.TrimSpace(line)); match != nil {
+				return match[1]
+			}
+		case <-timeout:
+			t.Fatal("kubectl port-forward did not say where it forwards from within 30 s")
+		}
 	}
 }

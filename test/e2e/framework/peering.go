@@ -181,12 +181,18 @@ func StopControllerManager(t testing.TB, m *playground.Member) {
 // fails.
 func KubectlStream(t testing.TB, m *playground.Member, args ...string) <-chan string {
 	t.Helper()
+	return KubectlStreamAt(t, m.Kubeconfig, args...)
+}
+
+// KubectlStreamAt is KubectlStream with the kubeconfig at path.
+func KubectlStreamAt(t testing.TB, kubeconfig string, args ...string) <-chan string {
+	t.Helper()
 	bin, err := localcluster.FindBinDir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
@@ -228,13 +234,19 @@ func KubectlStream(t testing.TB, m *playground.Member, args ...string) <-chan st
 // the test's context.
 func Kubectl(t testing.TB, m *playground.Member, stdin string, args ...string) (string, error) {
 	t.Helper()
+	return KubectlAt(t, m.Kubeconfig, stdin, args...)
+}
+
+// KubectlAt is Kubectl with the kubeconfig at path.
+func KubectlAt(t testing.TB, kubeconfig, stdin string, args ...string) (string, error) {
+	t.Helper()
 	bin, err := localcluster.FindBinDir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", m.Kubeconfig, "--request-timeout=30s"}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig, "--request-timeout=30s"}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -43,7 +43,8 @@ import (
 // pod from the image make images builds, with only the chart's
 // ServiceAccount and rights; the clusters peer through
 // generate-add-command and add; a pod offloaded from one runs in a real
-// container on the other's node; and liqoctl uninstall leaves nothing.
+// container on the other's node, and the kubectl verbs reach it
+// (kubectlVerbs); and liqoctl uninstall leaves nothing.
 func TestInstallOnRealNodes(t *testing.T) {
 	skipWithoutRealNodes(t)
 	dir := t.TempDir()
@@ -64,6 +65,7 @@ func TestInstallOnRealNodes(t *testing.T) {
 	e.peer()
 	pod := e.offload()
 	e.logsThroughVirtualNode(pod)
+	e.kubectlVerbs(pod)
 	e.uninstallAll()
 }
 
