@@ -210,9 +210,8 @@ func askedClusterIP(svc *corev1.Service) string {
 }
 
 // EndpointSliceManager is the endpointslice.kubernetes.io/managed-by value
-// of the EndpointSlices the virtual kubelet writes in providers: the
-// provider's own EndpointSlice controller leaves them alone.
-const EndpointSliceManager = "virtual-kubelet.liqo.io"
+// of the EndpointSlices the virtual kubelet writes in providers.
+const EndpointSliceManager = provider.EndpointSliceManager
 
 // forgeEndpointSlice copies a slice the consumer's EndpointSlice controller
 // made for a Service: its endpoints that run in the consumer (not on a

@@ -77,6 +77,14 @@ const (
 	PodDisruptionBudgets Kind = "poddisruptionbudgets"
 )
 
+// EndpointSliceManager is the endpointslice.kubernetes.io/managed-by value
+// of the EndpointSlices the reflectors write in providers: the provider's
+// own EndpointSlice controller leaves them alone, and they are the only
+// EndpointSlices a provider's view holds (the provider's controller makes
+// others for a Service's copy, with the copy's labels, the consumer's
+// origin among them).
+const EndpointSliceManager = "virtual-kubelet.liqo.io"
+
 // Kinds are all the kinds a provider holds, in no particular order.
 var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services, EndpointSlices, PodDisruptionBudgets}
 

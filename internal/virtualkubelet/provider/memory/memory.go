@@ -186,10 +186,17 @@ func (v *view) Name() string     { return v.remote }
 // Watch implements provider.Namespace: memory is always listed.
 func (v *view) Watch(provider.Kind) bool { return true }
 
+// Get implements provider.Namespace: of EndpointSlices, only those the
+// reflectors write (provider.EndpointSliceManager), as a remote view
+// watches.
 func (v *view) Get(kind provider.Kind, name string) client.Object {
 	v.p.mu.Lock()
 	defer v.p.mu.Unlock()
-	return v.p.objects[key{v.provider, kind, v.remote, name}]
+	o := v.p.objects[key{v.provider, kind, v.remote, name}]
+	if es, ok := o.(*discoveryv1.EndpointSlice); ok && es.Labels[discoveryv1.LabelManagedBy] != provider.EndpointSliceManager {
+		return nil
+	}
+	return o
 }
 
 func (v *view) Create(_ context.Context, obj client.Object) error {

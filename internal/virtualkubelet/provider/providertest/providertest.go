@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -192,6 +193,26 @@ func Run(t *testing.T, h Harness) {
 		return struct{}{}, ns.Get(provider.Pods, podName) == nil
 	})
 	events.after(t, seen)
+
+	t.Log("of EndpointSlices, the view holds only those the reflectors write")
+	for _, es := range []struct{ name, manager string }{{"theirs", "endpointslice-controller.k8s.io"}, {"ours", provider.EndpointSliceManager}} {
+		// The provider's controller gives the slices it makes for a
+		// Service's copy the copy's labels, the origin among them.
+		if err := ns.Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: h.Remote, Name: es.name, Labels: map[string]string{
+				offloadingv1alpha1.OriginClusterLabel: h.LocalClusterID, discoveryv1.LabelServiceName: "svc", discoveryv1.LabelManagedBy: es.manager,
+			}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until(t, "the reflectors' EndpointSlice in the cache", func() (struct{}, bool) {
+		return struct{}{}, ns.Get(provider.EndpointSlices, "ours") != nil
+	})
+	if ns.Get(provider.EndpointSlices, "theirs") != nil {
+		t.Error("the view holds an EndpointSlice the provider's own controller manages")
+	}
 
 	t.Log("a kind watched on demand is listed once asked for, and follows its copies")
 	until(t, "the view listing PodDisruptionBudgets", func() (struct{}, bool) { return struct{}{}, ns.Watch(provider.PodDisruptionBudgets) })

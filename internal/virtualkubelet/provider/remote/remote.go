@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -87,6 +88,8 @@ type nsWatch struct {
 	local, remote string
 	cancel        context.CancelFunc
 	factory       informers.SharedInformerFactory
+	// selector selects what the watch holds: this cluster's copies.
+	selector string
 
 	mu        sync.Mutex
 	informers map[provider.Kind]cache.SharedIndexInformer // the kinds watched
@@ -284,11 +287,10 @@ func (s *Sessions) startWatch(ctx context.Context, sess *session, local, remote 
 	ctx, cancelWatch := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(sess.ctx, cancelWatch) //nolint:contextcheck // the session's end stops the watch, on purpose
 	cancel := func() { stop(); cancelWatch() }
+	selector := offloadingv1alpha1.OriginClusterLabel + "=" + s.LocalClusterID
 	factory := informers.NewSharedInformerFactoryWithOptions(sess.cs, 0, informers.WithNamespace(remote),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = offloadingv1alpha1.OriginClusterLabel + "=" + s.LocalClusterID
-		}))
-	w := &nsWatch{session: sess, sessions: s, ctx: ctx, local: local, remote: remote, cancel: cancel, factory: factory,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	w := &nsWatch{session: sess, sessions: s, ctx: ctx, local: local, remote: remote, cancel: cancel, factory: factory, selector: selector,
 		informers: map[provider.Kind]cache.SharedIndexInformer{}}
 	for _, kind := range provider.Kinds {
 		if !slices.Contains(provider.OnDemand, kind) {
@@ -300,8 +302,12 @@ func (s *Sessions) startWatch(ctx context.Context, sess *session, local, remote 
 	return w
 }
 
-// informerFor is the factory's informer of kind.
-func informerFor(f informers.SharedInformerFactory, kind provider.Kind) cache.SharedIndexInformer {
+// informerFor is the factory's informer of kind. Of EndpointSlices it
+// watches only those the reflectors write (selector, the factory's, and
+// managed by them): the provider's EndpointSlice controller gives the
+// slices it makes for a Service's copy the copy's labels, which select
+// them too, and they are none of the reflectors' business.
+func informerFor(f informers.SharedInformerFactory, kind provider.Kind, namespace, selector string) cache.SharedIndexInformer {
 	switch kind {
 	case provider.Pods:
 		return f.Core().V1().Pods().Informer()
@@ -312,7 +318,12 @@ func informerFor(f informers.SharedInformerFactory, kind provider.Kind) cache.Sh
 	case provider.Services:
 		return f.Core().V1().Services().Informer()
 	case provider.EndpointSlices:
-		return f.Discovery().V1().EndpointSlices().Informer()
+		return f.InformerFor(&discoveryv1.EndpointSlice{}, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return discoveryinformers.NewFilteredEndpointSliceInformer(cs, namespace, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+				func(o *metav1.ListOptions) {
+					o.LabelSelector = selector + "," + discoveryv1.LabelManagedBy + "=" + provider.EndpointSliceManager
+				})
+		})
 	case provider.PodDisruptionBudgets:
 		return f.Policy().V1().PodDisruptionBudgets().Informer()
 	}
@@ -323,7 +334,7 @@ func informerFor(f informers.SharedInformerFactory, kind provider.Kind) cache.Sh
 // reflectors; the caller starts the factory. w.mu is held, or w is not
 // shared yet.
 func (w *nsWatch) watchLocked(kind provider.Kind) {
-	inf := informerFor(w.factory, kind)
+	inf := informerFor(w.factory, kind, w.remote, w.selector)
 	if inf == nil {
 		return
 	}
