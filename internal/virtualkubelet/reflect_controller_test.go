@@ -1312,10 +1312,42 @@ func TestPodResizeReflected(t *testing.T) {
 		}
 		return nil
 	})
-	// Invalid there (its pod's QoS class would change): Infeasible.
+	// Invalid there (its pod's QoS class would change): Infeasible, not
+	// tried again as the provider's status moves, and the generation is
+	// observed (the provider acted on it: it refused).
 	w.mem.Refuse(testProvider, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "containers").Index(0).Child("resources"), nil, "Pod QoS is immutable")}))
 	resize(400)
-	pending(corev1.PodReasonInfeasible)
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodResizePending })
+		if i < 0 || pod.Status.Conditions[i].Reason != corev1.PodReasonInfeasible || pod.Status.ObservedGeneration != pod.Generation {
+			return fmt.Errorf("local pod conditions %+v, observed generation %d; want PodResizePending Infeasible and generation %d observed",
+				pod.Status.Conditions, pod.Status.ObservedGeneration, pod.Generation)
+		}
+		return nil
+	})
+	tries = len(w.podOps("update/resize", pod.Name))
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, pod.Name, func(o client.Object) {
+		o.(*corev1.Pod).Status.Message = "moved on"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.Message != "moved on" || !slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodResizePending && c.Reason == corev1.PodReasonInfeasible
+		}) {
+			return fmt.Errorf("local pod message %q, conditions %+v; want the provider's and the infeasible resize kept", pod.Status.Message, pod.Status.Conditions)
+		}
+		return nil
+	})
+	if n := len(w.podOps("update/resize", pod.Name)); n != tries {
+		t.Errorf("%d more tries of an infeasible resize, want none until the next resize", n-tries)
+	}
 
 	// Accepted again: the provider pod has it, the condition goes.
 	w.mem.Refuse(testProvider, nil)

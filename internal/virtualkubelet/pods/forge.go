@@ -86,16 +86,18 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 // missingEphemeral says whether desired has ephemeral containers the
 // provider pod lacks (they are only ever added, never changed or
 // removed), but those the provider refused for good (rejected), and
-// returns remote with them added, for the pods' ephemeralcontainers
-// subresource.
+// returns remote with the first of them added, for the pods'
+// ephemeralcontainers subresource: one at a time, so that a refusal is
+// the refusal of that one alone.
 func missingEphemeral(remote, desired *corev1.Pod, rejected map[string]bool) (*corev1.Pod, bool) {
 	out := remote.DeepCopy()
 	for _, ec := range desired.Spec.EphemeralContainers {
 		if !rejected[ec.Name] && !slices.ContainsFunc(remote.Spec.EphemeralContainers, func(r corev1.EphemeralContainer) bool { return r.Name == ec.Name }) {
 			out.Spec.EphemeralContainers = append(out.Spec.EphemeralContainers, ec)
+			return out, true
 		}
 	}
-	return out, len(out.Spec.EphemeralContainers) != len(remote.Spec.EphemeralContainers)
+	return out, false
 }
 
 // rejectedEphemeral are the names of local's ephemeral containers that
@@ -338,8 +340,8 @@ func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 			st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, cs)
 		}
 	}
-	consumerResources(st.ContainerStatuses, local.Spec.Containers)
-	consumerResources(st.InitContainerStatuses, local.Spec.InitContainers)
+	consumerResources(st.ContainerStatuses, local.Spec.Containers, local.Status.ContainerStatuses)
+	consumerResources(st.InitContainerStatuses, local.Spec.InitContainers, local.Status.InitContainerStatuses)
 	var conds []corev1.PodCondition
 	for _, c := range local.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
@@ -360,17 +362,29 @@ func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 // container's spec here names, at the values the provider reports
 // (allocated, and actuated); those the provider added itself (its
 // LimitRange's defaults, a limit bounded to the request) are left out, as
-// a kubelet reports only the resources a container's spec names.
-func consumerResources(statuses []corev1.ContainerStatus, spec []corev1.Container) {
-	only := func(got corev1.ResourceList, named corev1.ResourceList) corev1.ResourceList {
+// a kubelet reports only the resources a container's spec names. No value
+// is shown above both the spec's and the one shown before (shown): the
+// consumer's quota and scheduler count a pod's resources as the larger of
+// its spec and its status, which a provider must not inflate; a resize
+// down still shows the larger value until the provider actuated it.
+func consumerResources(statuses []corev1.ContainerStatus, spec []corev1.Container, shown []corev1.ContainerStatus) {
+	only := func(got, named, before corev1.ResourceList) corev1.ResourceList {
 		var out corev1.ResourceList
 		for name, q := range got {
-			if _, ok := named[name]; ok {
-				if out == nil {
-					out = corev1.ResourceList{}
-				}
-				out[name] = q
+			bound, ok := named[name]
+			if !ok {
+				continue
 			}
+			if b, ok := before[name]; ok && b.Cmp(bound) > 0 {
+				bound = b
+			}
+			if q.Cmp(bound) > 0 {
+				q = bound.DeepCopy()
+			}
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			out[name] = q
 		}
 		return out
 	}
@@ -379,10 +393,20 @@ func consumerResources(statuses []corev1.ContainerStatus, spec []corev1.Containe
 		if j < 0 {
 			continue
 		}
+		var before corev1.ContainerStatus
+		if k := slices.IndexFunc(shown, func(c corev1.ContainerStatus) bool { return c.Name == statuses[i].Name }); k >= 0 {
+			before = shown[k]
+		}
+		var beforeRes corev1.ResourceRequirements
+		if before.Resources != nil {
+			beforeRes = *before.Resources
+		}
 		named := spec[j].Resources
-		statuses[i].AllocatedResources = only(statuses[i].AllocatedResources, named.Requests)
+		statuses[i].AllocatedResources = only(statuses[i].AllocatedResources, named.Requests, before.AllocatedResources)
 		if r := statuses[i].Resources; r != nil {
-			statuses[i].Resources = &corev1.ResourceRequirements{Requests: only(r.Requests, named.Requests), Limits: only(r.Limits, named.Limits), Claims: r.Claims}
+			statuses[i].Resources = &corev1.ResourceRequirements{
+				Requests: only(r.Requests, named.Requests, beforeRes.Requests), Limits: only(r.Limits, named.Limits, beforeRes.Limits), Claims: r.Claims,
+			}
 		}
 	}
 }

@@ -423,3 +423,55 @@ func TestLocalStatusShowsTheResourcesTheSpecNames(t *testing.T) {
 		t.Error("LocalStatus changed the provider pod's status")
 	}
 }
+
+// TestLocalStatusCannotBeInflated: a provider reporting more than the
+// spec asks (and than was shown before) is shown the larger of those: the
+// consumer's quota counts a pod at the larger of its spec and its status.
+func TestLocalStatusCannotBeInflated(t *testing.T) {
+	q := resource.MustParse
+	local := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: q("100m")}, Limits: corev1.ResourceList{corev1.ResourceCPU: q("200m")},
+	}}}}}
+	reported := func(req, lim string) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "main", AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: q(req)},
+			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q(req)}, Limits: corev1.ResourceList{corev1.ResourceCPU: q(lim)}},
+		}}}}
+	}
+	shown := func(st corev1.PodStatus) (string, string, string) {
+		cs := st.ContainerStatuses[0]
+		return cs.AllocatedResources.Cpu().String(), cs.Resources.Requests.Cpu().String(), cs.Resources.Limits.Cpu().String()
+	}
+	st := LocalStatus(local, reported("64", "128"))
+	if a, r, l := shown(st); a != "100m" || r != "100m" || l != "200m" {
+		t.Errorf("an inflated report shows allocated %s, requests %s, limits %s; want the spec's 100m, 100m, 200m", a, r, l)
+	}
+	// Resized down to 50m: until the provider actuates it, the 100m shown
+	// before stays, and no more.
+	local.Status = st
+	local.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = q("50m")
+	if a, r, _ := shown(LocalStatus(local, reported("100m", "200m"))); a != "100m" || r != "100m" {
+		t.Errorf("a resize down not yet actuated shows %s, %s; want the 100m actuated", a, r)
+	}
+	if a, _, _ := shown(LocalStatus(local, reported("300m", "200m"))); a != "100m" {
+		t.Errorf("an inflated report during a resize down shows %s, want 100m at most", a)
+	}
+	if a, _, _ := shown(LocalStatus(local, reported("50m", "200m"))); a != "50m" {
+		t.Errorf("the resize actuated shows %s, want 50m", a)
+	}
+}
+
+func TestMissingEphemeralOneAtATime(t *testing.T) {
+	ec := func(name string) corev1.EphemeralContainer {
+		return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name}}
+	}
+	remote := &corev1.Pod{Spec: corev1.PodSpec{EphemeralContainers: []corev1.EphemeralContainer{ec("a")}}}
+	desired := &corev1.Pod{Spec: corev1.PodSpec{EphemeralContainers: []corev1.EphemeralContainer{ec("a"), ec("b"), ec("c")}}}
+	got, missing := missingEphemeral(remote, desired, map[string]bool{"b": true})
+	if !missing || len(got.Spec.EphemeralContainers) != 2 || got.Spec.EphemeralContainers[1].Name != "c" {
+		t.Errorf("got %+v (%v), want a and c: the rejected b skipped, one added", got.Spec.EphemeralContainers, missing)
+	}
+	if _, missing := missingEphemeral(got, desired, map[string]bool{"b": true}); missing {
+		t.Error("nothing is missing but the rejected one")
+	}
+}

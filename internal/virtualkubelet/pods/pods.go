@@ -153,7 +153,12 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	drifted := podDrifted(remote, desired)
 	withEphemeral, addEphemeral := missingEphemeral(remote, desired, rejectedEphemeral(&pod))
 	withResources, resize := resizedPod(remote, desired)
+	// A resize the provider found infeasible is not tried again until the
+	// consumer's next one (a new generation).
+	pending := resizePendingOf(&pod)
+	infeasible := resize && pending != nil && pending.Reason == corev1.PodReasonInfeasible && pending.ObservedGeneration == pod.Generation
 	var resizeErr, ephemeralErr error
+	resized := false
 	switch {
 	case remote.DeletionTimestamp != nil:
 	case drifted:
@@ -168,22 +173,33 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		if ephemeralErr = pns.UpdateSubresource(ctx, withEphemeral, provider.SubresourceEphemeralContainers); ephemeralErr != nil && !apierrors.IsConflict(ephemeralErr) {
 			r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Adding ephemeral containers in provider %s: %v", providerID, ephemeralErr)
 		}
-	case resize:
+	case resize && !infeasible:
 		// In-place resize: the resources changed here change there,
 		// through the same subresource; the provider's kubelet actuates
 		// them and reports its resize conditions, which come back.
 		resizeErr = pns.UpdateSubresource(ctx, withResources, provider.SubresourceResize)
+		resized = resizeErr == nil
 	}
+	// What the pod shows of a resize the provider does not have yet: its
+	// refusal, or, while nothing new is known, what it showed.
+	var resizeCond *corev1.PodCondition
+	switch {
+	case resizeErr != nil && !apierrors.IsConflict(resizeErr):
+		resizeCond = resizeRefused(&pod, resizeErr)
+	case resize && !resized && pending != nil:
+		resizeCond = pending
+	}
+	infeasible = resizeCond != nil && resizeCond.Reason == corev1.PodReasonInfeasible
 	// An ephemeral container refused for good is as far as it goes: the
 	// pod is in step otherwise.
 	refused := ephemeralErr != nil && rejectedForGood(ephemeralErr)
-	drifted = drifted || (addEphemeral && !refused) || resize
+	drifted = drifted || (addEphemeral && !refused) || (resize && !infeasible)
 	status := LocalStatus(&pod, remote)
 	if refused {
 		rejectEphemeral(&status, remote, withEphemeral, providerID, ephemeralErr)
 	}
 	observeGeneration(&status, &pod, remote, drifted)
-	if resizeErr != nil && !apierrors.IsConflict(resizeErr) && resizePending(&status, &pod, resizeErr) {
+	if resizeCond != nil && setResizePending(&status, &pod, *resizeCond) {
 		r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ResizeRefused", "Resize", "Provider %s refused the resize: %v", providerID, resizeErr)
 	}
 	if origin := pod.Labels[offloadingv1alpha1.OriginClusterLabel]; origin != "" && origin != r.LocalClusterID {
@@ -212,33 +228,65 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		// again.
 		return result, fmt.Errorf("adding ephemeral containers to provider pod %s/%s: %w", remoteNS, remote.Name, ephemeralErr)
 	}
-	if resizeErr != nil && !apierrors.IsInvalid(resizeErr) {
-		// A refusal that may pass (the provider's quota, its pod's
-		// resourceVersion moved on) is tried again; an invalid resize
-		// waits for the consumer's next one.
+	if resizeErr != nil && resizeDeferred(resizeErr) {
+		// A refusal that may pass by itself is tried again; any other
+		// waits for the consumer's next resize.
 		return result, fmt.Errorf("resizing provider pod %s/%s: %w", remoteNS, remote.Name, resizeErr)
 	}
 	return result, nil
 }
 
-// resizePending says, as a kubelet does, that the pod's resize waits:
-// Infeasible when the provider finds it invalid (a resize it cannot do,
-// such as one changing its pod's QoS class), Deferred when it refused it
-// for now (its quota), with its answer. It says whether the pod did not
-// say so already.
-func resizePending(st *corev1.PodStatus, pod *corev1.Pod, err error) bool {
-	cond := corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred,
+// resizeDeferred says whether the provider's refusal of a resize may pass
+// by itself: its quota (the consumer's other pods end), its pod's
+// resourceVersion moved on, the provider unreachable. Any other answer
+// (invalid, forbidden by a policy or by the peering's rights, no resize
+// subresource) will not change by asking again.
+func resizeDeferred(err error) bool {
+	switch {
+	case apierrors.IsConflict(err):
+		return true
+	case apierrors.IsForbidden(err):
+		return strings.Contains(err.Error(), "exceeded quota")
+	case apierrors.IsInvalid(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
+		return false
+	}
+	return true
+}
+
+// resizePendingOf is pod's PodResizePending condition, or nil.
+func resizePendingOf(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodResizePending {
+			return pod.Status.Conditions[i].DeepCopy()
+		}
+	}
+	return nil
+}
+
+// resizeRefused is what a kubelet says of a resize that waits, for the
+// provider's refusal err: Deferred when it may pass by itself (its
+// quota), Infeasible otherwise (invalid there, such as a resize changing
+// its pod's QoS class; forbidden by a policy), with its answer.
+func resizeRefused(pod *corev1.Pod, err error) *corev1.PodCondition {
+	cond := &corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred,
 		ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now(), Message: fmt.Sprintf("The provider refused the resize: %v", err)}
-	if apierrors.IsInvalid(err) {
+	if !resizeDeferred(err) {
 		cond.Reason = corev1.PodReasonInfeasible
 	}
-	said := false
-	if i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }); i >= 0 &&
-		pod.Status.Conditions[i].Reason == cond.Reason && pod.Status.Conditions[i].Message == cond.Message {
-		cond.LastTransitionTime, said = pod.Status.Conditions[i].LastTransitionTime, true
+	return cond
+}
+
+// setResizePending puts cond in st, keeping the time of the condition the
+// pod shows when its reason is the same; it says whether the reason is
+// new.
+func setResizePending(st *corev1.PodStatus, pod *corev1.Pod, cond corev1.PodCondition) bool {
+	shown := resizePendingOf(pod)
+	same := shown != nil && shown.Reason == cond.Reason
+	if same {
+		cond.LastTransitionTime = shown.LastTransitionTime
 	}
 	st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
-	return !said
+	return !same
 }
 
 // setHostIPs shows, as a pod's host addresses, those of its virtual node,

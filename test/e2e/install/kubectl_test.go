@@ -39,10 +39,13 @@ import (
 // removes the pod; attach -i does the same for a running pod; debug adds
 // an ephemeral container, in the pod's network (with the baseline
 // profile: the default one adds SYS_PTRACE, which the provider refuses,
-// and the pod's status says so). A user allowed to read
-// the pods and their logs, and nothing more, gets the logs and is refused
-// (403) each of the others, and the virtual node's kubelet API through
-// the node proxy.
+// and the pod's status says so). A user allowed to read the pods and
+// their logs, and nothing more, gets the logs (through the virtual
+// kubelet) and is refused (403) each of the others, and the virtual
+// node's kubelet API through the node proxy: the consumer's API server
+// refuses them, as for any node, before the virtual kubelet is asked (its
+// own check of its callers, nodes/proxy, is TestKubectlLogsAndExec's, in
+// test/e2e/offloading).
 func (e *realEnv) kubectlVerbs(pod *corev1.Pod) {
 	t := e.t
 	t.Helper()

@@ -29,6 +29,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,8 +93,8 @@ func run(args []string, out io.Writer) error {
 		if l = strings.TrimSpace(l); l == "" {
 			continue
 		}
-		if strings.ContainsAny(l, "/") || l == "." || l == ".." {
-			return fmt.Errorf("--links: %q is not a file name", l)
+		if strings.ContainsAny(l, "/") || l == "." || l == ".." || slices.Contains(o.links, l) || slices.Contains(fs.Args(), l) {
+			return fmt.Errorf("--links: %q is not a file name of its own (one without /, given once, not an image's binary)", l)
 		}
 		o.links = append(o.links, l)
 	}

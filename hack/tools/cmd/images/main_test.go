@@ -199,6 +199,8 @@ func TestBadFlagsAreRefused(t *testing.T) {
 		{"--bin-dir", "x", "--out", "y", "--platforms", "linux", "tool"},
 		{"--bin-dir", "x", "--out", "y", "--labels", "novalue", "tool"},
 		{"--bin-dir", "x", "--out", "y", "--links", "bin/sh", "tool"},
+		{"--bin-dir", "x", "--out", "y", "--links", "tool", "tool"},
+		{"--bin-dir", "x", "--out", "y", "--links", "cat,cat", "tool"},
 		{"--bin-dir", t.TempDir(), "--out", t.TempDir(), "tool"}, // no binaries there
 	} {
 		if err := run(args, io.Discard); err == nil {
