@@ -637,11 +637,12 @@ func (r *Reflector) sync(ctx context.Context, pns provider.Namespace, name strin
 func headless(svc *corev1.Service) bool { return svc.Spec.ClusterIP == corev1.ClusterIPNone }
 
 // letProviderChoose clears the cluster IP a Service's copy asked for
-// (askedClusterIP) when the provider refused the write that asked: the
-// address is taken there, or not one it grants. It says whether to write
-// again.
+// (askedClusterIP) when the provider refused the write that asked for
+// that address (its allocator's spec.clusterIPs, or a policy's
+// spec.clusterIP: taken there, or not one it grants). It says whether to
+// write again. Any other refusal (a quota, another field) stands.
 func letProviderChoose(ctx context.Context, svc *corev1.Service, err error, provider string) bool {
-	if svc.Spec.ClusterIP == "" || headless(svc) || (!apierrors.IsInvalid(err) && !apierrors.IsForbidden(err)) {
+	if svc.Spec.ClusterIP == "" || headless(svc) || (!apierrors.IsInvalid(err) && !apierrors.IsForbidden(err)) || !strings.Contains(err.Error(), "spec.clusterIP") {
 		return false
 	}
 	log.FromContext(ctx).V(1).Info("Provider refused the Service's cluster IP, letting it choose",

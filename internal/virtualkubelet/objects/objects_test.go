@@ -3,10 +3,15 @@
 package objects
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestPodSecretNames(t *testing.T) {
@@ -41,6 +46,28 @@ func TestAskedClusterIP(t *testing.T) {
 	} {
 		if got := askedClusterIP(&corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: in}}); got != want {
 			t.Errorf("askedClusterIP(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLetProviderChoose: only a refusal of the address asked for clears
+// it; any other refusal stands.
+func TestLetProviderChoose(t *testing.T) {
+	gk, gr := schema.GroupKind{Kind: "Service"}, schema.GroupResource{Resource: "services"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"taken", apierrors.NewInvalid(gk, "web", field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), "10.96.0.53", "provided IP is already allocated")}), true},
+		{"a policy's band", apierrors.NewForbidden(gr, "web", errors.New("ValidatingAdmissionPolicy 'liqo-offloaded-service-ips' denied request: spec.clusterIP: 10.96.0.53 is in the band")), true},
+		{"the quota", apierrors.NewForbidden(gr, "web", errors.New("exceeded quota: liqo-offer, requested: services=1")), false},
+		{"another field", apierrors.NewInvalid(gk, "web", field.ErrorList{field.Invalid(field.NewPath("spec", "ports").Index(0), 0, "must be between 1 and 65535")}), false},
+		{"unreachable", errors.New("connection refused"), false},
+	} {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.53", ClusterIPs: []string{"10.96.0.53"}}}
+		if got := letProviderChoose(t.Context(), svc, tc.err, "p"); got != tc.want || (svc.Spec.ClusterIP == "") != tc.want {
+			t.Errorf("%s: write again %v with cluster IP %q, want %v", tc.name, got, svc.Spec.ClusterIP, tc.want)
 		}
 	}
 }
