@@ -277,7 +277,7 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 
 	// An in-place resize reaches the provider through the pods' resize
 	// subresource: the consumer's quota there counts the new resources.
-	t.Run("the virtual kubelet cannot resize a pod beyond what was offered", func(t *testing.T) {
+	t.Run("the virtual kubelet cannot resize a pod beyond what was offered, nor the provider inflate what the consumer counts of it", func(t *testing.T) {
 		pod := bound("resized")
 		small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
 		pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: small, Limits: small.DeepCopy()}
@@ -329,6 +329,37 @@ func TestOffloadedWorkloadsStayInTheirBox(t *testing.T) {
 			}
 			if got := cur.Spec.Containers[0].Resources.Requests.Cpu(); got.MilliValue() != 10 {
 				return fmt.Errorf("provider pod requests %s CPU, want the consumer's 10m back", got.String())
+			}
+			return nil
+		})
+		// The provider's status cannot inflate what the consumer counts
+		// of the pod (its quota and scheduler take the larger of spec
+		// and status): written by the provider's admin, as a hostile
+		// kubelet would report it.
+		framework.Eventually(t, 30*time.Second, func() error {
+			var cur corev1.Pod
+			if err := inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: pod.Name}, &cur); err != nil {
+				return err
+			}
+			huge := resource.MustParse("64")
+			cs := &cur.Status.ContainerStatuses[0]
+			cs.AllocatedResources = corev1.ResourceList{corev1.ResourceCPU: huge, corev1.ResourceMemory: resource.MustParse("1Ti")}
+			cs.Resources = &corev1.ResourceRequirements{Requests: cs.AllocatedResources.DeepCopy(), Limits: cs.AllocatedResources.DeepCopy()}
+			cur.Status.Message = "inflated"
+			return inB.Status().Update(ctx, &cur)
+		})
+		framework.Eventually(t, 30*time.Second, func() error {
+			var cur corev1.Pod
+			if err := inA.Get(ctx, client.ObjectKeyFromObject(pod), &cur); err != nil {
+				return err
+			}
+			if cur.Status.Message != "inflated" || len(cur.Status.ContainerStatuses) != 1 {
+				return fmt.Errorf("the provider's status not reflected yet: %q", cur.Status.Message)
+			}
+			cs := cur.Status.ContainerStatuses[0]
+			if cs.AllocatedResources.Cpu().MilliValue() > 10 || cs.AllocatedResources.Memory().Cmp(resource.MustParse("32Mi")) > 0 ||
+				cs.Resources == nil || cs.Resources.Requests.Cpu().MilliValue() > 10 || cs.Resources.Limits.Memory().Cmp(resource.MustParse("32Mi")) > 0 {
+				return fmt.Errorf("the consumer's pod shows allocated %v, resources %v; want no more than its spec's 10m and 32Mi", cs.AllocatedResources, cs.Resources)
 			}
 			return nil
 		})
