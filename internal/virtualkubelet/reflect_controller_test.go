@@ -1443,3 +1443,55 @@ func TestRefusedEphemeralContainerIsShown(t *testing.T) {
 		return nil
 	})
 }
+
+// TestServiceCopyFollowsAffinity: a Service's session affinity (and its
+// timeout) and whether it publishes addresses not ready reach its copy,
+// when set and when switched back.
+func TestServiceCopyFollowsAffinity(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "sticky"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "sticky"}, Ports: []corev1.ServicePort{{Port: 80}},
+		SessionAffinity: corev1.ServiceAffinityClientIP, SessionAffinityConfig: &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](60)}},
+	}}
+	if err := w.c.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	copyIs := func(affinity corev1.ServiceAffinity, timeout int32, publish bool) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+			cp, ok := w.mem.Object(testProvider, provider.Services, w.remoteNS, svc.Name).(*corev1.Service)
+			if !ok {
+				return errors.New("no copy of the Service")
+			}
+			got := int32(0)
+			if c := cp.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+				got = *c.ClientIP.TimeoutSeconds
+			}
+			if cp.Spec.SessionAffinity != affinity || got != timeout || cp.Spec.PublishNotReadyAddresses != publish {
+				return fmt.Errorf("the copy has affinity %q (timeout %d), publishes not ready %v; want %q (%d), %v",
+					cp.Spec.SessionAffinity, got, cp.Spec.PublishNotReadyAddresses, affinity, timeout, publish)
+			}
+			return nil
+		})
+	}
+	copyIs(corev1.ServiceAffinityClientIP, 60, false)
+	update := func(mutate func(*corev1.Service)) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := w.c.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+				return err
+			}
+			mutate(svc)
+			return w.c.Update(ctx, svc)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(s *corev1.Service) { s.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds = ptr.To[int32](90) })
+	copyIs(corev1.ServiceAffinityClientIP, 90, false)
+	update(func(s *corev1.Service) {
+		s.Spec.SessionAffinity, s.Spec.SessionAffinityConfig, s.Spec.PublishNotReadyAddresses = corev1.ServiceAffinityNone, nil, true
+	})
+	copyIs(corev1.ServiceAffinityNone, 0, true)
+}

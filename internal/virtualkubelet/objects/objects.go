@@ -150,12 +150,14 @@ var objectKinds = []objectKind{
 			return &corev1.Service{ObjectMeta: forge.Meta(&svc.ObjectMeta, ns, id), Spec: corev1.ServiceSpec{
 				Type: corev1.ServiceTypeClusterIP, Selector: svc.Spec.Selector, Ports: ports, ClusterIP: askedClusterIP(svc),
 				PublishNotReadyAddresses: svc.Spec.PublishNotReadyAddresses, SessionAffinity: svc.Spec.SessionAffinity,
+				SessionAffinityConfig: svc.Spec.SessionAffinityConfig.DeepCopy(),
 			}}
 		},
 		same: func(r, d client.Object) bool {
 			a, b := r.(*corev1.Service), d.(*corev1.Service)
 			if !sameMeta(a, b) || a.Spec.Type != b.Spec.Type || headless(a) != headless(b) || !equality.Semantic.DeepEqual(a.Spec.Selector, b.Spec.Selector) ||
-				len(a.Spec.Ports) != len(b.Spec.Ports) || a.Spec.ExternalName != b.Spec.ExternalName {
+				len(a.Spec.Ports) != len(b.Spec.Ports) || a.Spec.ExternalName != b.Spec.ExternalName ||
+				a.Spec.PublishNotReadyAddresses != b.Spec.PublishNotReadyAddresses || !sameAffinity(a, b) {
 				return false
 			}
 			for i := range a.Spec.Ports {
@@ -631,6 +633,27 @@ func (r *Reflector) sync(ctx context.Context, pns provider.Namespace, name strin
 		return fmt.Errorf("updating %s %s/%s in %s: %w", r.kind.name, desired.GetNamespace(), name, pns.Provider(), err)
 	}
 	return nil
+}
+
+// sameAffinity says whether a and b keep a client on one endpoint alike
+// (the API server gives ClientIP affinity its default timeout).
+func sameAffinity(a, b *corev1.Service) bool {
+	aff := func(s *corev1.Service) corev1.ServiceAffinity {
+		if s.Spec.SessionAffinity == "" {
+			return corev1.ServiceAffinityNone
+		}
+		return s.Spec.SessionAffinity
+	}
+	if aff(a) != aff(b) {
+		return false
+	}
+	timeout := func(s *corev1.Service) int32 {
+		if c := s.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			return *c.ClientIP.TimeoutSeconds
+		}
+		return corev1.DefaultClientIPServiceAffinitySeconds
+	}
+	return aff(a) == corev1.ServiceAffinityNone || timeout(a) == timeout(b)
 }
 
 // headless says whether svc is a headless Service.
