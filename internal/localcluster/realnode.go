@@ -639,27 +639,45 @@ func removeCgroup(name string) error {
 			continue
 		}
 		// Bounded: a process cannot escape a cgroup it is killed in, so
-		// a few rounds empty it.
-		for range 50 {
-			if killCgroupTasks(root) == 0 {
+		// a few rounds empty it; a cgroup whose last task just exited
+		// can still be busy for a moment (cgroup v1 on a loaded machine:
+		// EBUSY), so removing is tried again too, for up to 10 s.
+		var left []error
+		for range 500 {
+			if killCgroupTasks(root) > 0 {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			if left = removeCgroupDirs(root); len(left) == 0 {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		var dirs []string
-		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if err := os.Remove(dirs[i]); err != nil && !os.IsNotExist(err) {
-				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", dirs[i], err))
-			}
+		if _, err := os.Stat(root); err == nil && len(left) == 0 {
+			left = removeCgroupDirs(root) // tasks never went: say what stays
 		}
+		errs = append(errs, left...)
 	}
 	return errors.Join(errs...)
+}
+
+// removeCgroupDirs removes root and the cgroups under it, deepest first,
+// and returns what it could not remove.
+func removeCgroupDirs(root string) []error {
+	var dirs []string
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	var errs []error
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Remove(dirs[i]); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, fmt.Errorf("removing cgroup %s: %w", dirs[i], err))
+		}
+	}
+	return errs
 }
 
 // killCgroupTasks sends SIGKILL to every task under root and returns how
