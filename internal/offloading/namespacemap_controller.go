@@ -3,6 +3,7 @@
 package offloading
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,7 +139,7 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	// namespace it was made for as long as that one asks for it, whatever
 	// its state; another claim waits until it is released and made anew,
 	// so that nothing of the holder's is handed over.
-	holders, err := r.holders(ctx, consumer)
+	holders, came, err := r.holders(ctx, consumer)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -211,6 +212,18 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		for remote, local := range claimed {
 			demands[remote] = nm.Spec.Demands[local]
 		}
+		// In the order they came (made on this pass: last), for the
+		// shares to serve whole wants in.
+		now := time.Now()
+		when := func(ns string) time.Time {
+			if t, ok := came[ns]; ok {
+				return t
+			}
+			return now
+		}
+		slices.SortFunc(managed, func(a, b string) int {
+			return cmp.Or(when(a).Compare(when(b)), strings.Compare(a, b))
+		})
 		quotas, err := r.ensureQuotas(ctx, consumer, managed, others, fresh, QuotaOf(offered, r.consumerQuota()), demands)
 		if err != nil {
 			retry = err
@@ -264,17 +277,19 @@ func (r *NamespaceMapReconciler) peeringGone(ctx context.Context, consumer strin
 }
 
 // holders returns, for each provider namespace made for consumer, the
-// consumer namespace it serves ("" for none).
-func (r *NamespaceMapReconciler) holders(ctx context.Context, consumer string) (map[string]string, error) {
+// consumer namespace it serves ("" for none) and when it was made.
+func (r *NamespaceMapReconciler) holders(ctx context.Context, consumer string) (map[string]string, map[string]time.Time, error) {
 	var list corev1.NamespaceList
 	if err := r.Client.List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer}); err != nil {
-		return nil, fmt.Errorf("listing the namespaces of %s: %w", consumer, err)
+		return nil, nil, fmt.Errorf("listing the namespaces of %s: %w", consumer, err)
 	}
 	out := make(map[string]string, len(list.Items))
+	came := make(map[string]time.Time, len(list.Items))
 	for _, ns := range list.Items {
 		out[ns.Name] = ns.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation]
+		came[ns.Name] = ns.CreationTimestamp.Time
 	}
-	return out, nil
+	return out, came, nil
 }
 
 // errRetry says that a namespace failed on an API error (a stale cache, a

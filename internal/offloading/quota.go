@@ -3,6 +3,7 @@
 package offloading
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/big"
@@ -154,18 +155,27 @@ type quotaState struct {
 	demand corev1.ResourceList
 }
 
-// balance shares total between the quotas of one consumer's namespaces,
-// resource by resource, so that what they may take together never
-// exceeds total. Each namespace keeps what it uses; what is left goes
-// first to the namespaces whose stated demand exceeds what they use (in
-// proportion to that want, when it is more than what is left), and the
-// rest evenly to all. What a consumer states thus moves its share between
-// its own namespaces, never past total. A quota goes down at once; it
-// goes up only out of what no quota holds, counting for each the largest
-// of what it uses, what the API server enforces and what its spec asks: a
-// namespace whose quota just went down may still fill it until the quota
-// controller takes the new one, so another's goes up on a later pass,
-// once it has. With one namespace, it gets total.
+// balance shares total between the quotas of one consumer's namespaces
+// so that what they may take together never exceeds total. Each namespace
+// keeps what it uses. What is left goes to the namespaces whose stated
+// demand exceeds what they use, a whole want at a time: the smallest wants
+// first (by the largest part of the offer a want takes, the order of
+// quotas breaking ties: the order the namespaces came), each that fits in
+// every resource whole; then what is still left to the wants that did not
+// fit, in the same order; the rest evenly to all. A pod fits a quota
+// whole or not at all: proportional shares of wants that together exceed
+// the offer can leave every namespace short of its pod, where serving one
+// after the other serves both. Smallest first, so that a namespace stating
+// a backlog beyond the offer (a peer's word) waits behind the others
+// rather than holding them all up. What a consumer states thus moves its
+// share between its own namespaces, never past total.
+//
+// A quota goes down at once; it goes up only out of what no quota holds,
+// counting for each the largest of what it uses, what the API server
+// enforces and what its spec asks: a namespace whose quota just went down
+// may still fill it until the quota controller takes the new one, so
+// another's goes up on a later pass, once it has. With one namespace, it
+// gets total.
 func balance(total corev1.ResourceList, quotas []quotaState) map[string]corev1.ResourceList {
 	out := make(map[string]corev1.ResourceList, len(quotas))
 	for _, q := range quotas {
@@ -176,20 +186,23 @@ func balance(total corev1.ResourceList, quotas []quotaState) map[string]corev1.R
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	for _, name := range names {
-		value, format := amount(name, total[name])
-		used := make([]int64, len(quotas))
-		want := make([]int64, len(quotas))
-		var allUsed, allWant int64
+	value := make([]int64, len(names))
+	formats := make([]resource.Format, len(names))
+	used := make([][]int64, len(names))
+	want := make([][]int64, len(names))
+	for r, name := range names {
+		value[r], formats[r] = amount(name, total[name])
+		used[r], want[r] = make([]int64, len(quotas)), make([]int64, len(quotas))
 		for i, q := range quotas {
-			used[i] = get(name, q.used)
-			want[i] = max(min(get(name, q.demand), value)-used[i], 0)
-			allUsed += used[i]
-			allWant += want[i]
+			used[r][i] = get(name, q.used)
+			want[r][i] = max(min(get(name, q.demand), value[r])-used[r][i], 0)
 		}
-		target := share(max(value-allUsed, 0), want, allWant)
-		for i := range target {
-			target[i] += used[i]
+	}
+	grant := serveWants(value, used, want)
+	for r, name := range names {
+		target := make([]int64, len(quotas))
+		for i := range quotas {
+			target[i] = used[r][i] + grant[r][i]
 		}
 		// Down at once; what every quota then holds.
 		next := make([]int64, len(quotas))
@@ -199,7 +212,7 @@ func balance(total corev1.ResourceList, quotas []quotaState) map[string]corev1.R
 			held += max(get(name, q.used), get(name, q.enforced), next[i])
 		}
 		// Up out of what is free.
-		free := max(value-held, 0)
+		free := max(value[r]-held, 0)
 		for i, q := range quotas {
 			if target[i] <= next[i] {
 				continue
@@ -209,51 +222,90 @@ func balance(total corev1.ResourceList, quotas []quotaState) map[string]corev1.R
 				next[i] = target[i]
 				continue
 			}
-			grant := min(target[i]-holds, free)
-			next[i] = holds + grant
-			free -= grant
+			give := min(target[i]-holds, free)
+			next[i] = holds + give
+			free -= give
 		}
 		for i, q := range quotas {
-			out[q.namespace][name] = quantity(name, next[i], format)
+			out[q.namespace][name] = quantity(name, next[i], formats[r])
 		}
 	}
 	return out
 }
 
-// share divides slack: each namespace first what it wants (in
-// proportion, when together they want more than slack), then the rest
-// evenly; the remainders of the divisions go a unit each to the first.
-func share(slack int64, want []int64, allWant int64) []int64 {
-	n := int64(len(want))
-	out := make([]int64, n)
+// serveWants divides, resource by resource (r), what no namespace (i)
+// uses of value between the namespaces: whole wants first, smallest
+// first, each that fits in every resource; then what is left to the wants
+// not served, in the same order; then the rest evenly, the remainders a
+// unit each to the first namespaces.
+func serveWants(value []int64, used, want [][]int64) [][]int64 {
+	n := 0
+	if len(want) > 0 {
+		n = len(want[0])
+	}
+	left := make([]int64, len(value))
+	grant := make([][]int64, len(value))
+	for r := range value {
+		var allUsed int64
+		for i := range n {
+			allUsed += used[r][i]
+		}
+		left[r] = max(value[r]-allUsed, 0)
+		grant[r] = make([]int64, n)
+	}
+	// The largest part of the offer a want takes, in parts per million.
+	dominant := func(i int) int64 {
+		var d int64
+		for r := range value {
+			if value[r] > 0 {
+				d = max(d, proportion(want[r][i], 1_000_000, value[r]))
+			}
+		}
+		return d
+	}
+	order := make([]int, n)
+	parts := make([]int64, n)
+	for i := range n {
+		order[i], parts[i] = i, dominant(i)
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(parts[a], parts[b]) })
+	served := make([]bool, n)
+	for _, i := range order {
+		fits := true
+		for r := range value {
+			fits = fits && want[r][i] <= left[r]
+		}
+		if !fits {
+			continue
+		}
+		served[i] = true
+		for r := range value {
+			grant[r][i] = want[r][i]
+			left[r] -= want[r][i]
+		}
+	}
+	for _, i := range order {
+		if served[i] {
+			continue
+		}
+		for r := range value {
+			give := min(want[r][i], left[r])
+			grant[r][i] += give
+			left[r] -= give
+		}
+	}
 	if n == 0 {
-		return out
+		return grant
 	}
-	if allWant > 0 {
-		given := int64(0)
-		for i, w := range want {
-			if allWant <= slack {
-				out[i] = w
-			} else {
-				out[i] = proportion(slack, w, allWant)
-			}
-			given += out[i]
-		}
-		for i := int64(0); given < min(slack, allWant) && i < n; i++ {
-			if out[i] < want[i] {
-				out[i]++
-				given++
+	for r := range value {
+		for i := range n {
+			grant[r][i] += left[r] / int64(n)
+			if int64(i) < left[r]%int64(n) {
+				grant[r][i]++
 			}
 		}
-		slack -= given
 	}
-	for i := range out {
-		out[i] += slack / n
-		if int64(i) < slack%n {
-			out[i]++
-		}
-	}
-	return out
+	return grant
 }
 
 // proportion is a*b/c rounded down, without overflowing when a*b would.
@@ -291,8 +343,8 @@ func isCPU(name corev1.ResourceName) bool {
 }
 
 // ensureQuotas shares what consumer may use (total) between the quotas of
-// its namespaces managed here, by what it states they need (demands, by
-// provider namespace), creating those missing; what the quotas of
+// its namespaces managed here (in the order they came), by what it states
+// they need (demands, by provider namespace), creating those missing; what the quotas of
 // its other namespaces (on their way out) hold is not shared. A quota made
 // in a namespace made on this pass (fresh) is counted here, so that the
 // namespace takes pods at once instead of when the quota controller gets
@@ -328,7 +380,6 @@ func (r *NamespaceMapReconciler) ensureQuotas(ctx context.Context, consumer stri
 	}
 	var states []quotaState
 	current := map[string]*corev1.ResourceQuota{}
-	slices.Sort(managed)
 	for _, ns := range managed {
 		q, err := read(ns)
 		if err != nil {

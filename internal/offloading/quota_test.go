@@ -234,3 +234,77 @@ func TestEnsureQuotaStaleCache(t *testing.T) {
 		t.Fatalf("LimitRange not repaired with default requests and limits: %+v", lr.Spec)
 	}
 }
+
+// TestBalanceServesWholeWants: two namespaces each wanting 1250m of
+// CPU limits out of 1890m are served one after the other (the first to
+// come first), not 945m each that fits neither; once the first's pod has
+// ended, the second gets its whole want. A smaller want is served before
+// a larger one that came first, a want must fit in every resource to be
+// served whole, and one beyond the offer waits behind the others.
+func TestBalanceServesWholeWants(t *testing.T) {
+	list := func(cpu, mem int64) corev1.ResourceList {
+		return corev1.ResourceList{
+			corev1.ResourceLimitsCPU:    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceLimitsMemory: *resource.NewQuantity(mem, resource.BinarySI),
+		}
+	}
+	cpu := func(l corev1.ResourceList) int64 { return get(corev1.ResourceLimitsCPU, l) }
+	mem := func(l corev1.ResourceList) int64 { return get(corev1.ResourceLimitsMemory, l) }
+	total := list(1890, 4<<30)
+	settle := func(states []quotaState) map[string]corev1.ResourceList {
+		var out map[string]corev1.ResourceList
+		for range 3 {
+			out = balance(total, states)
+			for i := range states {
+				states[i].spec, states[i].enforced = out[states[i].namespace], out[states[i].namespace]
+			}
+		}
+		return out
+	}
+	// Listed in the order they came: b first.
+	states := []quotaState{{namespace: "b", demand: list(1250, 64<<20)}, {namespace: "a", demand: list(1250, 64<<20)}}
+	got := settle(states)
+	if cpu(got["b"]) < 1250 {
+		t.Fatalf("b, first to come, wanting 1250m: %dm (a: %dm), want its whole want", cpu(got["b"]), cpu(got["a"]))
+	}
+	if cpu(got["a"])+cpu(got["b"]) != 1890 {
+		t.Fatalf("the quotas hold %dm together, want the offer's 1890m", cpu(got["a"])+cpu(got["b"]))
+	}
+	// b's pod runs, then ends: a gets its turn.
+	states[0].used = list(1250, 64<<20)
+	if got = settle(states); cpu(got["a"]) >= 1250 || cpu(got["b"]) < 1250 {
+		t.Fatalf("b running its pod: b %dm, a %dm; want b to keep it and a to wait", cpu(got["b"]), cpu(got["a"]))
+	}
+	states[0].used, states[0].demand = nil, nil
+	if got = settle(states); cpu(got["a"]) < 1250 {
+		t.Fatalf("b's pod ended: a %dm, want its whole 1250m", cpu(got["a"]))
+	}
+
+	// c came first but wants more than d (which came last), and e wants
+	// 200m of CPU but more memory than is offered after d's.
+	states = []quotaState{
+		{namespace: "c", demand: list(1300, 64<<20)},
+		{namespace: "e", demand: list(200, 3<<30+512<<20)},
+		{namespace: "d", demand: list(1000, 1<<30)},
+	}
+	got = settle(states)
+	if cpu(got["d"]) < 1000 || mem(got["d"]) < 1<<30 {
+		t.Fatalf("d wanting 1000m and 1Gi: %dm and %d bytes, want them whole, before c's larger want", cpu(got["d"]), mem(got["d"]))
+	}
+	if cpu(got["c"]) >= 1300 {
+		t.Fatalf("c wanting 1300m got %dm beside d's 1000m of 1890m", cpu(got["c"]))
+	}
+	if mem(got["e"]) >= 3<<30+512<<20 {
+		t.Fatalf("e got %d bytes of memory, more than what d's whole want leaves", mem(got["e"]))
+	}
+
+	// f states a backlog far beyond the offer; g wants 300m.
+	states = []quotaState{{namespace: "f", demand: list(1<<40, 1<<50)}, {namespace: "g", demand: list(300, 64<<20)}}
+	got = settle(states)
+	if cpu(got["g"]) < 300 {
+		t.Fatalf("g wanting 300m beside f stating more than the offer: %dm, want 300m", cpu(got["g"]))
+	}
+	if cpu(got["f"]) != 1590 {
+		t.Fatalf("f stating more than the offer: %dm, want the 1590m g leaves", cpu(got["f"]))
+	}
+}

@@ -246,7 +246,7 @@ func resizeDeferred(err error) bool {
 	case apierrors.IsConflict(err):
 		return true
 	case apierrors.IsForbidden(err):
-		return strings.Contains(err.Error(), "exceeded quota")
+		return quotaExceeded(err)
 	case apierrors.IsInvalid(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err):
 		return false
 	}
@@ -406,6 +406,15 @@ func (r *Reflector) deleteIfNodeGone(ctx context.Context, pod *corev1.Pod) error
 	return r.confirmDeletion(ctx, pod)
 }
 
+// ReasonWaitingForProviderQuota is the event of a pod the provider's
+// quota for its namespace (its share of the offer) does not yet admit.
+const ReasonWaitingForProviderQuota = "WaitingForProviderQuota"
+
+// quotaExceeded says whether err is a ResourceQuota's refusal.
+func quotaExceeded(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+}
+
 // rejectedForGood says whether the provider's refusal of a pod will not
 // change by asking again: an invalid spec, its Pod Security level, an
 // admission policy. Any other refusal (RBAC not yet granted, a namespace
@@ -434,6 +443,11 @@ func (r *Reflector) createRemote(ctx context.Context, pns provider.Namespace, po
 			return perr
 		}
 		return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, data)))
+	case err != nil && quotaExceeded(err):
+		// Its namespace's share of the offer: it grows once the
+		// consumer's other pods there end (or this one's turn comes).
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonWaitingForProviderQuota, "Offload", "Waiting for room in provider %s's quota: %v", pns.Provider(), err)
+		return fmt.Errorf("creating provider pod %s/%s in %s: %w", desired.Namespace, desired.Name, pns.Provider(), err)
 	case err != nil:
 		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Creating the pod in provider %s: %v", pns.Provider(), err)
 		return fmt.Errorf("creating provider pod %s/%s in %s: %w", desired.Namespace, desired.Name, pns.Provider(), err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/offloading"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/pods"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -254,4 +256,147 @@ func TestDemandMovesOnlyTheConsumersOwnShare(t *testing.T) {
 	if err := inB.Get(ctx, client.ObjectKey{Namespace: remote[0], Name: "big"}, &p); err != nil {
 		t.Fatalf("the pod of demand-0 after the lie: %v", err)
 	}
+}
+
+// TestWholeDemandsServedInTurn: two namespaces whose pods each ask for
+// more than half of the offer (as limits; their requests are small, so
+// the consumer's scheduler binds both to the virtual node) are served one
+// after the other, not each half of the offer that fits neither. Both
+// pods wait behind a third that holds most of the offer until the
+// consumer has stated both wants; once that one is gone, one of the two
+// reaches the provider while the other waits, its namespace's quota short
+// of it; once the first is gone, the second follows. Throughout, the
+// consumer's quotas together hold no more than the offer.
+func TestWholeDemandsServedInTurn(t *testing.T) {
+	peered(t)
+	a, b, _ := members()
+	ctx := t.Context()
+	spec := offloadingv1alpha1.NamespaceOffloadingSpec{ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{b.ClusterID}}},
+	}}}}
+	const blocker = "turn-blocker"
+	names := []string{"turn-0", "turn-1"}
+	remote := map[string]string{}
+	for _, ns := range append([]string{blocker}, names...) {
+		remote[ns] = remoteNamespaceOf(t, offload(t, ns, spec, 1), b.ClusterID)
+	}
+	inA, inB := framework.Client(t, a), framework.Client(t, b)
+	var pr discoveryv1alpha1.PeeringRequest
+	if err := inB.Get(ctx, client.ObjectKey{Name: a.ClusterID}, &pr); err != nil {
+		t.Fatal(err)
+	}
+	offered := pr.Status.OfferedResources.Cpu().DeepCopy()
+	request := *resource.NewMilliQuantity(offered.MilliValue()/10, resource.DecimalSI)
+	create := func(ns string, limit resource.Quantity) {
+		t.Helper()
+		pod := pausePod(ns, "big")
+		pod.Spec.NodeSelector = map[string]string{offloadingv1alpha1.RemoteClusterLabel: b.ClusterID}
+		pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: request}, Limits: corev1.ResourceList{corev1.ResourceCPU: limit},
+		}
+		if err := inA.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quotas := func() map[string]int64 {
+		t.Helper()
+		var list corev1.ResourceQuotaList
+		if err := inB.List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: a.ClusterID}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		var held int64
+		for _, q := range list.Items {
+			c := q.Spec.Hard[corev1.ResourceLimitsCPU]
+			got[q.Namespace] = c.MilliValue()
+			held += c.MilliValue()
+		}
+		if held > offered.MilliValue() {
+			t.Fatalf("the consumer's quotas hold %dm of CPU limits together, %s offered: %v", held, offered.String(), got)
+		}
+		return got
+	}
+	inProvider := func(ns string) bool {
+		t.Helper()
+		var p corev1.Pod
+		err := inB.Get(ctx, client.ObjectKey{Namespace: remote[ns], Name: "big"}, &p)
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+
+	create(blocker, *resource.NewMilliQuantity(offered.MilliValue()*9/10, resource.DecimalSI))
+	framework.Eventually(t, 2*time.Minute, func() error {
+		if !inProvider(blocker) {
+			return fmt.Errorf("the pod holding nine tenths of the offer is not in the provider; quotas of CPU limits: %v", quotas())
+		}
+		return nil
+	})
+	limit := *resource.NewMilliQuantity(offered.MilliValue()*3/5, resource.DecimalSI)
+	for _, ns := range names {
+		create(ns, limit)
+	}
+	// Both wants stated, as the provider reads them.
+	framework.Eventually(t, time.Minute, func() error {
+		var nm offloadingv1alpha1.NamespaceMap
+		if err := inB.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(a.ClusterID), Name: offloadingv1alpha1.NamespaceMapName}, &nm); err != nil {
+			return err
+		}
+		for _, ns := range names {
+			if d := nm.Spec.Demands[ns][corev1.ResourceLimitsCPU]; d.Cmp(limit) < 0 {
+				return fmt.Errorf("the consumer states %s of CPU limits for %s, want %s", d.String(), ns, limit.String())
+			}
+		}
+		return nil
+	})
+	if inProvider(names[0]) || inProvider(names[1]) {
+		t.Fatalf("a pod asking for %s CPU limits is in the provider beside one holding nine tenths of %s offered: quotas %v", limit.String(), offered.String(), quotas())
+	}
+	if err := inA.Delete(ctx, pausePod(blocker, "big")); err != nil {
+		t.Fatal(err)
+	}
+
+	var first, second string
+	framework.Eventually(t, 2*time.Minute, func() error {
+		got := quotas()
+		switch in0, in1 := inProvider(names[0]), inProvider(names[1]); {
+		case in0 && in1:
+			t.Fatalf("both pods asking for %s CPU limits of %s offered are in the provider", limit.String(), offered.String())
+		case in0:
+			first, second = names[0], names[1]
+		case in1:
+			first, second = names[1], names[0]
+		default:
+			return fmt.Errorf("neither pod asking for %s CPU limits of %s offered is in the provider; quotas of CPU limits: %v", limit.String(), offered.String(), got)
+		}
+		return nil
+	})
+	if got := quotas(); got[remote[second]] >= limit.MilliValue() {
+		t.Fatalf("%s waits, yet its quota holds %dm of CPU limits, its pod's %s: %v", second, got[remote[second]], limit.String(), got)
+	}
+	// The waiting pod says why, in the consumer.
+	framework.Eventually(t, time.Minute, func() error {
+		var evs eventsv1.EventList
+		if err := inA.List(ctx, &evs, client.InNamespace(second)); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "big" && e.Reason == pods.ReasonWaitingForProviderQuota && strings.Contains(e.Note, "exceeded quota") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event of %s/big", pods.ReasonWaitingForProviderQuota, second)
+	})
+	t.Logf("%s served first; %s waits", first, second)
+	if err := inA.Delete(ctx, pausePod(first, "big")); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 2*time.Minute, func() error {
+		got := quotas()
+		if !inProvider(second) {
+			return fmt.Errorf("%s's pod is not in the provider once %s's is deleted; quotas of CPU limits: %v", second, first, got)
+		}
+		return nil
+	})
 }
