@@ -167,7 +167,11 @@ func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clus
 // setupKubeletServer listens for the virtual nodes' kubelet API, and
 // returns the server and the address the nodes publish; nil when the API
 // is off or has no address.
-func setupKubeletServer(mgr ctrl.Manager, o *Options, streams provider.Streams, wh *webhookSetup) (*api.Server, string, error) {
+func setupKubeletServer(mgr ctrl.Manager, o *Options, providers interface {
+	provider.Streams
+	provider.Usage
+}, wh *webhookSetup,
+) (*api.Server, string, error) {
 	log := ctrl.Log.WithName("setup")
 	if o.KubeletBindAddress == "0" {
 		log.Info("The virtual nodes' kubelet API is disabled: kubectl logs and exec will not reach offloaded pods")
@@ -200,7 +204,7 @@ func setupKubeletServer(mgr ctrl.Manager, o *Options, streams provider.Streams, 
 	if err != nil {
 		return nil, "", err
 	}
-	server := &api.Server{Client: mgr.GetClient(), Streams: streams, Host: host, FirstPort: port, Certificate: cert}
+	server := &api.Server{Client: mgr.GetClient(), Streams: providers, Usage: providers, Host: host, FirstPort: port, Certificate: cert}
 	if err := mgr.Add(server); err != nil {
 		return nil, "", err
 	}

@@ -63,6 +63,9 @@ type Server struct {
 	Client client.Client
 	// Streams reach the providers' API servers.
 	Streams provider.Streams
+	// Usage is what the providers measure of their pods (nil: nothing),
+	// for /stats/summary and /metrics/resource.
+	Usage provider.Usage
 	// Host is the address the endpoints listen on; empty means all.
 	Host string
 	// FirstPort is the first virtual node's port, the next ones taking the
@@ -73,6 +76,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	nodes map[string]*nodeEndpoint
+	cpu   cpuBook
 }
 
 type nodeEndpoint struct {
@@ -148,6 +152,7 @@ func (s *Server) Release(node string) {
 	if ok {
 		_ = e.srv.Close()
 	}
+	s.cpu.forgetNode(node)
 }
 
 // Start implements manager.Runnable: it closes every endpoint when ctx
@@ -264,12 +269,12 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 		return
 	}
-	if s.serveRead(ctx, w, r, h.node) {
+	if s.serveRead(ctx, w, r, h.node) || s.serveStats(ctx, w, r, h.node) {
 		return
 	}
 	req, ok := parseKubeletPath(r.URL.Path)
 	if !ok {
-		http.Error(w, "A virtual node serves only /healthz, /pods, /runningpods/, /containerLogs/{namespace}/{pod}/{container}, "+
+		http.Error(w, "A virtual node serves only /healthz, /pods, /runningpods/, /stats/summary, /metrics/resource, /containerLogs/{namespace}/{pod}/{container}, "+
 			"/exec/{namespace}/{pod}/{container}, /attach/{namespace}/{pod}/{container} and /portForward/{namespace}/{pod}", http.StatusNotFound)
 		return
 	}

@@ -50,6 +50,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -207,4 +208,28 @@ type Addresses interface {
 // server and a transport that can upgrade connections (HTTP/1.1).
 type Streams interface {
 	Stream(ctx context.Context, provider string) (*url.URL, http.RoundTripper, error)
+}
+
+// Usage is what the kubelet API's resource endpoints (/metrics/resource,
+// /stats/summary: metrics-server, kubectl top) need from a provider: what
+// the pods it runs for this cluster use, as it measures them.
+type Usage interface {
+	// PodUsage returns what the pods of the provider namespace remote of
+	// provider use, by the provider's pod name. A provider that measures
+	// nothing (no metrics API) returns ErrNoUsage.
+	PodUsage(ctx context.Context, provider, remote string) (map[string]PodUsage, error)
+}
+
+// ErrNoUsage is returned by PodUsage for a provider that measures no
+// usage.
+var ErrNoUsage = errors.New("this provider measures no usage of its pods")
+
+// PodUsage is one pod's usage, as a metrics API reports it: the average
+// over Window, ending at Timestamp.
+type PodUsage struct {
+	Timestamp time.Time
+	Window    time.Duration
+	// Containers are the pod's containers' usage, by name: cpu (cores)
+	// and memory (working set, bytes).
+	Containers map[string]corev1.ResourceList
 }

@@ -45,6 +45,7 @@ var (
 	_ Providers = &Router{}
 	_ Health    = &Router{}
 	_ Streams   = &Router{}
+	_ Usage     = &Router{}
 	_ Addresses = &Router{}
 )
 
@@ -130,6 +131,20 @@ func (r *Router) Stream(ctx context.Context, provider string) (*url.URL, http.Ro
 		return nil, nil, fmt.Errorf("provider %s: %w", provider, ErrNoStreams)
 	}
 	return s.Stream(ctx, provider)
+}
+
+// PodUsage implements Usage: ErrNoUsage for a provider whose backend
+// measures nothing.
+func (r *Router) PodUsage(ctx context.Context, provider, remote string) (map[string]PodUsage, error) {
+	b, err := r.backend(provider)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := b.(Usage)
+	if !ok {
+		return nil, fmt.Errorf("provider %s: %w", provider, ErrNoUsage)
+	}
+	return u.PodUsage(ctx, provider, remote)
 }
 
 // addresses is what shows provider's addresses: its backend, if it

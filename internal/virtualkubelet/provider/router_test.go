@@ -152,6 +152,10 @@ func TestRouterContract(t *testing.T) {
 					owner.Remove(id, kind, "consumer-web", name)
 					return nil
 				},
+				Measure: func(_ context.Context, pod string, at time.Time, usage map[string]corev1.ResourceList) error {
+					owner.Measure(id, "consumer-web", pod, provider.PodUsage{Timestamp: at, Window: 10 * time.Second, Containers: usage})
+					return nil
+				},
 			})
 		})
 	}

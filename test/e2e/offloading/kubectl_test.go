@@ -110,61 +110,15 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	}
 
 	t.Run("the kubelet API checks who calls, and each node serves its own pods", func(t *testing.T) {
-		endpoint := func(p *playground.Member) string {
-			t.Helper()
-			n, err := framework.VirtualNode(cl, p.ClusterID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var addr string
-			for _, ad := range n.Status.Addresses {
-				if ad.Type == corev1.NodeInternalIP {
-					addr = ad.Address
-				}
-			}
-			port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
-			if addr == "" || port == 0 {
-				t.Fatalf("virtual node %s publishes no kubelet endpoint: addresses %v, port %d", n.Name, n.Status.Addresses, port)
-			}
-			return "https://" + net.JoinHostPort(addr, strconv.Itoa(int(port)))
-		}
+		endpoint := func(p *playground.Member) string { return kubeletEndpoint(t, cl, p) }
 		nodeB, nodeC := endpoint(b), endpoint(c)
 		if nodeB == nodeC {
 			t.Fatalf("both virtual nodes publish %s: each needs its own kubelet port", nodeB)
 		}
 		logsPath := func(p *playground.Member) string { return "/containerLogs/" + ns + "/on-" + p.Name + "/app" }
 		logsURL := nodeB + logsPath(b)
-		get := func(cert *tls.Certificate, url string) (int, string) {
-			t.Helper()
-			cfg := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the kubelet's serving certificate is not what is tested
-			if cert != nil {
-				cfg.Certificates = []tls.Certificate{*cert}
-			}
-			hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(body)
-		}
-		certFor := func(m *playground.Member, user string) *tls.Certificate {
-			t.Helper()
-			certPEM, keyPEM, err := m.IssueClientCertificate(user, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cert, err := tls.X509KeyPair(certPEM, keyPEM)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return &cert
-		}
+		get := func(cert *tls.Certificate, url string) (int, string) { return kubeletGet(t, cert, url) }
+		certFor := func(m *playground.Member, user string) *tls.Certificate { return clientCert(t, m, user) }
 
 		if code, body := get(nil, logsURL); code != http.StatusUnauthorized {
 			t.Errorf("without a client certificate: %d %q, want 401", code, body)
@@ -274,4 +228,61 @@ func TestKubectlLogsAndExec(t *testing.T) {
 			t.Errorf("as %s, with nodes/pods alone, logs: %d %q, want 403 naming nodes/proxy", lister, code, body)
 		}
 	})
+}
+
+// kubeletEndpoint is the https:// address of the kubelet API of p's
+// virtual node in cl.
+func kubeletEndpoint(t *testing.T, cl client.Client, p *playground.Member) string {
+	t.Helper()
+	n, err := framework.VirtualNode(cl, p.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addr string
+	for _, ad := range n.Status.Addresses {
+		if ad.Type == corev1.NodeInternalIP {
+			addr = ad.Address
+		}
+	}
+	port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if addr == "" || port == 0 {
+		t.Fatalf("virtual node %s publishes no kubelet endpoint: addresses %v, port %d", n.Name, n.Status.Addresses, port)
+	}
+	return "https://" + net.JoinHostPort(addr, strconv.Itoa(int(port)))
+}
+
+// kubeletGet GETs url of a kubelet API with cert (nil: none), and returns
+// the status code and body.
+func kubeletGet(t *testing.T, cert *tls.Certificate, url string) (int, string) {
+	t.Helper()
+	cfg := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the kubelet's serving certificate is not what is tested
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// clientCert is a client certificate of user signed by m's client CA.
+func clientCert(t *testing.T, m *playground.Member, user string) *tls.Certificate {
+	t.Helper()
+	certPEM, keyPEM, err := m.IssueClientCertificate(user, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cert
 }

@@ -57,6 +57,8 @@ type Providers struct {
 	refuse map[string]error
 	// down makes Ping fail for a provider.
 	down map[string]error
+	// usage is what Measure set, by provider and namespace.
+	usage map[viewKey]map[string]provider.PodUsage
 }
 
 type key struct {
@@ -71,6 +73,7 @@ type viewKey struct{ provider, local string }
 var (
 	_ provider.Providers = &Providers{}
 	_ provider.Health    = &Providers{}
+	_ provider.Usage     = &Providers{}
 )
 
 // New returns empty providers.
@@ -81,6 +84,7 @@ func New() *Providers {
 		channels: map[provider.Kind]chan event.GenericEvent{},
 		refuse:   map[string]error{},
 		down:     map[string]error{},
+		usage:    map[viewKey]map[string]provider.PodUsage{},
 	}
 	for _, k := range provider.Kinds {
 		p.channels[k] = make(chan event.GenericEvent, 4096)
@@ -507,4 +511,32 @@ func sameResources(a, b []corev1.Container) bool {
 	return slices.EqualFunc(a, b, func(x, y corev1.Container) bool {
 		return x.Name == y.Name && equality.Semantic.DeepEqual(x.Resources, y.Resources)
 	})
+}
+
+// Measure sets what the pod named pod of the provider namespace ns of
+// provider id uses; a provider namespace with nothing measured answers
+// PodUsage with provider.ErrNoUsage.
+func (p *Providers) Measure(id, ns, pod string, u provider.PodUsage) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := viewKey{id, ns}
+	if p.usage[k] == nil {
+		p.usage[k] = map[string]provider.PodUsage{}
+	}
+	p.usage[k][pod] = u
+}
+
+// PodUsage implements provider.Usage: what Measure set.
+func (p *Providers) PodUsage(_ context.Context, id, remote string) (map[string]provider.PodUsage, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pods, ok := p.usage[viewKey{id, remote}]
+	if !ok {
+		return nil, provider.ErrNoUsage
+	}
+	out := make(map[string]provider.PodUsage, len(pods))
+	for name, u := range pods {
+		out[name] = u
+	}
+	return out, nil
 }

@@ -5,6 +5,9 @@ package memory_test
 import (
 	"context"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/memory"
@@ -21,6 +24,10 @@ func TestContract(t *testing.T) {
 		Providers: p, Provider: "p1", LocalClusterID: "consumer", Local: "web", Remote: "consumer-web", Node: "n1",
 		Remove: func(_ context.Context, kind provider.Kind, name string) error {
 			p.Remove("p1", kind, "consumer-web", name)
+			return nil
+		},
+		Measure: func(_ context.Context, pod string, at time.Time, usage map[string]corev1.ResourceList) error {
+			p.Measure("p1", "consumer-web", pod, provider.PodUsage{Timestamp: at, Window: 10 * time.Second, Containers: usage})
 			return nil
 		},
 	})

@@ -52,6 +52,10 @@ type Harness struct {
 	// Remove deletes the provider copy of kind named name at once, as
 	// the provider's side (a kubelet confirming a pod's end) would.
 	Remove func(ctx context.Context, kind provider.Kind, name string) error
+	// Measure makes the provider's metrics say that its pod named pod
+	// uses usage (the first call sets its metrics up), as metrics-server
+	// would; nil for a provider that is no provider.Usage.
+	Measure func(ctx context.Context, pod string, at time.Time, usage map[string]corev1.ResourceList) error
 }
 
 // podName is the suite's pod, in the local namespace and the provider's.
@@ -233,6 +237,34 @@ func Run(t *testing.T, h Harness) {
 	until(t, "the budget gone from the cache", func() (struct{}, bool) {
 		return struct{}{}, ns.Get(provider.PodDisruptionBudgets, pdb.Name) == nil
 	})
+
+	if u, ok := h.Providers.(provider.Usage); ok {
+		t.Log("usage: none where nothing is measured, then what the provider measured")
+		if h.Measure == nil {
+			t.Fatal("the provider is a provider.Usage: the harness needs Measure")
+		}
+		if got, err := u.PodUsage(ctx, h.Provider, h.Remote); !errors.Is(err, provider.ErrNoUsage) {
+			t.Errorf("usage with nothing measured: %v, %v; want ErrNoUsage", got, err)
+		}
+		at := time.Now().Add(-time.Minute).Truncate(time.Second)
+		if err := h.Measure(ctx, "measured", at, map[string]corev1.ResourceList{
+			"app": {corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("40Mi")},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got := until(t, "the pod's usage", func() (map[string]provider.PodUsage, bool) {
+			got, err := u.PodUsage(ctx, h.Provider, h.Remote)
+			return got, err == nil && len(got) == 1
+		})
+		m, ok := got["measured"]
+		if !ok || !m.Timestamp.Equal(at) || m.Window != 10*time.Second {
+			t.Fatalf("usage %+v, want the pod measured at %s over 10 s", got, at)
+		}
+		app := m.Containers["app"]
+		if app.Cpu().MilliValue() != 250 || app.Memory().Value() != 40<<20 {
+			t.Errorf("the container's usage: %v, want 250m and 40Mi", app)
+		}
+	}
 
 	t.Log("a released view is no longer open")
 	if !contains(h.Providers.Open(h.Local), h.Provider) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -93,6 +94,13 @@ func TestContract(t *testing.T) {
 				return fmt.Errorf("the suite removes pods only, not %s", kind)
 			}
 			return c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: name}}, client.GracePeriodSeconds(0))
+		},
+		// The provider's metrics API, as a custom resource.
+		Measure: func(ctx context.Context, pod string, at time.Time, usage map[string]corev1.ResourceList) error {
+			if err := providertest.MetricsAPI(ctx, c); err != nil {
+				return err
+			}
+			return providertest.WritePodMetrics(ctx, c, remoteNS, pod, at, usage)
 		},
 	})
 }

@@ -1,0 +1,335 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
+)
+
+// cpuBook keeps, for each container of the virtual nodes' pods and for
+// each node, the CPU time used so far: the counter a kubelet reports
+// (metrics-server takes the rate between two scrapes), summed here from
+// the provider's averages, each over the time since the one before.
+type cpuBook struct {
+	mu         sync.Mutex
+	containers map[containerKey]*cpuCounter
+	nodes      map[string]*cpuCounter
+}
+
+type containerKey struct {
+	pod       string // UID
+	container string
+}
+
+type cpuCounter struct {
+	node string
+	// nanoSeconds is the CPU time used, in core-nanoseconds; last the
+	// end of the last sample added.
+	nanoSeconds uint64
+	last        time.Time
+}
+
+// add adds to the counter of key (on node) the average nanoCores over the
+// sample ending at ts, of window (its first sample) or since the last one,
+// and returns the counter and what it added.
+func (b *cpuBook) add(key containerKey, node string, ts time.Time, window time.Duration, nanoCores uint64) (uint64, uint64) {
+	c, ok := b.containers[key]
+	if !ok {
+		c = &cpuCounter{node: node}
+		b.containers[key] = c
+	}
+	var added uint64
+	switch {
+	case !ok:
+		added = uint64(float64(nanoCores) * max(window, 0).Seconds())
+	case ts.After(c.last):
+		added = uint64(float64(nanoCores) * ts.Sub(c.last).Seconds())
+	default:
+		return c.nanoSeconds, 0
+	}
+	c.nanoSeconds += added
+	c.last = ts
+	return c.nanoSeconds, added
+}
+
+// summary is the kubelet's stats summary of node, made from the
+// provider's metrics API: CPU (a usage rate and the counter this book
+// keeps) and memory (working set) for every container of the node's
+// running pods that the provider measured, their pods' sums, and the
+// node's. It says how many namespaces could not be read.
+func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summary, int, error) {
+	var n corev1.Node
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		return nil, 0, err
+	}
+	providerID := n.Labels[offloadingv1alpha1.RemoteClusterLabel]
+	if !sharing.IsVirtual(&n) || providerID == "" {
+		return nil, 0, fmt.Errorf("node %s is not a virtual node", node)
+	}
+	var pods corev1.PodList
+	if err := s.Client.List(ctx, &pods, client.MatchingFields{podsByNodeField: node}); err != nil {
+		return nil, 0, err
+	}
+	byNS := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			byNS[p.Namespace] = append(byNS[p.Namespace], p)
+		}
+	}
+	namespaces := make([]string, 0, len(byNS))
+	for ns := range byNS {
+		namespaces = append(namespaces, ns)
+	}
+	slices.Sort(namespaces)
+
+	now := time.Now()
+	out := &statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: node, StartTime: n.CreationTimestamp}}
+	var failed int
+	type measured struct {
+		pod   *corev1.Pod
+		usage provider.PodUsage
+	}
+	var all []measured
+	for _, ns := range namespaces {
+		var no offloadingv1alpha1.NamespaceOffloading
+		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
+			return nil, 0, err
+		}
+		remote, ok := no.ReadyRemoteNamespace(providerID)
+		if !ok || s.Usage == nil {
+			continue
+		}
+		usage, err := s.Usage.PodUsage(ctx, providerID, remote)
+		if errors.Is(err, provider.ErrNoUsage) {
+			continue
+		}
+		if err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Reading the provider's metrics failed", "node", node, "namespace", ns, "error", err.Error())
+			failed++
+			continue
+		}
+		for _, p := range byNS[ns] {
+			if u, ok := usage[p.Name]; ok {
+				all = append(all, measured{p, u})
+			}
+		}
+	}
+
+	s.cpu.mu.Lock()
+	defer s.cpu.mu.Unlock()
+	if s.cpu.containers == nil {
+		s.cpu.containers, s.cpu.nodes = map[containerKey]*cpuCounter{}, map[string]*cpuCounter{}
+	}
+	var nodeAdded, nodeCores, nodeMemory uint64
+	var nodeTime time.Time
+	seen := map[containerKey]bool{}
+	for _, m := range all {
+		ts := m.usage.Timestamp
+		if ts.IsZero() || ts.After(now) {
+			ts = now // a provider's clock is its own
+		}
+		ps := statsv1alpha1.PodStats{
+			PodRef:    statsv1alpha1.PodReference{Name: m.pod.Name, Namespace: m.pod.Namespace, UID: string(m.pod.UID)},
+			StartTime: ptr.Deref(m.pod.Status.StartTime, m.pod.CreationTimestamp),
+		}
+		var podSeconds, podCores, podMemory uint64
+		started := map[string]metav1.Time{}
+		for _, cs := range m.pod.Status.ContainerStatuses {
+			if cs.State.Running != nil {
+				started[cs.Name] = cs.State.Running.StartedAt
+			}
+		}
+		for _, c := range m.pod.Spec.Containers {
+			u, ok := m.usage.Containers[c.Name]
+			if !ok {
+				continue
+			}
+			cpu, mem := u[corev1.ResourceCPU], u[corev1.ResourceMemory]
+			cores := uint64(max(cpu.ScaledValue(-9), 0))
+			bytes := uint64(max(mem.Value(), 0))
+			key := containerKey{string(m.pod.UID), c.Name}
+			seen[key] = true
+			seconds, added := s.cpu.add(key, node, ts, m.usage.Window, cores)
+			nodeAdded += added
+			at := metav1.NewTime(ts)
+			ps.Containers = append(ps.Containers, statsv1alpha1.ContainerStats{
+				Name: c.Name, StartTime: started[c.Name],
+				CPU:    &statsv1alpha1.CPUStats{Time: at, UsageNanoCores: ptr.To(cores), UsageCoreNanoSeconds: ptr.To(seconds)},
+				Memory: &statsv1alpha1.MemoryStats{Time: at, WorkingSetBytes: ptr.To(bytes), UsageBytes: ptr.To(bytes)},
+			})
+			podSeconds += seconds
+			podCores += cores
+			podMemory += bytes
+		}
+		if len(ps.Containers) == 0 {
+			continue
+		}
+		at := metav1.NewTime(ts)
+		ps.CPU = &statsv1alpha1.CPUStats{Time: at, UsageNanoCores: ptr.To(podCores), UsageCoreNanoSeconds: ptr.To(podSeconds)}
+		ps.Memory = &statsv1alpha1.MemoryStats{Time: at, WorkingSetBytes: ptr.To(podMemory), UsageBytes: ptr.To(podMemory)}
+		out.Pods = append(out.Pods, ps)
+		nodeCores += podCores
+		nodeMemory += podMemory
+		if ts.After(nodeTime) {
+			nodeTime = ts
+		}
+	}
+	// Containers no longer running here are forgotten.
+	for key, c := range s.cpu.containers {
+		if c.node == node && !seen[key] {
+			delete(s.cpu.containers, key)
+		}
+	}
+	if nodeTime.IsZero() {
+		nodeTime = now
+	}
+	nc, ok := s.cpu.nodes[node]
+	if !ok {
+		nc = &cpuCounter{node: node}
+		s.cpu.nodes[node] = nc
+	}
+	nc.nanoSeconds += nodeAdded
+	nc.last = nodeTime
+	at := metav1.NewTime(nodeTime)
+	out.Node.CPU = &statsv1alpha1.CPUStats{Time: at, UsageNanoCores: ptr.To(nodeCores), UsageCoreNanoSeconds: ptr.To(nc.nanoSeconds)}
+	out.Node.Memory = &statsv1alpha1.MemoryStats{Time: at, WorkingSetBytes: ptr.To(nodeMemory), UsageBytes: ptr.To(nodeMemory)}
+	return out, failed, nil
+}
+
+// forgetNode drops the counters of node (its endpoint closed).
+func (b *cpuBook) forgetNode(node string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for key, c := range b.containers {
+		if c.node == node {
+			delete(b.containers, key)
+		}
+	}
+	delete(b.nodes, node)
+}
+
+// serveStats answers /stats/summary and /metrics/resource, and says
+// whether the path was one of them.
+func (s *Server) serveStats(ctx context.Context, w http.ResponseWriter, r *http.Request, node string) bool {
+	p := path.Clean("/" + r.URL.Path)
+	if (p != "/stats/summary" && p != "/metrics/resource") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		return false
+	}
+	sum, failed, err := s.summary(ctx, node)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return true
+	}
+	if p == "/stats/summary" {
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewEncoder(w).Encode(sum); err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Writing a stats summary failed", "error", err.Error())
+		}
+		return true
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_ = writeResourceMetrics(w, sum, failed > 0)
+	return true
+}
+
+// writeResourceMetrics writes sum in the Prometheus text format, as a
+// kubelet's /metrics/resource.
+func writeResourceMetrics(w io.Writer, sum *statsv1alpha1.Summary, scrapeError bool) error {
+	var b strings.Builder
+	family := func(name, help, typ string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
+	sample := func(name string, labels []string, v float64, at metav1.Time) {
+		b.WriteString(name)
+		if len(labels) > 0 {
+			b.WriteByte('{')
+			for i := 0; i+1 < len(labels); i += 2 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, "%s=%q", labels[i], labels[i+1])
+			}
+			b.WriteByte('}')
+		}
+		b.WriteByte(' ')
+		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+		if !at.IsZero() {
+			b.WriteByte(' ')
+			b.WriteString(strconv.FormatInt(at.UnixMilli(), 10))
+		}
+		b.WriteByte('\n')
+	}
+	seconds := func(ns uint64) float64 { return float64(ns) / float64(time.Second) }
+	type labelled struct {
+		labels []string
+		stats  statsv1alpha1.ContainerStats
+	}
+	var containers []labelled
+	for _, p := range sum.Pods {
+		for _, c := range p.Containers {
+			containers = append(containers, labelled{[]string{"container", c.Name, "namespace", p.PodRef.Namespace, "pod", p.PodRef.Name}, c})
+		}
+	}
+	family("container_cpu_usage_seconds_total", "[STABLE] Cumulative cpu time consumed by the container in core-seconds", "counter")
+	for _, c := range containers {
+		sample("container_cpu_usage_seconds_total", c.labels, seconds(*c.stats.CPU.UsageCoreNanoSeconds), c.stats.CPU.Time)
+	}
+	family("container_memory_working_set_bytes", "[STABLE] Current working set of the container in bytes", "gauge")
+	for _, c := range containers {
+		sample("container_memory_working_set_bytes", c.labels, float64(*c.stats.Memory.WorkingSetBytes), c.stats.Memory.Time)
+	}
+	family("container_start_time_seconds", "[STABLE] Start time of the container since unix epoch in seconds", "gauge")
+	for _, c := range containers {
+		if !c.stats.StartTime.IsZero() {
+			sample("container_start_time_seconds", c.labels, float64(c.stats.StartTime.UnixNano())/float64(time.Second), metav1.Time{})
+		}
+	}
+	if sum.Node.CPU != nil {
+		family("node_cpu_usage_seconds_total", "[STABLE] Cumulative cpu time consumed by the node in core-seconds", "counter")
+		sample("node_cpu_usage_seconds_total", nil, seconds(*sum.Node.CPU.UsageCoreNanoSeconds), sum.Node.CPU.Time)
+	}
+	if sum.Node.Memory != nil {
+		family("node_memory_working_set_bytes", "[STABLE] Current working set of the node in bytes", "gauge")
+		sample("node_memory_working_set_bytes", nil, float64(*sum.Node.Memory.WorkingSetBytes), sum.Node.Memory.Time)
+	}
+	family("pod_cpu_usage_seconds_total", "[STABLE] Cumulative cpu time consumed by the pod in core-seconds", "counter")
+	for _, p := range sum.Pods {
+		sample("pod_cpu_usage_seconds_total", []string{"namespace", p.PodRef.Namespace, "pod", p.PodRef.Name}, seconds(*p.CPU.UsageCoreNanoSeconds), p.CPU.Time)
+	}
+	family("pod_memory_working_set_bytes", "[STABLE] Current working set of the pod in bytes", "gauge")
+	for _, p := range sum.Pods {
+		sample("pod_memory_working_set_bytes", []string{"namespace", p.PodRef.Namespace, "pod", p.PodRef.Name}, float64(*p.Memory.WorkingSetBytes), p.Memory.Time)
+	}
+	failed := 0.0
+	if scrapeError {
+		failed = 1
+	}
+	family("resource_scrape_error", "[STABLE] 1 if there was an error while getting container metrics, 0 otherwise", "gauge")
+	sample("resource_scrape_error", nil, failed, metav1.Time{})
+	family("scrape_error", "[ALPHA] 1 if there was an error while getting container metrics, 0 otherwise", "gauge")
+	sample("scrape_error", nil, failed, metav1.Time{})
+	_, err := io.WriteString(w, b.String())
+	return err
+}

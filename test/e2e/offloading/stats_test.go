@@ -1,0 +1,220 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package offloading_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/providertest"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+// metricsAPI serves metrics.k8s.io/v1beta1 pods in m, in place of
+// metrics-server, until the test ends.
+func metricsAPI(t *testing.T, m *playground.Member) {
+	t.Helper()
+	cl := framework.Client(t, m)
+	if err := providertest.MetricsAPI(t.Context(), cl); err != nil {
+		t.Fatal(err)
+	}
+	framework.DeleteOnCleanup(t, cl, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: providertest.MetricsAPIName}})
+}
+
+// podMetrics writes, in m, what the metrics API says pod in ns uses.
+func podMetrics(t *testing.T, m *playground.Member, ns, pod string, at time.Time, usage map[string]corev1.ResourceList) {
+	t.Helper()
+	cl := framework.Client(t, m)
+	framework.Eventually(t, 30*time.Second, func() error { return providertest.WritePodMetrics(t.Context(), cl, ns, pod, at, usage) })
+}
+
+// TestKubeletResourceEndpoints: a virtual node's /stats/summary and
+// /metrics/resource (what metrics-server scrapes for kubectl top) show
+// what the provider's metrics API says its copy of each offloaded pod
+// uses, under the consumer's names: CPU as a usage and a growing counter,
+// memory as the working set; a container the provider adds, or a
+// provider's pod the consumer does not have, is not shown. They answer
+// users allowed nodes/stats and nodes/metrics, as a kubelet does, and
+// refuse one allowed only nodes/proxy (403). With its peering's
+// credentials, the consumer reads the metrics of its own namespaces in
+// the provider, no other.
+func TestKubeletResourceEndpoints(t *testing.T) {
+	peered(t)
+	a, b, _ := members()
+	ctx := t.Context()
+	cl := framework.Client(t, a)
+	const ns = "offload-stats"
+	remotes := offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
+	remote := remoteNamespaceOf(remotes, b.ClusterID)
+	node, err := framework.VirtualNode(cl, b.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "measured"},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: node.Name},
+			Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	if err := cl.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func() error { return allRunning(t, ns, 1) })
+
+	metricsAPI(t, b)
+	// Samples of the past: the virtual kubelet takes a sample of the
+	// future (a provider's clock is its own) as taken now.
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
+	podMetrics(t, b, remote, "measured", t0, map[string]corev1.ResourceList{
+		"app":            {corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("40Mi")},
+		"provider-added": {corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+	})
+	podMetrics(t, b, remote, "not-the-consumers", t0, map[string]corev1.ResourceList{
+		"app": {corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+	})
+
+	const user = "liqo-e2e-stats-reader"
+	reader := clientCert(t, a, user)
+	base := kubeletEndpoint(t, cl, b)
+	grant := func(t *testing.T, name string, subresources ...string) {
+		t.Helper()
+		role := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: subresources, Verbs: []string{"get"}, ResourceNames: []string{node.Name}}},
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		}
+		for _, o := range []client.Object{role, binding} {
+			if err := cl.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			framework.DeleteOnCleanup(t, cl, o)
+		}
+	}
+
+	t.Run("nodes/proxy alone does not read stats nor resource metrics", func(t *testing.T) {
+		grant(t, user+"-proxy", "nodes/proxy")
+		framework.Eventually(t, 10*time.Second, func() error {
+			if code, body := kubeletGet(t, reader, base+"/pods"); code != http.StatusOK {
+				return fmt.Errorf("/pods with nodes/proxy: %d %q", code, body)
+			}
+			return nil
+		})
+		for p, sub := range map[string]string{"/stats/summary": "nodes/stats", "/metrics/resource": "nodes/metrics"} {
+			if code, body := kubeletGet(t, reader, base+p); code != http.StatusForbidden || !strings.Contains(body, sub) {
+				t.Errorf("%s with nodes/proxy alone: %d %q, want 403 naming %s", p, code, body, sub)
+			}
+		}
+	})
+
+	grant(t, user, "nodes/stats", "nodes/metrics")
+	var first statsv1alpha1.Summary
+	t.Run("/stats/summary shows the pod's usage as the provider measured it", func(t *testing.T) {
+		framework.Eventually(t, 30*time.Second, func() error {
+			code, body := kubeletGet(t, reader, base+"/stats/summary")
+			if code != http.StatusOK {
+				return fmt.Errorf("/stats/summary: %d %q", code, body)
+			}
+			first = statsv1alpha1.Summary{}
+			if err := json.Unmarshal([]byte(body), &first); err != nil {
+				return fmt.Errorf("/stats/summary: %w in %q", err, body)
+			}
+			if len(first.Pods) != 1 {
+				return fmt.Errorf("/stats/summary shows %d pods, want the one measured: %s", len(first.Pods), body)
+			}
+			return nil
+		})
+		p := first.Pods[0]
+		if p.PodRef.Namespace != ns || p.PodRef.Name != "measured" || p.PodRef.UID != podUID(t, cl, ns, "measured") {
+			t.Fatalf("/stats/summary shows pod %+v, want %s/measured under the consumer's names", p.PodRef, ns)
+		}
+		if len(p.Containers) != 1 || p.Containers[0].Name != "app" {
+			t.Fatalf("/stats/summary shows containers %+v, want app alone (not the provider's own)", p.Containers)
+		}
+		c := p.Containers[0]
+		if got := *c.CPU.UsageNanoCores; got != 250_000_000 {
+			t.Errorf("CPU usage %d nanocores, want 250m", got)
+		}
+		if got := *c.Memory.WorkingSetBytes; got != 40<<20 {
+			t.Errorf("working set %d, want 40Mi", got)
+		}
+		// The first sample counts its window: 0.25 cores for 10 s.
+		if got := *c.CPU.UsageCoreNanoSeconds; got != 2_500_000_000 {
+			t.Errorf("CPU counter %d core-ns, want 2.5 s", got)
+		}
+		if first.Node.NodeName != node.Name || *first.Node.Memory.WorkingSetBytes != 40<<20 {
+			t.Errorf("node stats %s with %d bytes, want %s with the pod's 40Mi", first.Node.NodeName, *first.Node.Memory.WorkingSetBytes, node.Name)
+		}
+	})
+
+	t.Run("/metrics/resource carries a counter that grows with each new sample", func(t *testing.T) {
+		// 0.5 cores for the 20 s after the first sample: 10 s more.
+		podMetrics(t, b, remote, "measured", t0.Add(20*time.Second), map[string]corev1.ResourceList{
+			"app": {corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("48Mi")},
+		})
+		framework.Eventually(t, 30*time.Second, func() error {
+			code, body := kubeletGet(t, reader, base+"/metrics/resource")
+			if code != http.StatusOK {
+				return fmt.Errorf("/metrics/resource: %d %q", code, body)
+			}
+			want := fmt.Sprintf(`container_cpu_usage_seconds_total{container="app",namespace=%q,pod="measured"} 12.5 %d`, ns, t0.Add(20*time.Second).UnixMilli())
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("/metrics/resource has no %q:\n%s", want, body)
+			}
+			mem := fmt.Sprintf(`container_memory_working_set_bytes{container="app",namespace=%q,pod="measured"} %s`, ns, strconv.FormatFloat(48<<20, 'g', -1, 64))
+			if !strings.Contains(body, mem) {
+				return fmt.Errorf("/metrics/resource has no %q:\n%s", mem, body)
+			}
+			if strings.Contains(body, "provider-added") || strings.Contains(body, "not-the-consumers") {
+				return fmt.Errorf("/metrics/resource shows what the consumer does not run:\n%s", body)
+			}
+			return nil
+		})
+	})
+
+	t.Run("the peering reads the metrics of the consumer's own namespaces only", func(t *testing.T) {
+		vk := framework.ClientFor(t, framework.VirtualKubeletConfig(t, a, b))
+		list := func(namespace string) error {
+			var l unstructured.UnstructuredList
+			l.SetAPIVersion("metrics.k8s.io/v1beta1")
+			l.SetKind("PodMetricsList")
+			return vk.List(ctx, &l, client.InNamespace(namespace))
+		}
+		if err := list(remote); err != nil {
+			t.Fatalf("the consumer's virtual kubelet listing the metrics of its namespace %s in %s: %v", remote, b.Name, err)
+		}
+		if err := list("kube-system"); !apierrors.IsForbidden(err) {
+			t.Fatalf("the consumer's virtual kubelet listing the metrics of kube-system in %s: %v, want forbidden", b.Name, err)
+		}
+	})
+}
+
+func podUID(t *testing.T, cl client.Client, ns, name string) string {
+	t.Helper()
+	var p corev1.Pod
+	if err := cl.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	return string(p.UID)
+}
