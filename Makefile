@@ -16,7 +16,7 @@ VERSION_LDFLAGS := -X github.com/liqo-go/liqo/internal/ctl/version.version=$(VER
 CONTROL_PLANE := kube-apiserver kube-controller-manager kube-scheduler
 # What a playground runs: the control plane, etcd and kwok.
 RUNTIME_BINS := $(addprefix $(BIN)/,$(CONTROL_PLANE) etcd kwok) $(BIN)/kwok-stages.yaml
-TOOL_BINS := $(RUNTIME_BINS) $(addprefix $(BIN)/,kubectl controller-gen golangci-lint wireguard-go)
+TOOL_BINS := $(RUNTIME_BINS) $(addprefix $(BIN)/,kubectl controller-gen golangci-lint wireguard-go metrics-server)
 TOOLS_DEPS := $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
 # Tool binaries carry no symbol table or DWARF: they link faster, and
 # nobody debugs them.
@@ -41,7 +41,7 @@ help: ## Show this help.
 ##@ Build
 
 .PHONY: tools
-tools: $(TOOL_BINS) ## Build the pinned tools (control plane, etcd, kwok, controller-gen, golangci-lint, wireguard-go) into bin/, only those missing.
+tools: $(TOOL_BINS) ## Build the pinned tools (control plane, etcd, kwok, controller-gen, golangci-lint, wireguard-go, metrics-server) into bin/, only those missing.
 
 $(addprefix $(BIN)/,$(CONTROL_PLANE) kubectl): $(TOOLS_DEPS)
 	cd $(TOOLS_DIR) && go build $(K8S_LDFLAGS) -o $(BIN)/ k8s.io/kubernetes/cmd/$(notdir $@)
@@ -89,6 +89,11 @@ $(BIN)/wireguard-go: $(TOOLS_DEPS)
 
 $(BIN)/controller-gen: $(TOOLS_DEPS)
 	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+# metrics-server, which the end-to-end suites run beside a cluster's
+# control plane (localcluster StartMetricsServer) for kubectl top.
+$(BIN)/metrics-server: $(TOOLS_DEPS)
+	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ sigs.k8s.io/metrics-server/cmd/metrics-server
 
 $(BIN)/golangci-lint: $(TOOLS_DEPS)
 	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
@@ -162,7 +167,7 @@ test-controllers: $(RUNTIME_BINS) $(NODE_BINS) ## Run every test outside the end
 	cd $(TOOLS_DIR) && go test -count=1 $(GO_TEST_FLAGS) ./cmd/...
 
 .PHONY: test-e2e
-test-e2e: $(RUNTIME_BINS) $(NODE_BINS) $(BIN)/kubectl build ## Run the end-to-end suites (several clusters each, in random order).
+test-e2e: $(RUNTIME_BINS) $(NODE_BINS) $(BIN)/kubectl $(BIN)/metrics-server build ## Run the end-to-end suites (several clusters each, in random order).
 	go test -race -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
 ##@ Conformance

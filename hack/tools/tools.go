@@ -16,4 +16,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
 	_ "sigs.k8s.io/kwok/cmd/kwok"
+	_ "sigs.k8s.io/metrics-server/cmd/metrics-server"
 )

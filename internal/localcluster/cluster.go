@@ -364,7 +364,15 @@ type pkiPaths struct {
 	saKey, saPub         string
 	caPEM, adminCertPEM  []byte
 	adminKeyPEM          []byte
+	// The aggregation layer's: the CA of the requests the API server
+	// hands on to an aggregated API server (metrics-server), and its
+	// client certificate for them.
+	frontProxyCA, proxyCert, proxyKey string
 }
+
+// frontProxyClient is the user the API server hands requests on to
+// aggregated API servers as.
+const frontProxyClient = "front-proxy-client"
 
 func (c *Cluster) writePKI(dir string) (*pkiPaths, error) {
 	p := &pkiPaths{}
@@ -396,6 +404,20 @@ func (c *Cluster) writePKI(dir string) (*pkiPaths, error) {
 		return nil, err
 	}
 	if p.saKey, p.saPub, err = writeServiceAccountKeys(dir); err != nil {
+		return nil, err
+	}
+	frontProxy, err := newCA(c.Name + "-front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	if p.frontProxyCA, _, err = frontProxy.write(dir, "front-proxy-ca"); err != nil {
+		return nil, err
+	}
+	proxy, err := frontProxy.issue(frontProxyClient, nil, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
+	}
+	if p.proxyCert, p.proxyKey, err = proxy.write(dir, "front-proxy-client"); err != nil {
 		return nil, err
 	}
 	p.caPEM = ca.certPEM()
@@ -517,6 +539,14 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, pki *pkiPa
 		"--client-ca-file=" + pki.caCert,
 		"--kubelet-client-certificate=" + pki.adminCert,
 		"--kubelet-client-key=" + pki.adminKey,
+		// The aggregation layer (metrics-server, StartMetricsServer).
+		"--requestheader-client-ca-file=" + pki.frontProxyCA,
+		"--requestheader-allowed-names=" + frontProxyClient,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + pki.proxyCert,
+		"--proxy-client-key-file=" + pki.proxyKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + pki.saPub,
 		"--service-account-signing-key-file=" + pki.saKey,

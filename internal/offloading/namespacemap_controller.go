@@ -214,7 +214,8 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		// In the order they came (made on this pass: last), for the
 		// shares to serve whole wants in.
-		now := time.Now()
+		// (Now to the second, as creation times are.)
+		now := time.Now().Truncate(time.Second)
 		when := func(ns string) time.Time {
 			if t, ok := came[ns]; ok {
 				return t

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"path"
 	"slices"
@@ -53,26 +54,38 @@ type cpuCounter struct {
 
 // add adds to the counter of key (on node) the average nanoCores over the
 // sample ending at ts, of window (its first sample) or since the last one,
-// and returns the counter and what it added.
-func (b *cpuBook) add(key containerKey, node string, ts time.Time, window time.Duration, nanoCores uint64) (uint64, uint64) {
+// and returns the counter and the time it stands at (a sample no newer
+// than the last adds nothing), and what it added. Amounts a provider
+// states beyond what any machine uses are cut to that (maxNanoCores,
+// maxWindow), and the counter saturates rather than wrap: it never goes
+// backwards.
+func (b *cpuBook) add(key containerKey, node string, ts time.Time, window time.Duration, nanoCores uint64) (uint64, time.Time, uint64) {
 	c, ok := b.containers[key]
 	if !ok {
 		c = &cpuCounter{node: node}
 		b.containers[key] = c
 	}
+	nanoCores = min(nanoCores, maxNanoCores)
 	var added uint64
 	switch {
 	case !ok:
-		added = uint64(float64(nanoCores) * max(window, 0).Seconds())
+		added = uint64(float64(nanoCores) * min(max(window, 0), maxWindow).Seconds())
 	case ts.After(c.last):
-		added = uint64(float64(nanoCores) * ts.Sub(c.last).Seconds())
+		added = uint64(float64(nanoCores) * min(ts.Sub(c.last), maxWindow).Seconds())
 	default:
-		return c.nanoSeconds, 0
+		return c.nanoSeconds, c.last, 0
 	}
+	added = min(added, math.MaxUint64-c.nanoSeconds)
 	c.nanoSeconds += added
 	c.last = ts
-	return c.nanoSeconds, added
+	return c.nanoSeconds, c.last, added
 }
+
+// The most a sample counts: a million cores, for an hour.
+const (
+	maxNanoCores = 1_000_000 * 1_000_000_000
+	maxWindow    = time.Hour
+)
 
 // summary is the kubelet's stats summary of node, made from the
 // provider's metrics API: CPU (a usage rate and the counter this book
@@ -93,9 +106,11 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 		return nil, 0, err
 	}
 	byNS := map[string][]*corev1.Pod{}
+	running := map[string]bool{} // by UID: their counters are kept
 	for i := range pods.Items {
 		if p := &pods.Items[i]; p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			byNS[p.Namespace] = append(byNS[p.Namespace], p)
+			running[string(p.UID)] = true
 		}
 	}
 	namespaces := make([]string, 0, len(byNS))
@@ -144,7 +159,6 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 	}
 	var nodeAdded, nodeCores, nodeMemory uint64
 	var nodeTime time.Time
-	seen := map[containerKey]bool{}
 	for _, m := range all {
 		ts := m.usage.Timestamp
 		if ts.IsZero() || ts.After(now) {
@@ -169,19 +183,17 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 			cpu, mem := u[corev1.ResourceCPU], u[corev1.ResourceMemory]
 			cores := uint64(max(cpu.ScaledValue(-9), 0))
 			bytes := uint64(max(mem.Value(), 0))
-			key := containerKey{string(m.pod.UID), c.Name}
-			seen[key] = true
-			seconds, added := s.cpu.add(key, node, ts, m.usage.Window, cores)
-			nodeAdded += added
-			at := metav1.NewTime(ts)
+			seconds, last, added := s.cpu.add(containerKey{string(m.pod.UID), c.Name}, node, ts, m.usage.Window, cores)
+			nodeAdded = saturating(nodeAdded, added)
+			at := metav1.NewTime(last)
 			ps.Containers = append(ps.Containers, statsv1alpha1.ContainerStats{
 				Name: c.Name, StartTime: started[c.Name],
 				CPU:    &statsv1alpha1.CPUStats{Time: at, UsageNanoCores: ptr.To(cores), UsageCoreNanoSeconds: ptr.To(seconds)},
 				Memory: &statsv1alpha1.MemoryStats{Time: at, WorkingSetBytes: ptr.To(bytes), UsageBytes: ptr.To(bytes)},
 			})
-			podSeconds += seconds
-			podCores += cores
-			podMemory += bytes
+			podSeconds = saturating(podSeconds, seconds)
+			podCores = saturating(podCores, cores)
+			podMemory = saturating(podMemory, bytes)
 		}
 		if len(ps.Containers) == 0 {
 			continue
@@ -190,15 +202,17 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 		ps.CPU = &statsv1alpha1.CPUStats{Time: at, UsageNanoCores: ptr.To(podCores), UsageCoreNanoSeconds: ptr.To(podSeconds)}
 		ps.Memory = &statsv1alpha1.MemoryStats{Time: at, WorkingSetBytes: ptr.To(podMemory), UsageBytes: ptr.To(podMemory)}
 		out.Pods = append(out.Pods, ps)
-		nodeCores += podCores
-		nodeMemory += podMemory
+		nodeCores = saturating(nodeCores, podCores)
+		nodeMemory = saturating(nodeMemory, podMemory)
 		if ts.After(nodeTime) {
 			nodeTime = ts
 		}
 	}
-	// Containers no longer running here are forgotten.
+	// The containers of pods no longer running here are forgotten; those
+	// of a running pod the provider did not measure this time keep their
+	// counter, which must never go backwards.
 	for key, c := range s.cpu.containers {
-		if c.node == node && !seen[key] {
+		if c.node == node && !running[key.pod] {
 			delete(s.cpu.containers, key)
 		}
 	}
@@ -210,13 +224,16 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 		nc = &cpuCounter{node: node}
 		s.cpu.nodes[node] = nc
 	}
-	nc.nanoSeconds += nodeAdded
+	nc.nanoSeconds = saturating(nc.nanoSeconds, nodeAdded)
 	nc.last = nodeTime
 	at := metav1.NewTime(nodeTime)
 	out.Node.CPU = &statsv1alpha1.CPUStats{Time: at, UsageNanoCores: ptr.To(nodeCores), UsageCoreNanoSeconds: ptr.To(nc.nanoSeconds)}
 	out.Node.Memory = &statsv1alpha1.MemoryStats{Time: at, WorkingSetBytes: ptr.To(nodeMemory), UsageBytes: ptr.To(nodeMemory)}
 	return out, failed, nil
 }
+
+// saturating is a+b, or the largest uint64 where that would wrap.
+func saturating(a, b uint64) uint64 { return a + min(b, math.MaxUint64-a) }
 
 // forgetNode drops the counters of node (its endpoint closed).
 func (b *cpuBook) forgetNode(node string) {

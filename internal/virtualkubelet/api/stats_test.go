@@ -23,15 +23,25 @@ func TestCPUBookSumsAverages(t *testing.T) {
 	k := containerKey{"uid", "app"}
 	t0 := time.Unix(1_700_000_000, 0)
 	// 0.5 cores over a 10 s window: 5 core-seconds.
-	if got, added := b.add(k, "n", t0, 10*time.Second, 500_000_000); got != 5e9 || added != 5e9 {
-		t.Fatalf("first sample: %d (added %d), want 5e9", got, added)
+	if got, at, added := b.add(k, "n", t0, 10*time.Second, 500_000_000); got != 5e9 || added != 5e9 || !at.Equal(t0) {
+		t.Fatalf("first sample: %d at %s (added %d), want 5e9 at %s", got, at, added, t0)
 	}
 	// 0.2 cores for the 15 s since: 3 more.
-	if got, added := b.add(k, "n", t0.Add(15*time.Second), 10*time.Second, 200_000_000); got != 8e9 || added != 3e9 {
-		t.Fatalf("second sample: %d (added %d), want 8e9", got, added)
+	t1 := t0.Add(15 * time.Second)
+	if got, at, added := b.add(k, "n", t1, 10*time.Second, 200_000_000); got != 8e9 || added != 3e9 || !at.Equal(t1) {
+		t.Fatalf("second sample: %d at %s (added %d), want 8e9 at %s", got, at, added, t1)
 	}
-	if got, added := b.add(k, "n", t0.Add(15*time.Second), 10*time.Second, 900_000_000); got != 8e9 || added != 0 {
-		t.Fatalf("the same sample again: %d (added %d), want 8e9 and nothing added", got, added)
+	// An older sample adds nothing, and the counter keeps its time.
+	if got, at, added := b.add(k, "n", t0.Add(5*time.Second), 10*time.Second, 900_000_000); got != 8e9 || added != 0 || !at.Equal(t1) {
+		t.Fatalf("an older sample: %d at %s (added %d), want 8e9 at %s and nothing added", got, at, added, t1)
+	}
+	// A provider stating more than any machine runs, for longer than an
+	// hour, counts as a million cores for an hour; the counter never wraps.
+	for range 3 {
+		t1 = t1.Add(1000 * time.Hour)
+		if got, _, _ := b.add(k, "n", t1, 0, 1<<63); got < 8e9 {
+			t.Fatalf("a huge sample wrapped the counter to %d", got)
+		}
 	}
 	b.forgetNode("n")
 	if len(b.containers) != 0 {

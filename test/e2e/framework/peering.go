@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -254,4 +257,28 @@ func KubectlAt(t testing.TB, kubeconfig, stdin string, args ...string) (string, 
 		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errOut.String())
 	}
 	return out.String(), nil
+}
+
+// UserKubeconfig writes a kubeconfig of m for user, with a client
+// certificate signed by m's CA, and returns its path.
+func UserKubeconfig(t testing.TB, m *playground.Member, user string) string {
+	t.Helper()
+	certPEM, keyPEM, err := m.IssueClientCertificate(user, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(m.CACertPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[m.Name] = &clientcmdapi.Cluster{Server: m.APIServerURL, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts[user] = &clientcmdapi.Context{Cluster: m.Name, AuthInfo: user}
+	cfg.CurrentContext = user
+	path := filepath.Join(t.TempDir(), user+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -3,7 +3,9 @@
 package offloading_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -191,6 +193,66 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("kubectl top pod shows it, through the consumer's metrics-server", func(t *testing.T) {
+		if err := a.StartMetricsServer(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := a.StopMetricsServer(context.Background()); err != nil {
+				t.Errorf("stopping metrics-server: %v", err)
+			}
+		})
+		// The provider's metrics-server samples as time goes: 0.25 cores
+		// and 40Mi, a new sample at most every second (a bounded loop).
+		var out string
+		var last time.Time
+		framework.Eventually(t, 2*time.Minute, func() error {
+			if time.Since(last) < time.Second {
+				return errors.New("waiting a second between samples")
+			}
+			last = time.Now()
+			podMetrics(t, b, remote, "measured", last.Truncate(time.Second), map[string]corev1.ResourceList{
+				"app": {corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("40Mi")},
+			})
+			var err error
+			if out, err = framework.Kubectl(t, a, "", "top", "pod", "measured", "--namespace", ns, "--no-headers"); err != nil {
+				return fmt.Errorf("kubectl top pod: %w: %s", err, out)
+			}
+			return nil
+		})
+		fields := strings.Fields(out)
+		if len(fields) != 3 || fields[0] != "measured" || fields[2] != "40Mi" {
+			t.Fatalf("kubectl top pod printed %q, want measured, its CPU and 40Mi", out)
+		}
+		cpu, err := resource.ParseQuantity(fields[1])
+		if err != nil || cpu.MilliValue() < 200 || cpu.MilliValue() > 300 {
+			t.Fatalf("kubectl top pod shows %s of CPU (%v), want about the provider's 250m", fields[1], err)
+		}
+		t.Logf("kubectl top pod: %s", strings.TrimSpace(out))
+
+		// A user who may read pods but not their metrics is refused.
+		const viewer = "liqo-e2e-pod-viewer"
+		role := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: viewer},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: viewer},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: viewer},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: viewer}},
+		}
+		for _, o := range []client.Object{role, binding} {
+			if err := cl.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			framework.DeleteOnCleanup(t, cl, o)
+		}
+		kubeconfig := framework.UserKubeconfig(t, a, viewer)
+		if out, err := framework.KubectlAt(t, kubeconfig, "", "top", "pod", "measured", "--namespace", ns); err == nil || !strings.Contains(err.Error()+out, "forbidden") {
+			t.Fatalf("kubectl top pod as %s, who may not read pod metrics: %v %q, want forbidden", viewer, err, out)
+		}
 	})
 
 	t.Run("the peering reads the metrics of the consumer's own namespaces only", func(t *testing.T) {

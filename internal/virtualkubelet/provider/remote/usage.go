@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
@@ -37,8 +39,8 @@ type podMetricsList struct {
 
 // PodUsage implements provider.Usage: the provider's metrics API
 // (metrics.k8s.io, metrics-server's), read with the virtual kubelet's
-// identity there, in its namespace only. A provider without that API
-// answers provider.ErrNoUsage. What the provider says is its word: only
+// identity there, in its namespace only. A provider without that API, or
+// one that does not grant reading it, answers provider.ErrNoUsage. What the provider says is its word: only
 // CPU and memory pass, negative amounts are dropped.
 func (s *Sessions) PodUsage(ctx context.Context, id, remote string) (map[string]provider.PodUsage, error) {
 	sess, err := s.get(ctx, id)
@@ -47,9 +49,9 @@ func (s *Sessions) PodUsage(ctx context.Context, id, remote string) (map[string]
 	}
 	body, err := sess.cs.Discovery().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", remote, "pods").Stream(ctx)
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 		// The group is not served (a namespace with no pods answers an
-		// empty list).
+		// empty list), or the provider does not let this cluster read it.
 		return nil, fmt.Errorf("provider %s: %w: %w", id, provider.ErrNoUsage, err)
 	case err != nil:
 		return nil, fmt.Errorf("reading the usage of provider %s's namespace %s: %w", id, remote, err)
@@ -61,11 +63,14 @@ func (s *Sessions) PodUsage(ctx context.Context, id, remote string) (map[string]
 	}
 	out := make(map[string]provider.PodUsage, len(list.Items))
 	for _, item := range list.Items {
+		if item.Window.Duration <= 0 || item.Window.Duration > time.Hour {
+			continue
+		}
 		u := provider.PodUsage{Timestamp: item.Timestamp.Time, Window: item.Window.Duration, Containers: map[string]corev1.ResourceList{}}
 		for _, c := range item.Containers {
 			l := corev1.ResourceList{}
-			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-				if q, ok := c.Usage[name]; ok && q.Sign() >= 0 {
+			for name, most := range usageBounds {
+				if q, ok := c.Usage[name]; ok && q.Sign() >= 0 && q.Cmp(most) <= 0 {
 					l[name] = q
 				}
 			}
@@ -74,4 +79,11 @@ func (s *Sessions) PodUsage(ctx context.Context, id, remote string) (map[string]
 		out[item.Metadata.Name] = u
 	}
 	return out, nil
+}
+
+// usageBounds are the resources PodUsage passes on, and the most of each
+// it believes a container uses: beyond, a provider's figure is dropped.
+var usageBounds = map[corev1.ResourceName]resource.Quantity{
+	corev1.ResourceCPU:    resource.MustParse("1M"),  // a million cores
+	corev1.ResourceMemory: resource.MustParse("1Ei"), // an exbibyte
 }
