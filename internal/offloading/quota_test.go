@@ -155,17 +155,7 @@ func TestBalanceByDemand(t *testing.T) {
 	for i := range states {
 		states[i] = quotaState{namespace: fmt.Sprintf("ns-%02d", i)}
 	}
-	// Passes, the quota controller enforcing each pass's quotas between them.
-	settle := func() map[string]corev1.ResourceList {
-		var out map[string]corev1.ResourceList
-		for range 3 {
-			out = balance(total, states)
-			for i := range states {
-				states[i].spec, states[i].enforced = out[states[i].namespace], out[states[i].namespace]
-			}
-		}
-		return out
-	}
+	settle := func() map[string]corev1.ResourceList { return settleQuotas(total, states) }
 	got := settle()
 	if c := get(corev1.ResourceLimitsCPU, got["ns-05"]); c != 166 && c != 167 {
 		t.Fatalf("ns-05 with no demand stated: %dm, want an even share (166m or 167m)", c)
@@ -251,16 +241,7 @@ func TestBalanceServesWholeWants(t *testing.T) {
 	cpu := func(l corev1.ResourceList) int64 { return get(corev1.ResourceLimitsCPU, l) }
 	mem := func(l corev1.ResourceList) int64 { return get(corev1.ResourceLimitsMemory, l) }
 	total := list(1890, 4<<30)
-	settle := func(states []quotaState) map[string]corev1.ResourceList {
-		var out map[string]corev1.ResourceList
-		for range 3 {
-			out = balance(total, states)
-			for i := range states {
-				states[i].spec, states[i].enforced = out[states[i].namespace], out[states[i].namespace]
-			}
-		}
-		return out
-	}
+	settle := func(states []quotaState) map[string]corev1.ResourceList { return settleQuotas(total, states) }
 	// Listed in the order they came: b first.
 	states := []quotaState{{namespace: "b", demand: list(1250, 64<<20)}, {namespace: "a", demand: list(1250, 64<<20)}}
 	got := settle(states)
@@ -307,4 +288,17 @@ func TestBalanceServesWholeWants(t *testing.T) {
 	if cpu(got["f"]) != 1590 {
 		t.Fatalf("f stating more than the offer: %dm, want the 1590m g leaves", cpu(got["f"]))
 	}
+}
+
+// settleQuotas balances total between states in passes, the quota controller
+// enforcing each pass's quotas between them, and returns the last.
+func settleQuotas(total corev1.ResourceList, states []quotaState) map[string]corev1.ResourceList {
+	var out map[string]corev1.ResourceList
+	for range 3 {
+		out = balance(total, states)
+		for i := range states {
+			states[i].spec, states[i].enforced = out[states[i].namespace], out[states[i].namespace]
+		}
+	}
+	return out
 }

@@ -133,23 +133,9 @@ func TestKubectlLogsAndExec(t *testing.T) {
 			t.Errorf("as %s without nodes/proxy: %d %q, want 403 naming nodes/proxy", user, code, body)
 		}
 		// nodes/proxy on the first virtual node only.
-		role := &rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: user},
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}, ResourceNames: []string{nodes[b.Name].Name},
-			}},
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: user},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-		}
-		for _, o := range []client.Object{role, binding} {
-			if err := cl.Create(ctx, o); err != nil {
-				t.Fatal(err)
-			}
-			framework.DeleteOnCleanup(t, cl, o)
-		}
+		grantUser(t, cl, user, user, rbacv1.PolicyRule{
+			APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}, ResourceNames: []string{nodes[b.Name].Name},
+		})
 		framework.Eventually(t, 10*time.Second, func() error {
 			code, body := get(reader, logsURL)
 			if code != http.StatusOK || strings.TrimSpace(body) != localcluster.KwokLogLine(b.Name) {
@@ -285,4 +271,22 @@ func clientCert(t *testing.T, m *playground.Member, user string) *tls.Certificat
 		t.Fatal(err)
 	}
 	return &cert
+}
+
+// grantUser gives user rules, through a ClusterRole and its binding named
+// name in cl, until the test ends.
+func grantUser(t *testing.T, cl client.Client, name, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := cl.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		framework.DeleteOnCleanup(t, cl, o)
+	}
 }

@@ -98,21 +98,7 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 	base := kubeletEndpoint(t, cl, b)
 	grant := func(t *testing.T, name string, subresources ...string) {
 		t.Helper()
-		role := &rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: subresources, Verbs: []string{"get"}, ResourceNames: []string{node.Name}}},
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-		}
-		for _, o := range []client.Object{role, binding} {
-			if err := cl.Create(ctx, o); err != nil {
-				t.Fatal(err)
-			}
-			framework.DeleteOnCleanup(t, cl, o)
-		}
+		grantUser(t, cl, name, user, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: subresources, Verbs: []string{"get"}, ResourceNames: []string{node.Name}})
 	}
 
 	t.Run("nodes/proxy alone does not read stats nor resource metrics", func(t *testing.T) {
@@ -234,21 +220,7 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 
 		// A user who may read pods but not their metrics is refused.
 		const viewer = "liqo-e2e-pod-viewer"
-		role := &rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: viewer},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: viewer},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: viewer},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: viewer}},
-		}
-		for _, o := range []client.Object{role, binding} {
-			if err := cl.Create(ctx, o); err != nil {
-				t.Fatal(err)
-			}
-			framework.DeleteOnCleanup(t, cl, o)
-		}
+		grantUser(t, cl, viewer, viewer, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}})
 		kubeconfig := framework.UserKubeconfig(t, a, viewer)
 		if out, err := framework.KubectlAt(t, kubeconfig, "", "top", "pod", "measured", "--namespace", ns); err == nil || !strings.Contains(err.Error()+out, "forbidden") {
 			t.Fatalf("kubectl top pod as %s, who may not read pod metrics: %v %q, want forbidden", viewer, err, out)
