@@ -154,6 +154,14 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 
 	s.cpu.mu.Lock()
 	defer s.cpu.mu.Unlock()
+	// A node released meanwhile keeps no counters (forgetNode waits for
+	// this lock, after the node left s.nodes).
+	s.mu.Lock()
+	_, open := s.nodes[node]
+	s.mu.Unlock()
+	if !open {
+		return nil, 0, fmt.Errorf("the kubelet API of node %s is closed", node)
+	}
 	if s.cpu.containers == nil {
 		s.cpu.containers, s.cpu.nodes = map[containerKey]*cpuCounter{}, map[string]*cpuCounter{}
 	}

@@ -246,6 +246,7 @@ func kubeletGet(t *testing.T, cert *tls.Certificate, url string) (int, string) {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	defer hc.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
