@@ -4,6 +4,7 @@ package offloading_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +60,7 @@ func podMetrics(t *testing.T, m *playground.Member, ns, pod string, at time.Time
 // the provider, no other.
 func TestKubeletResourceEndpoints(t *testing.T) {
 	peered(t)
-	a, b, _ := members()
+	a, b, c := members()
 	ctx := t.Context()
 	cl := framework.Client(t, a)
 	const ns = "offload-stats"
@@ -227,6 +228,46 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 		}
 	})
 
+	t.Run("a provider stating impossible figures moves nothing, and the other provider's node is unharmed", func(t *testing.T) {
+		before := summaryOf(t, reader, base)
+		// Written in the provider's own cluster, with its admin's rights.
+		podMetrics(t, b, remote, "measured", time.Now().Truncate(time.Second), map[string]corev1.ResourceList{
+			"app": {corev1.ResourceCPU: resource.MustParse("1e30"), corev1.ResourceMemory: resource.MustParse("1e30")},
+		})
+		var after statsv1alpha1.Summary
+		framework.Eventually(t, 30*time.Second, func() error {
+			after = summaryOf(t, reader, base)
+			if len(after.Pods) != 1 || len(after.Pods[0].Containers) != 1 {
+				return fmt.Errorf("/stats/summary shows %+v, want the measured pod's app", after.Pods)
+			}
+			if *after.Pods[0].Containers[0].Memory.WorkingSetBytes == 40<<20 {
+				return errors.New("the provider's new sample is not read yet")
+			}
+			return nil
+		})
+		app, was := after.Pods[0].Containers[0], before.Pods[0].Containers[0]
+		if got := *app.Memory.WorkingSetBytes; got >= 1<<40 {
+			t.Errorf("a provider stating 1e30 bytes: working set %d shown, want the figure dropped", got)
+		}
+		if got, old := *app.CPU.UsageCoreNanoSeconds, *was.CPU.UsageCoreNanoSeconds; got < old || got-old > uint64(time.Hour) {
+			t.Errorf("a provider stating 1e30 cores: the CPU counter went from %d to %d, want it neither back nor up by more than an hour of a core", old, got)
+		}
+		// The other provider's node answers as before.
+		other := kubeletEndpoint(t, cl, c)
+		otherNode, err := framework.VirtualNode(cl, c.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grantUser(t, cl, user+"-other", user, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/stats"}, Verbs: []string{"get"}, ResourceNames: []string{otherNode.Name}})
+		framework.Eventually(t, 10*time.Second, func() error {
+			code, body := kubeletGet(t, reader, other+"/stats/summary")
+			if code != http.StatusOK || !strings.Contains(body, otherNode.Name) {
+				return fmt.Errorf("/stats/summary of %s: %d %q", otherNode.Name, code, body)
+			}
+			return nil
+		})
+	})
+
 	t.Run("the peering reads the metrics of the consumer's own namespaces only", func(t *testing.T) {
 		vk := framework.ClientFor(t, framework.VirtualKubeletConfig(t, a, b))
 		list := func(namespace string) error {
@@ -251,4 +292,18 @@ func podUID(t *testing.T, cl client.Client, ns, name string) string {
 		t.Fatal(err)
 	}
 	return string(p.UID)
+}
+
+// summaryOf is the /stats/summary a kubelet API at base answers cert.
+func summaryOf(t *testing.T, cert *tls.Certificate, base string) statsv1alpha1.Summary {
+	t.Helper()
+	code, body := kubeletGet(t, cert, base+"/stats/summary")
+	if code != http.StatusOK {
+		t.Fatalf("/stats/summary: %d %q", code, body)
+	}
+	var sum statsv1alpha1.Summary
+	if err := json.Unmarshal([]byte(body), &sum); err != nil {
+		t.Fatalf("/stats/summary: %v in %q", err, body)
+	}
+	return sum
 }

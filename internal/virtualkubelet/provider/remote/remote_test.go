@@ -103,4 +103,26 @@ func TestContract(t *testing.T) {
 			return providertest.WritePodMetrics(ctx, c, remoteNS, pod, at, usage)
 		},
 	})
+
+	// What a provider's metrics API states is its word: figures beyond
+	// any machine, or below zero, are dropped, the rest kept.
+	at := time.Now().Truncate(time.Second)
+	if err := providertest.WritePodMetrics(ctx, c, remoteNS, "impossible", at, map[string]corev1.ResourceList{
+		"huge":     {corev1.ResourceCPU: resource.MustParse("1e30"), corev1.ResourceMemory: resource.MustParse("1e30")},
+		"negative": {corev1.ResourceCPU: resource.MustParse("-1"), corev1.ResourceMemory: resource.MustParse("-1Mi")},
+		"sane":     {corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sessions.PodUsage(ctx, providerID, remoteNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := got["impossible"].Containers
+	if len(u["huge"]) != 0 || len(u["negative"]) != 0 {
+		t.Errorf("a provider stating 1e30 and -1: %v and %v passed, want both dropped", u["huge"], u["negative"])
+	}
+	if sane := u["sane"]; sane.Cpu().Value() != 3 || sane.Memory().Value() != 2<<30 {
+		t.Errorf("a sane figure: %v, want 3 cores and 2Gi", u["sane"])
+	}
 }
