@@ -18,6 +18,7 @@ import (
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/kubeauth"
 	"github.com/liqo-go/liqo/internal/network/translation"
 	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/peering"
@@ -204,7 +205,7 @@ func setupKubeletServer(mgr ctrl.Manager, o *Options, providers interface {
 	if err != nil {
 		return nil, "", err
 	}
-	server := &api.Server{Client: mgr.GetClient(), Streams: providers, Usage: providers, Host: host, FirstPort: port, Certificate: cert}
+	server := &api.Server{Client: mgr.GetClient(), Reviewer: kubeauth.NewReviewer(mgr.GetClient()), Streams: providers, Usage: providers, Host: host, FirstPort: port, Certificate: cert}
 	if err := mgr.Add(server); err != nil {
 		return nil, "", err
 	}

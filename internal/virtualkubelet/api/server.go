@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/kubeauth"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
@@ -52,7 +53,8 @@ const (
 // bound to it only. It serves /containerLogs/{namespace}/{pod}/{container}
 // and /exec/{namespace}/{pod}[/{uid}]/{container}: it checks the caller as
 // a kubelet does (a client certificate signed by the API server's client
-// CA, then a SubjectAccessReview for nodes/proxy on its node), and hands
+// CA, or a bearer token the API server accepts in a TokenReview; then a
+// SubjectAccessReview for the node subresource of the path), and hands
 // the request on, streams and protocol upgrades included, to the pod's log
 // or exec subresource in the provider, with the virtual kubelet's identity
 // there. It is a manager.Runnable, which closes the endpoints when the
@@ -63,6 +65,9 @@ type Server struct {
 	Client client.Client
 	// Streams reach the providers' API servers.
 	Streams provider.Streams
+	// Reviewer checks callers with a bearer token and no client
+	// certificate (nil: only client certificates are accepted).
+	Reviewer *kubeauth.Reviewer
 	// Usage is what the providers measure of their pods (nil: nothing),
 	// for /stats/summary and /metrics/resource.
 	Usage provider.Usage
@@ -260,13 +265,8 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.server
 	ctx := r.Context()
 	log := ctrl.Log.WithName("kubelet-server").WithValues("node", h.node, "path", r.URL.Path)
-	user, groups, err := s.authenticate(ctx, r)
-	if err != nil {
-		http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
-		return
-	}
-	if err := s.authorize(ctx, r.Method, user, groups, h.node, nodeSubresources(r.URL.Path)...); err != nil {
-		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+	user, ok := s.admit(w, r, h.node)
+	if !ok {
 		return
 	}
 	if s.serveRead(ctx, w, r, h.node) || s.serveStats(ctx, w, r, h.node) {
@@ -312,6 +312,73 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// admit checks the caller of r as a kubelet does, and answers it when it
+// may not go on: a client certificate is checked against the API
+// server's client CA (authenticate), a bearer token without one by a
+// TokenReview (admitToken: metrics-server and Prometheus call kubelets
+// with their ServiceAccount's token); either must then hold one of the
+// node subresources of the path on this node. It returns the caller's
+// name, and whether it may go on.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, node string) (string, bool) {
+	ctx := r.Context()
+	if (r.TLS == nil || len(r.TLS.PeerCertificates) == 0) && kubeauth.Token(r) != "" && s.Reviewer != nil {
+		return s.admitToken(w, r, node)
+	}
+	user, groups, err := s.authenticate(ctx, r)
+	if err != nil {
+		http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
+		return "", false
+	}
+	if err := s.authorize(ctx, r.Method, user, groups, node, nodeSubresources(r.URL.Path)...); err != nil {
+		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+		return "", false
+	}
+	return user, true
+}
+
+// admitToken checks a bearer token's caller with the Reviewer (its
+// verdicts cached, reviews of unknown tokens rate-limited).
+func (s *Server) admitToken(w http.ResponseWriter, r *http.Request, node string) (string, bool) {
+	verb := httpVerbs[r.Method]
+	if verb == "" {
+		http.Error(w, "Forbidden: method "+r.Method+" not allowed", http.StatusForbidden)
+		return "", false
+	}
+	subresources := nodeSubresources(r.URL.Path)
+	refused := make([]string, 0, len(subresources))
+	var user string
+	for _, sub := range subresources {
+		v, err := s.Reviewer.Check(r, kubeauth.Attributes{Resource: &authorizationv1.ResourceAttributes{
+			Verb: verb, Resource: "nodes", Subresource: sub, Name: node,
+		}})
+		switch {
+		case errors.Is(err, kubeauth.ErrTooManyReviews):
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, err.Error(), http.StatusTooManyRequests)
+			return "", false
+		case err != nil:
+			http.Error(w, "checking the caller with the API server: "+err.Error(), http.StatusServiceUnavailable)
+			return "", false
+		case v.Status == http.StatusUnauthorized:
+			http.Error(w, "Unauthorized: the API server does not accept the bearer token", http.StatusUnauthorized)
+			return "", false
+		case v.Status == http.StatusOK:
+			return v.User.Username, true
+		}
+		user = v.User.Username
+		refused = append(refused, "nodes/"+sub)
+	}
+	http.Error(w, fmt.Sprintf("Forbidden: user %q may not %s %s on node %s", user, verb, strings.Join(refused, " nor "), node), http.StatusForbidden)
+	return "", false
+}
+
+// httpVerbs are the authorization verbs of the HTTP methods, as a
+// kubelet maps them.
+var httpVerbs = map[string]string{
+	http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create",
+	http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
 }
 
 // authenticate checks the client certificate against the API server's
@@ -368,10 +435,7 @@ func nodeSubresources(p string) []string {
 // node, as a kubelet in Webhook authorization mode does: one of the node
 // subresources (nodeSubresources), with the verb of the HTTP method.
 func (s *Server) authorize(ctx context.Context, method, user string, groups []string, node string, subresources ...string) error {
-	verb := map[string]string{
-		http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create",
-		http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
-	}[method]
+	verb := httpVerbs[method]
 	if verb == "" {
 		return fmt.Errorf("method %s not allowed", method)
 	}
@@ -474,25 +538,17 @@ func (s *Server) resolve(ctx context.Context, nodeName string, req kubeletReques
 	if req.uid != "" && string(pod.UID) != req.uid {
 		return nil, notFound("pod %s/%s has UID %s, not %s", req.namespace, req.pod, pod.UID, req.uid)
 	}
-	var node corev1.Node
 	if pod.Spec.NodeName != nodeName {
 		return nil, notFound("pod %s/%s is not on node %s", req.namespace, req.pod, nodeName)
 	}
-	if err := s.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, notFound("node %s of pod %s/%s not found", pod.Spec.NodeName, req.namespace, req.pod)
-		}
+	provider, err := s.providerOf(ctx, nodeName)
+	if err != nil {
 		return nil, err
 	}
-	provider := node.Labels[offloadingv1alpha1.RemoteClusterLabel]
-	if !sharing.IsVirtual(&node) || provider == "" {
-		return nil, notFound("node %s of pod %s/%s is not a virtual node", node.Name, req.namespace, req.pod)
-	}
-	var no offloadingv1alpha1.NamespaceOffloading
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: req.namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
+	remoteNS, ok, err := s.remoteNamespace(ctx, req.namespace, provider)
+	if err != nil {
 		return nil, err
 	}
-	remoteNS, ok := no.ReadyRemoteNamespace(provider)
 	if !ok {
 		return nil, notFound("namespace %s has no ready namespace in provider %s", req.namespace, provider)
 	}
@@ -501,4 +557,32 @@ func (s *Server) resolve(ctx context.Context, nodeName string, req kubeletReques
 		return nil, &statusError{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("provider %s: %v", provider, err)}
 	}
 	return &kubeletTarget{provider: provider, namespace: remoteNS, host: host, transport: transport}, nil
+}
+
+// providerOf returns the provider behind virtual node name; a node that
+// is missing or not virtual is a 404.
+func (s *Server) providerOf(ctx context.Context, name string) (string, error) {
+	var node corev1.Node
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", notFound("node %s not found", name)
+		}
+		return "", err
+	}
+	provider := node.Labels[offloadingv1alpha1.RemoteClusterLabel]
+	if !sharing.IsVirtual(&node) || provider == "" {
+		return "", notFound("node %s is not a virtual node", name)
+	}
+	return provider, nil
+}
+
+// remoteNamespace returns the namespace ns maps to in provider, and
+// whether it is ready there.
+func (s *Server) remoteNamespace(ctx context.Context, ns, provider string) (string, bool, error) {
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
+		return "", false, err
+	}
+	remote, ok := no.ReadyRemoteNamespace(provider)
+	return remote, ok, nil
 }
