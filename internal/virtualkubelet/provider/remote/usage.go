@@ -47,7 +47,10 @@ func (s *Sessions) PodUsage(ctx context.Context, id, remote string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	body, err := sess.cs.Discovery().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", remote, "pods").Stream(ctx)
+	// JSON, whatever the session prefers: metrics-server answers
+	// protobuf to a client that accepts it first.
+	body, err := sess.cs.Discovery().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", remote, "pods").
+		SetHeader("Accept", "application/json").Stream(ctx)
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 		// The group is not served (a namespace with no pods answers an
