@@ -12,9 +12,14 @@ import (
 	"strconv"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 )
 
 // MetricsServer is the binary StartMetricsServer runs (the tools
@@ -29,8 +34,10 @@ const metricsAPIService = "v1beta1.metrics.k8s.io"
 // server's aggregation layer (the APIService v1beta1.metrics.k8s.io, whose
 // Service is an ExternalName of 127.0.0.1: the API server, on the host,
 // reaches it on loopback). It scrapes every node's kubelet API at the
-// node's InternalIP and status port, with the admin's credentials, every
-// 10 s, and returns once the metrics API answers. It runs only where every
+// node's InternalIP and status port every 10 s, and returns once the
+// metrics API answers. It runs with the identity and rights of its
+// upstream manifest (components.yaml): the token of the ServiceAccount
+// kube-system/metrics-server, which it also calls the kubelets with. It runs only where every
 // node is on loopback (kwok's, and the virtual nodes of a playground
 // without real nodes): a process on the host must not dial a real node's
 // address, which the host does not route. It stops with the cluster, or
@@ -61,10 +68,15 @@ func (c *Cluster) StartMetricsServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	kubeconfig, err := c.metricsServerIdentity(ctx)
+	if err != nil {
+		_ = c.StopMetricsServer(context.WithoutCancel(ctx))
+		return err
+	}
 	p, err := c.launch(MetricsServer, []string{
-		"--kubeconfig=" + c.KubeconfigPath,
-		"--authentication-kubeconfig=" + c.KubeconfigPath,
-		"--authorization-kubeconfig=" + c.KubeconfigPath,
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(c.Dir, "pki", "metrics-server-generated"),
@@ -79,6 +91,7 @@ func (c *Cluster) StartMetricsServer(ctx context.Context) error {
 		"--v=1",
 	})
 	if err != nil {
+		_ = c.StopMetricsServer(context.WithoutCancel(ctx))
 		return err
 	}
 	if err := c.registerMetricsServer(ctx, p, port); err != nil {
@@ -129,6 +142,83 @@ func (c *Cluster) registerMetricsServer(ctx context.Context, p *Process, port in
 
 const metricsServerNamespace = "kube-system"
 
+// metricsServerRBAC names the ClusterRole and the bindings of
+// metrics-server's ServiceAccount, as its upstream manifest does.
+const (
+	metricsServerRole       = "system:" + MetricsServer
+	metricsServerDelegator  = MetricsServer + ":system:auth-delegator"
+	metricsServerAuthReader = MetricsServer + "-auth-reader"
+)
+
+// metricsServerIdentity makes the ServiceAccount kube-system/metrics-server
+// with the rights of metrics-server's upstream manifest (read nodes and
+// pods, get nodes/metrics from the kubelets, delegate authentication and
+// authorization, read the client CA), and returns the path of a
+// kubeconfig with a token of it.
+func (c *Cluster) metricsServerIdentity(ctx context.Context) (string, error) {
+	cs, err := c.Client()
+	if err != nil {
+		return "", err
+	}
+	ns := metricsServerNamespace
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: MetricsServer}}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: MetricsServer}}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: metricsServerRole},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "nodes"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}
+	bindings := []*rbacv1.ClusterRoleBinding{
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: metricsServerRole},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsServerRole},
+			Subjects:   subjects,
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: metricsServerDelegator},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"},
+			Subjects:   subjects,
+		},
+	}
+	reader := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: metricsServerAuthReader},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"},
+		Subjects:   subjects,
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("creating ServiceAccount %s/%s: %w", ns, sa.Name, err)
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
+	}
+	for _, b := range bindings {
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("creating ClusterRoleBinding %s: %w", b.Name, err)
+		}
+	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, reader, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("creating RoleBinding %s/%s: %w", ns, reader.Name, err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, MetricsServer, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * time.Hour / time.Second))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", ns, MetricsServer, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[c.Name] = &clientcmdapi.Cluster{Server: c.APIServerURL, CertificateAuthorityData: c.RESTConfig.CAData}
+	cfg.AuthInfos[MetricsServer] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: MetricsServer}
+	cfg.CurrentContext = c.Name
+	path := filepath.Join(c.Dir, "metrics-server.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return "", fmt.Errorf("writing metrics-server's kubeconfig: %w", err)
+	}
+	return path, nil
+}
+
 // StopMetricsServer stops what StartMetricsServer started and removes its
 // APIService and Service.
 func (c *Cluster) StopMetricsServer(ctx context.Context) error {
@@ -142,6 +232,20 @@ func (c *Cluster) StopMetricsServer(ctx context.Context) error {
 	}
 	if err := cs.CoreV1().Services(metricsServerNamespace).Delete(ctx, MetricsServer, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("deleting Service %s/%s: %w", metricsServerNamespace, MetricsServer, err))
+	}
+	if err := cs.CoreV1().ServiceAccounts(metricsServerNamespace).Delete(ctx, MetricsServer, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting ServiceAccount %s/%s: %w", metricsServerNamespace, MetricsServer, err))
+	}
+	if err := cs.RbacV1().RoleBindings(metricsServerNamespace).Delete(ctx, metricsServerAuthReader, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting RoleBinding %s/%s: %w", metricsServerNamespace, metricsServerAuthReader, err))
+	}
+	for _, name := range []string{metricsServerRole, metricsServerDelegator} {
+		if err := cs.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting ClusterRoleBinding %s: %w", name, err))
+		}
+	}
+	if err := cs.RbacV1().ClusterRoles().Delete(ctx, metricsServerRole, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting ClusterRole %s: %w", metricsServerRole, err))
 	}
 	if c.process(MetricsServer) != nil {
 		errs = append(errs, c.StopProcess(MetricsServer))

@@ -86,13 +86,7 @@ func TestCordonAndDrainVirtualNode(t *testing.T) {
 
 	kubectlOn(t, a, "cordon", nodeB.Name)
 	// Only node B will do for this pod.
-	pinned := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pinned"},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{corev1.LabelHostname: nodeB.Name},
-			Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}
+	pinned := pauseOn(ns, "pinned", nodeB.Name)
 	if err := cl.Create(ctx, pinned); err != nil {
 		t.Fatal(err)
 	}

@@ -49,14 +49,7 @@ func TestKubectlLogsAndExec(t *testing.T) {
 			t.Fatal(err)
 		}
 		nodes[p.Name] = n
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-" + p.Name},
-			Spec: corev1.PodSpec{
-				NodeSelector: map[string]string{corev1.LabelHostname: n.Name},
-				Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-			},
-		}
-		if err := cl.Create(ctx, pod); err != nil {
+		if err := cl.Create(ctx, pauseOn(ns, "on-"+p.Name, n.Name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -238,8 +231,20 @@ func kubeletEndpoint(t *testing.T, cl client.Client, p *playground.Member) strin
 }
 
 // kubeletGet GETs url of a kubelet API with cert (nil: none), and returns
-// the status code and body.
+// the status code and body (0 and the error when nothing answered).
 func kubeletGet(t *testing.T, cert *tls.Certificate, url string) (int, string) {
+	t.Helper()
+	return kubeletRequest(t, cert, "", url)
+}
+
+// kubeletGetWithToken GETs url of a kubelet API with a bearer token and
+// no client certificate, as metrics-server and Prometheus call kubelets.
+func kubeletGetWithToken(t *testing.T, token, url string) (int, string) {
+	t.Helper()
+	return kubeletRequest(t, nil, token, url)
+}
+
+func kubeletRequest(t *testing.T, cert *tls.Certificate, token, url string) (int, string) {
 	t.Helper()
 	cfg := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the kubelet's serving certificate is not what is tested
 	if cert != nil {
@@ -251,9 +256,13 @@ func kubeletGet(t *testing.T, cert *tls.Certificate, url string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		// A status no kubelet answers: callers waiting for one retry.
+		return 0, err.Error()
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)

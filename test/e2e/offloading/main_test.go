@@ -64,6 +64,17 @@ func peered(t *testing.T) {
 	framework.WaitVirtualNodesReady(t, a, b, c)
 }
 
+// pauseOn is a pod ns/name of one pause container, pinned to node.
+func pauseOn(ns, name, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+}
+
 // offload is framework.Offload with this suite's consumer and both its
 // providers.
 func offload(t *testing.T, ns string, spec offloadingv1alpha1.NamespaceOffloadingSpec) []offloadingv1alpha1.RemoteNamespaceStatus {

@@ -51,13 +51,7 @@ func TestServiceAccountToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	newPod := func(name string, asks bool) *corev1.Pod {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: corev1.PodSpec{
-				NodeSelector: map[string]string{corev1.LabelHostname: node.Name},
-				Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-			},
-		}
+		p := pauseOn(ns, name, node.Name)
 		if asks {
 			p.Annotations = map[string]string{offloadingv1alpha1.ServiceAccountTokenAnnotation: "true"}
 		}

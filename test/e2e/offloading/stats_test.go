@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/providertest"
 	"github.com/liqo-go/liqo/test/e2e/framework"
@@ -41,6 +42,15 @@ func metricsAPI(t *testing.T, m *playground.Member) {
 	framework.DeleteOnCleanup(t, cl, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: providertest.MetricsAPIName}})
 }
 
+// serviceAccountToken is a token of a ServiceAccount name, in m's Liqo
+// namespace, made until the test ends.
+func serviceAccountToken(t *testing.T, m *playground.Member, name string) string {
+	t.Helper()
+	token := framework.ServiceAccountToken(t, m.Cluster, name, "")
+	framework.DeleteOnCleanup(t, framework.Client(t, m), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: name}})
+	return token
+}
+
 // podMetrics writes, in m, what the metrics API says pod in ns uses.
 func podMetrics(t *testing.T, m *playground.Member, ns, pod string, at time.Time, usage map[string]corev1.ResourceList) {
 	t.Helper()
@@ -55,7 +65,8 @@ func podMetrics(t *testing.T, m *playground.Member, ns, pod string, at time.Time
 // memory as the working set; a container the provider adds, or a
 // provider's pod the consumer does not have, is not shown. They answer
 // users allowed nodes/stats and nodes/metrics, as a kubelet does, and
-// refuse one allowed only nodes/proxy (403). With its peering's
+// refuse one allowed only nodes/proxy (403), whether the caller shows a
+// client certificate or a ServiceAccount's token. With its peering's
 // credentials, the consumer reads the metrics of its own namespaces in
 // the provider, no other.
 func TestKubeletResourceEndpoints(t *testing.T) {
@@ -70,14 +81,7 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "measured"},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{corev1.LabelHostname: node.Name},
-			Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}
-	if err := cl.Create(ctx, pod); err != nil {
+	if err := cl.Create(ctx, pauseOn(ns, "measured", node.Name)); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, time.Minute, func() error { return allRunning(t, ns, 1) })
@@ -121,16 +125,12 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 	var first statsv1alpha1.Summary
 	t.Run("/stats/summary shows the pod's usage as the provider measured it", func(t *testing.T) {
 		framework.Eventually(t, 30*time.Second, func() error {
-			code, body := kubeletGet(t, reader, base+"/stats/summary")
-			if code != http.StatusOK {
-				return fmt.Errorf("/stats/summary: %d %q", code, body)
-			}
-			first = statsv1alpha1.Summary{}
-			if err := json.Unmarshal([]byte(body), &first); err != nil {
-				return fmt.Errorf("/stats/summary: %w in %q", err, body)
+			var err error
+			if first, err = summaryOf(t, reader, base); err != nil {
+				return err
 			}
 			if len(first.Pods) != 1 {
-				return fmt.Errorf("/stats/summary shows %d pods, want the one measured: %s", len(first.Pods), body)
+				return fmt.Errorf("/stats/summary shows %d pods, want the one measured: %+v", len(first.Pods), first.Pods)
 			}
 			return nil
 		})
@@ -182,6 +182,49 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 		})
 	})
 
+	t.Run("a bearer token is checked as a kubelet checks it", func(t *testing.T) {
+		// A ServiceAccount allowed nodes/metrics alone, as Prometheus'
+		// kubelet scrape is.
+		const scraper = "liqo-e2e-kubelet-scraper"
+		grantUser(t, cl, scraper, "system:serviceaccount:"+install.DefaultNamespace+":"+scraper,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}})
+		token := serviceAccountToken(t, a, scraper)
+		framework.Eventually(t, 30*time.Second, func() error {
+			code, body := kubeletGetWithToken(t, token, base+"/metrics/resource")
+			if code != http.StatusOK || !strings.Contains(body, `pod="measured"`) {
+				return fmt.Errorf("/metrics/resource with the token of a ServiceAccount allowed nodes/metrics: %d %q", code, body)
+			}
+			return nil
+		})
+		if code, body := kubeletGetWithToken(t, token, base+"/stats/summary"); code != http.StatusForbidden || !strings.Contains(body, "nodes/stats") {
+			t.Errorf("/stats/summary with a token allowed nodes/metrics alone: %d %q, want 403 naming nodes/stats", code, body)
+		}
+		stranger := serviceAccountToken(t, a, "liqo-e2e-kubelet-stranger")
+		if code, body := kubeletGetWithToken(t, stranger, base+"/metrics/resource"); code != http.StatusForbidden {
+			t.Errorf("/metrics/resource with the token of a ServiceAccount allowed nothing: %d %q, want 403", code, body)
+		}
+		if code, body := kubeletGetWithToken(t, "made-up", base+"/metrics/resource"); code != http.StatusUnauthorized {
+			t.Errorf("/metrics/resource with a made-up token: %d %q, want 401", code, body)
+		}
+		// The provider's own cluster's token, of an account that may do
+		// anything there, is nothing in the consumer's.
+		const admin = "liqo-e2e-provider-admin"
+		grantUser(t, framework.Client(t, b), admin, "system:serviceaccount:"+install.DefaultNamespace+":"+admin,
+			rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}})
+		if code, body := kubeletGetWithToken(t, serviceAccountToken(t, b, admin), base+"/metrics/resource"); code != http.StatusUnauthorized {
+			t.Errorf("/metrics/resource on the provider's node with the provider's own admin token: %d %q, want 401", code, body)
+		}
+		// Nor is the identity the provider holds in the consumer.
+		peer := framework.ProviderConfig(t, b, a.ClusterID)
+		peerCert, err := tls.X509KeyPair(peer.CertData, peer.KeyData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, body := kubeletGet(t, &peerCert, base+"/metrics/resource"); code != http.StatusForbidden {
+			t.Errorf("/metrics/resource on the provider's node with the provider's identity in the consumer: %d %q, want 403", code, body)
+		}
+	})
+
 	t.Run("kubectl top pod shows it, through the consumer's metrics-server", func(t *testing.T) {
 		if err := a.StartMetricsServer(ctx); err != nil {
 			t.Fatal(err)
@@ -195,9 +238,10 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 		// and 40Mi, a new sample at most every second (a bounded loop).
 		var out string
 		var last time.Time
+		failed := errors.New("no sample written yet")
 		framework.Eventually(t, 2*time.Minute, func() error {
 			if time.Since(last) < time.Second {
-				return errors.New("waiting a second between samples")
+				return failed // the last answer, while a second passes between samples
 			}
 			last = time.Now()
 			podMetrics(t, b, remote, "measured", last.Truncate(time.Second), map[string]corev1.ResourceList{
@@ -205,7 +249,8 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 			})
 			var err error
 			if out, err = framework.Kubectl(t, a, "", "top", "pod", "measured", "--namespace", ns, "--no-headers"); err != nil {
-				return fmt.Errorf("kubectl top pod: %w: %s", err, out)
+				failed = fmt.Errorf("kubectl top pod: %w: %s", err, out)
+				return failed
 			}
 			return nil
 		})
@@ -229,14 +274,20 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 	})
 
 	t.Run("a provider stating impossible figures moves nothing, and the other provider's node is unharmed", func(t *testing.T) {
-		before := summaryOf(t, reader, base)
+		before, err := summaryOf(t, reader, base)
+		if err != nil {
+			t.Fatal(err)
+		}
 		// Written in the provider's own cluster, with its admin's rights.
 		podMetrics(t, b, remote, "measured", time.Now().Truncate(time.Second), map[string]corev1.ResourceList{
 			"app": {corev1.ResourceCPU: resource.MustParse("1e30"), corev1.ResourceMemory: resource.MustParse("1e30")},
 		})
 		var after statsv1alpha1.Summary
 		framework.Eventually(t, 30*time.Second, func() error {
-			after = summaryOf(t, reader, base)
+			var err error
+			if after, err = summaryOf(t, reader, base); err != nil {
+				return err
+			}
 			if len(after.Pods) != 1 || len(after.Pods[0].Containers) != 1 {
 				return fmt.Errorf("/stats/summary shows %+v, want the measured pod's app", after.Pods)
 			}
@@ -295,15 +346,15 @@ func podUID(t *testing.T, cl client.Client, ns, name string) string {
 }
 
 // summaryOf is the /stats/summary a kubelet API at base answers cert.
-func summaryOf(t *testing.T, cert *tls.Certificate, base string) statsv1alpha1.Summary {
+func summaryOf(t *testing.T, cert *tls.Certificate, base string) (statsv1alpha1.Summary, error) {
 	t.Helper()
+	var sum statsv1alpha1.Summary
 	code, body := kubeletGet(t, cert, base+"/stats/summary")
 	if code != http.StatusOK {
-		t.Fatalf("/stats/summary: %d %q", code, body)
+		return sum, fmt.Errorf("/stats/summary: %d %q", code, body)
 	}
-	var sum statsv1alpha1.Summary
 	if err := json.Unmarshal([]byte(body), &sum); err != nil {
-		t.Fatalf("/stats/summary: %v in %q", err, body)
+		return sum, fmt.Errorf("/stats/summary: %w in %q", err, body)
 	}
-	return sum
+	return sum, nil
 }
