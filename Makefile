@@ -92,8 +92,18 @@ $(BIN)/controller-gen: $(TOOLS_DEPS)
 
 # metrics-server, which the end-to-end suites run beside a cluster's
 # control plane (localcluster StartMetricsServer) for kubectl top.
+# Static, for its image too.
 $(BIN)/metrics-server: $(TOOLS_DEPS)
-	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ sigs.k8s.io/metrics-server/cmd/metrics-server
+	cd $(TOOLS_DIR) && CGO_ENABLED=0 go build $(TOOLS_LDFLAGS) -o $(BIN)/ sigs.k8s.io/metrics-server/cmd/metrics-server
+
+# Its image, for the real nodes of the install suite, where it runs as a
+# Deployment as operators run it: named as upstream names it.
+METRICS_SERVER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/metrics-server" { print $$2; exit }' $(TOOLS_DIR)/go.mod)
+$(BIN)/metrics-server-image.tar: $(BIN)/metrics-server $(TOOLS_DIR)/cmd/images/main.go
+	mkdir -p $(BIN)/.metrics-server/linux_$(HOST_ARCH) && cp $(BIN)/metrics-server $(BIN)/.metrics-server/linux_$(HOST_ARCH)/
+	cd $(TOOLS_DIR) && go run ./cmd/images --bin-dir $(BIN)/.metrics-server --out $(BIN)/.metrics-server/images \
+	  --platforms linux/$(HOST_ARCH) --repository registry.k8s.io/metrics-server --tag $(METRICS_SERVER_VERSION) metrics-server
+	mv $(BIN)/.metrics-server/images/metrics-server-linux-$(HOST_ARCH).tar $@ && rm -rf $(BIN)/.metrics-server
 
 $(BIN)/golangci-lint: $(TOOLS_DEPS)
 	cd $(TOOLS_DIR) && go build $(TOOLS_LDFLAGS) -o $(BIN)/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
@@ -167,7 +177,7 @@ test-controllers: $(RUNTIME_BINS) $(NODE_BINS) ## Run every test outside the end
 	cd $(TOOLS_DIR) && go test -count=1 $(GO_TEST_FLAGS) ./cmd/...
 
 .PHONY: test-e2e
-test-e2e: $(RUNTIME_BINS) $(NODE_BINS) $(BIN)/kubectl $(BIN)/metrics-server build ## Run the end-to-end suites (several clusters each, in random order).
+test-e2e: $(RUNTIME_BINS) $(NODE_BINS) $(BIN)/kubectl $(BIN)/metrics-server $(BIN)/metrics-server-image.tar build ## Run the end-to-end suites (several clusters each, in random order).
 	go test -race -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 
 ##@ Conformance

@@ -44,7 +44,9 @@ import (
 // ServiceAccount and rights; the clusters peer through
 // generate-add-command and add; a pod offloaded from one runs in a real
 // container on the other's node, and the kubectl verbs reach it
-// (kubectlVerbs); and liqoctl uninstall leaves nothing.
+// (kubectlVerbs), kubectl top among them, with metrics-server installed in
+// both clusters (topThroughMetricsServer); and liqoctl uninstall leaves
+// nothing.
 func TestInstallOnRealNodes(t *testing.T) {
 	skipWithoutRealNodes(t)
 	dir := t.TempDir()
@@ -52,7 +54,11 @@ func TestInstallOnRealNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := startRealEnv(t, dir, archives...)
+	metricsServer, metricsServerRef, err := metricsServerImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startRealEnv(t, dir, append(archives, metricsServer)...)
 	for i, c := range e.clusters {
 		out, err := e.install(c, e.names[i], ref, "")
 		if err != nil {
@@ -66,6 +72,7 @@ func TestInstallOnRealNodes(t *testing.T) {
 	pod := e.offload()
 	e.logsThroughVirtualNode(pod)
 	e.kubectlVerbs(pod)
+	e.topThroughMetricsServer(pod, metricsServerRef)
 	e.uninstallAll()
 }
 
