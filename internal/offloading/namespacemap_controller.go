@@ -139,7 +139,7 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	// namespace it was made for as long as that one asks for it, whatever
 	// its state; another claim waits until it is released and made anew,
 	// so that nothing of the holder's is handed over.
-	holders, came, err := r.holders(ctx, consumer)
+	holders, err := r.holders(ctx, consumer)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -162,7 +162,7 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	slices.Sort(locals)
 	for _, local := range locals {
 		remote := desired[local]
-		holder := holders[remote] // "" when nobody holds it
+		holder := holders[remote].local // "" when nobody holds it
 		held := holder != ""
 		switch {
 		case ReservedNamespace(remote):
@@ -217,8 +217,8 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		// (Now to the second, as creation times are.)
 		now := time.Now().Truncate(time.Second)
 		when := func(ns string) time.Time {
-			if t, ok := came[ns]; ok {
-				return t
+			if h, ok := holders[ns]; ok {
+				return h.made
 			}
 			return now
 		}
@@ -277,20 +277,25 @@ func (r *NamespaceMapReconciler) peeringGone(ctx context.Context, consumer strin
 	return !pr.DeletionTimestamp.IsZero(), nil
 }
 
-// holders returns, for each provider namespace made for consumer, the
-// consumer namespace it serves ("" for none) and when it was made.
-func (r *NamespaceMapReconciler) holders(ctx context.Context, consumer string) (map[string]string, map[string]time.Time, error) {
+// heldBy is what a provider namespace made for a consumer serves: the
+// consumer namespace ("" for none), and when it was made.
+type heldBy struct {
+	local string
+	made  time.Time
+}
+
+// holders returns, by name, what each provider namespace made for
+// consumer serves.
+func (r *NamespaceMapReconciler) holders(ctx context.Context, consumer string) (map[string]heldBy, error) {
 	var list corev1.NamespaceList
 	if err := r.Client.List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer}); err != nil {
-		return nil, nil, fmt.Errorf("listing the namespaces of %s: %w", consumer, err)
+		return nil, fmt.Errorf("listing the namespaces of %s: %w", consumer, err)
 	}
-	out := make(map[string]string, len(list.Items))
-	came := make(map[string]time.Time, len(list.Items))
+	out := make(map[string]heldBy, len(list.Items))
 	for _, ns := range list.Items {
-		out[ns.Name] = ns.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation]
-		came[ns.Name] = ns.CreationTimestamp.Time
+		out[ns.Name] = heldBy{local: ns.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation], made: ns.CreationTimestamp.Time}
 	}
-	return out, came, nil
+	return out, nil
 }
 
 // errRetry says that a namespace failed on an API error (a stale cache, a
