@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -24,8 +25,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
@@ -87,26 +86,27 @@ const (
 	maxWindow    = time.Hour
 )
 
-// summary is the kubelet's stats summary of node, made from the
-// provider's metrics API: CPU (a usage rate and the counter this book
-// keeps) and memory (working set) for every container of the node's
-// running pods that the provider measured, their pods' sums, and the
-// node's. It says how many namespaces could not be read.
-func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summary, int, error) {
-	var n corev1.Node
-	if err := s.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
-		return nil, 0, err
-	}
-	providerID := n.Labels[offloadingv1alpha1.RemoteClusterLabel]
-	if !sharing.IsVirtual(&n) || providerID == "" {
-		return nil, 0, fmt.Errorf("node %s is not a virtual node", node)
+// measured is a pod and what its provider measured of it.
+type measured struct {
+	pod   *corev1.Pod
+	usage provider.PodUsage
+}
+
+// measure reads, from the provider behind virtual node node, what the
+// node's running pods use: those it measured, the UIDs of every running
+// pod (whose counters are kept), and how many namespaces could not be
+// read.
+func (s *Server) measure(ctx context.Context, node string) ([]measured, map[string]bool, int, error) {
+	providerID, err := s.providerOf(ctx, node)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	var pods corev1.PodList
 	if err := s.Client.List(ctx, &pods, client.MatchingFields{podsByNodeField: node}); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	byNS := map[string][]*corev1.Pod{}
-	running := map[string]bool{} // by UID: their counters are kept
+	running := map[string]bool{}
 	for i := range pods.Items {
 		if p := &pods.Items[i]; p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			byNS[p.Namespace] = append(byNS[p.Namespace], p)
@@ -118,40 +118,71 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 		namespaces = append(namespaces, ns)
 	}
 	slices.Sort(namespaces)
-
-	now := time.Now()
-	out := &statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: node, StartTime: n.CreationTimestamp}}
-	var failed int
-	type measured struct {
-		pod   *corev1.Pod
-		usage provider.PodUsage
-	}
-	var all []measured
-	for _, ns := range namespaces {
-		var no offloadingv1alpha1.NamespaceOffloading
-		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
-			return nil, 0, err
-		}
-		remote, ok := no.ReadyRemoteNamespace(providerID)
-		if !ok || s.Usage == nil {
-			continue
-		}
-		usage, err := s.Usage.PodUsage(ctx, providerID, remote)
-		if errors.Is(err, provider.ErrNoUsage) {
-			continue
-		}
+	remotes := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		remote, ok, err := s.remoteNamespace(ctx, ns, providerID)
 		if err != nil {
+			return nil, nil, 0, err
+		}
+		if ok && s.Usage != nil {
+			remotes[i] = remote
+		}
+	}
+	// One request per namespace, a few at once: a scrape of a node with
+	// many namespaces must end within metrics-server's timeout.
+	usages := make([]map[string]provider.PodUsage, len(namespaces))
+	errs := make([]error, len(namespaces))
+	var g errgroup.Group
+	g.SetLimit(usageRequests)
+	for i, remote := range remotes {
+		if remote == "" {
+			continue
+		}
+		g.Go(func() error {
+			usages[i], errs[i] = s.Usage.PodUsage(ctx, providerID, remote)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var all []measured
+	var failed int
+	for i, ns := range namespaces {
+		switch err := errs[i]; {
+		case errors.Is(err, provider.ErrNoUsage):
+			continue
+		case err != nil:
 			ctrl.LoggerFrom(ctx).V(1).Info("Reading the provider's metrics failed", "node", node, "namespace", ns, "error", err.Error())
 			failed++
 			continue
 		}
 		for _, p := range byNS[ns] {
-			if u, ok := usage[p.Name]; ok {
+			if u, ok := usages[i][p.Name]; ok {
 				all = append(all, measured{p, u})
 			}
 		}
 	}
+	return all, running, failed, nil
+}
 
+// usageRequests bounds the requests for usage a scrape makes at once.
+const usageRequests = 8
+
+// summary is the kubelet's stats summary of node, made from the
+// provider's metrics API: CPU (a usage rate and the counter this book
+// keeps) and memory (working set) for every container of the node's
+// running pods that the provider measured, their pods' sums, and the
+// node's. It says how many namespaces could not be read.
+func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summary, int, error) {
+	var n corev1.Node
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		return nil, 0, err
+	}
+	all, running, failed, err := s.measure(ctx, node)
+	if err != nil {
+		return nil, 0, err
+	}
+	now := time.Now()
+	out := &statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: node, StartTime: n.CreationTimestamp}}
 	s.cpu.mu.Lock()
 	defer s.cpu.mu.Unlock()
 	// A node released meanwhile keeps no counters (forgetNode waits for
@@ -264,7 +295,12 @@ func (s *Server) serveStats(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	sum, failed, err := s.summary(ctx, node)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		status := http.StatusInternalServerError
+		var se *statusError
+		if errors.As(err, &se) {
+			status = se.code
+		}
+		http.Error(w, err.Error(), status)
 		return true
 	}
 	if p == "/stats/summary" {
