@@ -82,6 +82,7 @@ type Server struct {
 	mu    sync.Mutex
 	nodes map[string]*nodeEndpoint
 	cpu   cpuBook
+	slots chan struct{} // usageSlots
 }
 
 type nodeEndpoint struct {
@@ -331,17 +332,26 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, node string) (str
 		http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
 		return "", false
 	}
-	if err := s.authorize(ctx, r.Method, user, groups, node, nodeSubresources(r.URL.Path)...); err != nil {
+	if err := s.authorize(ctx, kubeletVerb(r.Method, r.URL.Path), user, groups, node, nodeSubresources(r.URL.Path)...); err != nil {
+		if errors.Is(err, errReview) {
+			ctrl.LoggerFrom(ctx).Info("Checking a caller failed", "node", node, "error", err.Error())
+			http.Error(w, errReview.Error(), http.StatusServiceUnavailable)
+			return "", false
+		}
 		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 		return "", false
 	}
 	return user, true
 }
 
+// errReview is an access review the API server did not answer: the caller
+// is told no more than that.
+var errReview = errors.New("could not check the caller with the API server; try again")
+
 // admitToken checks a bearer token's caller with the Reviewer (its
 // verdicts cached, reviews of unknown tokens rate-limited).
 func (s *Server) admitToken(w http.ResponseWriter, r *http.Request, node string) (string, bool) {
-	verb := httpVerbs[r.Method]
+	verb := kubeletVerb(r.Method, r.URL.Path)
 	if verb == "" {
 		http.Error(w, "Forbidden: method "+r.Method+" not allowed", http.StatusForbidden)
 		return "", false
@@ -359,7 +369,8 @@ func (s *Server) admitToken(w http.ResponseWriter, r *http.Request, node string)
 			http.Error(w, err.Error(), http.StatusTooManyRequests)
 			return "", false
 		case err != nil:
-			http.Error(w, "checking the caller with the API server: "+err.Error(), http.StatusServiceUnavailable)
+			ctrl.LoggerFrom(r.Context()).Info("Checking a caller failed", "node", node, "error", err.Error())
+			http.Error(w, errReview.Error(), http.StatusServiceUnavailable)
 			return "", false
 		case v.Status == http.StatusUnauthorized:
 			http.Error(w, "Unauthorized: the API server does not accept the bearer token", http.StatusUnauthorized)
@@ -374,11 +385,23 @@ func (s *Server) admitToken(w http.ResponseWriter, r *http.Request, node string)
 	return "", false
 }
 
-// httpVerbs are the authorization verbs of the HTTP methods, as a
-// kubelet maps them.
-var httpVerbs = map[string]string{
-	http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create",
-	http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
+// kubeletVerb is the authorization verb of a request for p: that of its
+// HTTP method, as a kubelet maps them ("" for a method it refuses), but
+// always create for the paths that run something in a container (exec,
+// attach, port-forward). A kubelet asks get for their WebSocket form (a
+// GET), so that get on nodes/proxy, which monitoring is often granted,
+// would open a shell in every pod of the node; the API server asks
+// create of pods/exec whatever the form, and so does this.
+func kubeletVerb(method, p string) string {
+	verb := map[string]string{
+		http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create",
+		http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
+	}[method]
+	first := strings.SplitN(strings.TrimPrefix(path.Clean("/"+p), "/"), "/", 2)[0]
+	if verb != "" && (first == "exec" || first == "attach" || first == "portForward" || first == "run") {
+		return "create"
+	}
+	return verb
 }
 
 // authenticate checks the client certificate against the API server's
@@ -433,11 +456,11 @@ func nodeSubresources(p string) []string {
 
 // authorize asks the API server whether user may use the kubelet API of
 // node, as a kubelet in Webhook authorization mode does: one of the node
-// subresources (nodeSubresources), with the verb of the HTTP method.
-func (s *Server) authorize(ctx context.Context, method, user string, groups []string, node string, subresources ...string) error {
-	verb := httpVerbs[method]
+// subresources (nodeSubresources), with verb (kubeletVerb). An error
+// wrapping errReview is the API server's failure to answer.
+func (s *Server) authorize(ctx context.Context, verb, user string, groups []string, node string, subresources ...string) error {
 	if verb == "" {
-		return fmt.Errorf("method %s not allowed", method)
+		return errors.New("method not allowed")
 	}
 	var refused []string
 	for _, sub := range subresources {
@@ -446,7 +469,7 @@ func (s *Server) authorize(ctx context.Context, method, user string, groups []st
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: sub, Name: node},
 		}}
 		if err := s.Client.Create(ctx, sar); err != nil {
-			return fmt.Errorf("asking the API server: %w", err)
+			return fmt.Errorf("%w: %w", errReview, err)
 		}
 		if sar.Status.Allowed {
 			return nil

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"net/http"
 	"net/url"
 	"reflect"
 	"testing"
@@ -105,5 +106,29 @@ func TestNodeSubresources(t *testing.T) {
 	}
 	if podsByNodeField != node.PodsByNodeField {
 		t.Errorf("the pods-by-node index is %q here and %q where it is made", podsByNodeField, node.PodsByNodeField)
+	}
+}
+
+// TestKubeletVerb: the verb of a request is its method's, as a kubelet
+// maps them, except that running something in a container (exec,
+// attach, port-forward, in their WebSocket form a GET too) always asks
+// create: get on nodes/proxy opens no shell.
+func TestKubeletVerb(t *testing.T) {
+	for _, tc := range []struct{ method, path, want string }{
+		{http.MethodGet, "/stats/summary", "get"},
+		{http.MethodHead, "/healthz", "get"},
+		{http.MethodGet, "/containerLogs/ns/pod/app", "get"},
+		{http.MethodGet, "/exec/ns/pod/app", "create"},
+		{http.MethodPost, "/exec/ns/pod/app", "create"},
+		{http.MethodGet, "/attach/ns/pod/uid/app", "create"},
+		{http.MethodGet, "/portForward/ns/pod", "create"},
+		{http.MethodGet, "/pods/../exec/ns/pod/app", "create"},
+		{http.MethodGet, "/run/ns/pod/app", "create"},
+		{http.MethodDelete, "/pods", "delete"},
+		{"CONNECT", "/exec/ns/pod/app", ""},
+	} {
+		if got := kubeletVerb(tc.method, tc.path); got != tc.want {
+			t.Errorf("kubeletVerb(%s, %q) = %q, want %q", tc.method, tc.path, got, tc.want)
+		}
 	}
 }

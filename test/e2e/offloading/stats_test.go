@@ -46,9 +46,8 @@ func metricsAPI(t *testing.T, m *playground.Member) {
 // namespace, made until the test ends.
 func serviceAccountToken(t *testing.T, m *playground.Member, name string) string {
 	t.Helper()
-	token := framework.ServiceAccountToken(t, m.Cluster, name, "")
 	framework.DeleteOnCleanup(t, framework.Client(t, m), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: name}})
-	return token
+	return framework.ServiceAccountToken(t, m.Cluster, name, "")
 }
 
 // podMetrics writes, in m, what the metrics API says pod in ns uses.
@@ -198,6 +197,23 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 		})
 		if code, body := kubeletGetWithToken(t, token, base+"/stats/summary"); code != http.StatusForbidden || !strings.Contains(body, "nodes/stats") {
 			t.Errorf("/stats/summary with a token allowed nodes/metrics alone: %d %q, want 403 naming nodes/stats", code, body)
+		}
+		// get on nodes/proxy reads the node's pods, and opens no shell,
+		// whatever the form of the exec (its WebSocket form is a GET).
+		const proxyGetter = "liqo-e2e-kubelet-proxy-getter"
+		grantUser(t, cl, proxyGetter, "system:serviceaccount:"+install.DefaultNamespace+":"+proxyGetter,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}})
+		getter := serviceAccountToken(t, a, proxyGetter)
+		framework.Eventually(t, 30*time.Second, func() error {
+			if code, body := kubeletGetWithToken(t, getter, base+"/pods"); code != http.StatusOK {
+				return fmt.Errorf("/pods with a token allowed get on nodes/proxy: %d %q", code, body)
+			}
+			return nil
+		})
+		for _, p := range []string{"/exec/" + ns + "/measured/app?command=id&output=1", "/attach/" + ns + "/measured/app?output=1", "/portForward/" + ns + "/measured"} {
+			if code, body := kubeletGetWithToken(t, getter, base+p); code != http.StatusForbidden || !strings.Contains(body, "create") {
+				t.Errorf("GET %s with a token allowed get on nodes/proxy: %d %q, want 403 naming create", p, code, body)
+			}
 		}
 		stranger := serviceAccountToken(t, a, "liqo-e2e-kubelet-stranger")
 		if code, body := kubeletGetWithToken(t, stranger, base+"/metrics/resource"); code != http.StatusForbidden {
