@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
@@ -129,9 +130,12 @@ func (s *Server) measure(ctx context.Context, node string) ([]measured, map[stri
 		}
 	}
 	// One request per namespace, a few at once: a scrape of a node with
-	// many namespaces must end within metrics-server's timeout.
+	// many namespaces must end within metrics-server's timeout. The bound
+	// is the server's, across scrapes and nodes: each answer a provider
+	// sends may fill its whole size limit in memory.
 	usages := make([]map[string]provider.PodUsage, len(namespaces))
 	errs := make([]error, len(namespaces))
+	slots := s.usageSlots()
 	var g errgroup.Group
 	g.SetLimit(usageRequests)
 	for i, remote := range remotes {
@@ -139,6 +143,13 @@ func (s *Server) measure(ctx context.Context, node string) ([]measured, map[stri
 			continue
 		}
 		g.Go(func() error {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return nil
+			}
 			usages[i], errs[i] = s.Usage.PodUsage(ctx, providerID, remote)
 			return nil
 		})
@@ -164,8 +175,18 @@ func (s *Server) measure(ctx context.Context, node string) ([]measured, map[stri
 	return all, running, failed, nil
 }
 
-// usageRequests bounds the requests for usage a scrape makes at once.
+// usageRequests bounds the requests for usage the server makes at once.
 const usageRequests = 8
+
+// usageSlots is the server's semaphore of usage requests.
+func (s *Server) usageSlots() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slots == nil {
+		s.slots = make(chan struct{}, usageRequests)
+	}
+	return s.slots
+}
 
 // summary is the kubelet's stats summary of node, made from the
 // provider's metrics API: CPU (a usage rate and the counter this book
@@ -175,6 +196,9 @@ const usageRequests = 8
 func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summary, int, error) {
 	var n corev1.Node
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, 0, notFound("node %s not found", node)
+		}
 		return nil, 0, err
 	}
 	all, running, failed, err := s.measure(ctx, node)
@@ -191,7 +215,7 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 	_, open := s.nodes[node]
 	s.mu.Unlock()
 	if !open {
-		return nil, 0, fmt.Errorf("the kubelet API of node %s is closed", node)
+		return nil, 0, notFound("the kubelet API of node %s is closed", node)
 	}
 	if s.cpu.containers == nil {
 		s.cpu.containers, s.cpu.nodes = map[containerKey]*cpuCounter{}, map[string]*cpuCounter{}
