@@ -98,13 +98,14 @@ func NewReviewer(c client.Client) *Reviewer {
 	return &Reviewer{client: c, reviews: rate.NewLimiter(reviewRate, reviewBurst), verdicts: map[verdictKey]cached{}}
 }
 
-// Token returns the bearer token of r, or "".
+// Token returns the bearer token of r, or "". The scheme is
+// case-insensitive (RFC 9110), as the API server reads it.
 func Token(r *http.Request) string {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), bearerPrefix)
-	if !ok {
+	h := r.Header.Get("Authorization")
+	if len(h) <= len(bearerPrefix) || !strings.EqualFold(h[:len(bearerPrefix)], bearerPrefix) {
 		return ""
 	}
-	return token
+	return strings.TrimSpace(h[len(bearerPrefix):])
 }
 
 // Check returns the verdict on the caller of r asking for attrs. An

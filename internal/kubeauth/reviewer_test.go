@@ -100,3 +100,25 @@ func TestReviewer(t *testing.T) {
 		t.Errorf("%d TokenReviews, want 2", tokenReviews)
 	}
 }
+
+// TestToken: the bearer scheme is read in any case, as the API server
+// reads it; anything else is no token.
+func TestToken(t *testing.T) {
+	for header, want := range map[string]string{
+		"Bearer abc":  "abc",
+		"bearer abc":  "abc",
+		"BEARER  abc": "abc",
+		"Bearer ":     "",
+		"Basic abc":   "",
+		"Bearerabc":   "",
+		"":            "",
+	} {
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil)
+		if header != "" {
+			r.Header.Set("Authorization", header)
+		}
+		if got := kubeauth.Token(r); got != want {
+			t.Errorf("Token(%q) = %q, want %q", header, got, want)
+		}
+	}
+}
