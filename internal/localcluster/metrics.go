@@ -227,6 +227,10 @@ func (c *Cluster) StopMetricsServer(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	// The process first: it needs its rights until it ends.
+	if c.process(MetricsServer) != nil {
+		errs = append(errs, c.StopProcess(MetricsServer))
+	}
 	if err := cs.Discovery().RESTClient().Delete().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices", metricsAPIService).Do(ctx).Error(); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("deleting APIService %s: %w", metricsAPIService, err))
 	}
@@ -246,9 +250,6 @@ func (c *Cluster) StopMetricsServer(ctx context.Context) error {
 	}
 	if err := cs.RbacV1().ClusterRoles().Delete(ctx, metricsServerRole, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("deleting ClusterRole %s: %w", metricsServerRole, err))
-	}
-	if c.process(MetricsServer) != nil {
-		errs = append(errs, c.StopProcess(MetricsServer))
 	}
 	return errors.Join(errs...)
 }
