@@ -393,15 +393,24 @@ func (s *Server) admitToken(w http.ResponseWriter, r *http.Request, node string)
 // would open a shell in every pod of the node; the API server asks
 // create of pods/exec whatever the form, and so does this.
 func kubeletVerb(method, p string) string {
-	verb := map[string]string{
-		http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create",
-		http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
-	}[method]
-	first := strings.SplitN(strings.TrimPrefix(path.Clean("/"+p), "/"), "/", 2)[0]
-	if verb != "" && (first == "exec" || first == "attach" || first == "portForward" || first == "run") {
+	verb := methodVerbs[method]
+	if first := firstSegment(p); verb != "" && (first == "exec" || first == "attach" || first == "portForward" || first == "run") {
 		return "create"
 	}
 	return verb
+}
+
+// methodVerbs are the authorization verbs of the HTTP methods, as a
+// kubelet maps them.
+var methodVerbs = map[string]string{
+	http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create",
+	http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
+}
+
+// firstSegment is the first segment of the cleaned path p: what a
+// kubelet routes and authorizes it by.
+func firstSegment(p string) string {
+	return strings.SplitN(strings.TrimPrefix(path.Clean("/"+p), "/"), "/", 2)[0]
 }
 
 // authenticate checks the client certificate against the API server's
@@ -436,8 +445,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (string, []s
 // path, as a kubelet maps them (with fine-grained authorization): the
 // first that the caller holds lets it in; nodes/proxy allows every path.
 func nodeSubresources(p string) []string {
-	first := strings.SplitN(strings.TrimPrefix(path.Clean("/"+p), "/"), "/", 2)[0]
-	switch first {
+	switch firstSegment(p) {
 	case "stats":
 		return []string{"stats"}
 	case "metrics":
@@ -564,7 +572,7 @@ func (s *Server) resolve(ctx context.Context, nodeName string, req kubeletReques
 	if pod.Spec.NodeName != nodeName {
 		return nil, notFound("pod %s/%s is not on node %s", req.namespace, req.pod, nodeName)
 	}
-	provider, err := s.providerOf(ctx, nodeName)
+	_, provider, err := s.providerOf(ctx, nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -582,21 +590,21 @@ func (s *Server) resolve(ctx context.Context, nodeName string, req kubeletReques
 	return &kubeletTarget{provider: provider, namespace: remoteNS, host: host, transport: transport}, nil
 }
 
-// providerOf returns the provider behind virtual node name; a node that
-// is missing or not virtual is a 404.
-func (s *Server) providerOf(ctx context.Context, name string) (string, error) {
+// providerOf returns virtual node name and the provider behind it; a
+// node that is missing or not virtual is a 404.
+func (s *Server) providerOf(ctx context.Context, name string) (*corev1.Node, string, error) {
 	var node corev1.Node
 	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", notFound("node %s not found", name)
+			return nil, "", notFound("node %s not found", name)
 		}
-		return "", err
+		return nil, "", err
 	}
 	provider := node.Labels[offloadingv1alpha1.RemoteClusterLabel]
 	if !sharing.IsVirtual(&node) || provider == "" {
-		return "", notFound("node %s is not a virtual node", name)
+		return nil, "", notFound("node %s is not a virtual node", name)
 	}
-	return provider, nil
+	return &node, provider, nil
 }
 
 // remoteNamespace returns the namespace ns maps to in provider, and

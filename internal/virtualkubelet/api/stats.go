@@ -19,7 +19,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
@@ -93,15 +92,11 @@ type measured struct {
 	usage provider.PodUsage
 }
 
-// measure reads, from the provider behind virtual node node, what the
-// node's running pods use: those it measured, the UIDs of every running
-// pod (whose counters are kept), and how many namespaces could not be
-// read.
-func (s *Server) measure(ctx context.Context, node string) ([]measured, map[string]bool, int, error) {
-	providerID, err := s.providerOf(ctx, node)
-	if err != nil {
-		return nil, nil, 0, err
-	}
+// measure reads, from providerID, the provider behind virtual node node,
+// what the node's running pods use: those it measured, the UIDs of every
+// running pod (whose counters are kept), and how many namespaces could
+// not be read.
+func (s *Server) measure(ctx context.Context, node, providerID string) ([]measured, map[string]bool, int, error) {
 	var pods corev1.PodList
 	if err := s.Client.List(ctx, &pods, client.MatchingFields{podsByNodeField: node}); err != nil {
 		return nil, nil, 0, err
@@ -194,14 +189,11 @@ func (s *Server) usageSlots() chan struct{} {
 // running pods that the provider measured, their pods' sums, and the
 // node's. It says how many namespaces could not be read.
 func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summary, int, error) {
-	var n corev1.Node
-	if err := s.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, 0, notFound("node %s not found", node)
-		}
+	n, providerID, err := s.providerOf(ctx, node)
+	if err != nil {
 		return nil, 0, err
 	}
-	all, running, failed, err := s.measure(ctx, node)
+	all, running, failed, err := s.measure(ctx, node, providerID)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -91,9 +91,8 @@ func (e *realEnv) topThroughMetricsServer(pod *corev1.Pod, image string) {
 		if !t.Failed() {
 			return
 		}
-		if out, err := framework.KubectlAt(t, e.provider.KubeconfigPath, "", "get", "--raw", "/apis/metrics.k8s.io/v1beta1/pods"); true {
-			t.Logf("provider: the metrics API's pods: %v\n%s", err, out)
-		}
+		out, err := framework.KubectlAt(t, e.provider.KubeconfigPath, "", "get", "--raw", "/apis/metrics.k8s.io/v1beta1/pods")
+		t.Logf("provider: the metrics API's pods: %v\n%s", err, out)
 		for _, path := range []string{"/api/v1/nodes/" + vnode.Name + "/proxy/metrics/resource", "/apis/metrics.k8s.io/v1beta1/nodes"} {
 			out, err := framework.KubectlAt(t, e.consumer.KubeconfigPath, "", "get", "--raw", path)
 			t.Logf("consumer: %s: %v\n%s", path, err, out)
