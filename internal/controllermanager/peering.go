@@ -121,6 +121,9 @@ func setupOffloading(ctx context.Context, mgr ctrl.Manager, direct client.Client
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
 		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
+	mgr.GetWebhookServer().Register(offloading.ValidateEndpointSlicePath, &admission.Webhook{
+		Handler: &offloading.EndpointSliceValidator{Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())},
+	})
 	// The controller manager binds itself, in each namespace it offloads,
 	// the right to request that namespace's service account tokens.
 	self, err := identity.WhoAmI(ctx, mgr.GetConfig())

@@ -15,6 +15,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,12 +46,16 @@ const (
 	// PodWebhookConfigurationName is the MutatingWebhookConfiguration that
 	// lets the pods of offloaded namespaces onto virtual nodes.
 	PodWebhookConfigurationName = "liqo-pods"
+	// EndpointSliceWebhookConfigurationName is the
+	// ValidatingWebhookConfiguration that bounds the addresses of the
+	// EndpointSlices consumers write here.
+	EndpointSliceWebhookConfigurationName = "liqo-offloaded-endpointslices"
 )
 
 // The controller manager reads and changes its own webhook configurations
 // alone, by name; creating one cannot be limited to a name.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=create
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=liqo-peeringrequests,verbs=get;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=liqo-peeringrequests;liqo-offloaded-endpointslices,verbs=get;update;patch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=liqo-pods,verbs=get;update;patch
 
 // webhookSetup is what the manager needs to serve the webhooks.
@@ -205,6 +210,9 @@ func (w *webhookRegistrar) ensure(ctx context.Context) error {
 	if err := w.ensurePods(ctx); err != nil {
 		return fmt.Errorf("registering the pod webhook: %w", err)
 	}
+	if err := w.ensureEndpointSlices(ctx); err != nil {
+		return fmt.Errorf("registering the EndpointSlice webhook: %w", err)
+	}
 	return w.ensureVirtualNodePolicy(ctx)
 }
 
@@ -273,6 +281,48 @@ func (w *webhookRegistrar) ensurePods(ctx context.Context) error {
 			}
 		}
 		mwc.Webhooks = want
+		return nil
+	})
+	return err
+}
+
+// endpointSliceWebhookCondition: the webhook sees the writes of the
+// consumers' virtual kubelets alone.
+var endpointSliceWebhookCondition = "request.userInfo.username.startsWith('" + identity.VirtualKubeletUserPrefix + "')"
+
+// ensureEndpointSlices registers the EndpointSlice webhook: what a
+// consumer's virtual kubelet writes is checked against this cluster's
+// own view of that consumer's addresses; while this controller manager
+// is down no such write passes (failure policy Fail; the virtual kubelet
+// retries), and nobody else's goes through it.
+func (w *webhookRegistrar) ensureEndpointSlices(ctx context.Context) error {
+	cc := clientConfig(w.base, offloading.ValidateEndpointSlicePath, w.caBundle)
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: EndpointSliceWebhookConfigurationName}}
+	want := admissionregistrationv1.ValidatingWebhook{
+		Name:         "endpointslices.offloading.liqo.io",
+		ClientConfig: cc,
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{discoveryv1.GroupName}, APIVersions: []string{"v1"},
+				Resources: []string{"endpointslices"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		}},
+		MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "virtual-kubelet", Expression: endpointSliceWebhookCondition}},
+		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		AdmissionReviewVersions: []string{"v1"},
+		TimeoutSeconds:          ptr.To(int32(5)),
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+	}
+	_, err := controllerutil.CreateOrUpdate(ctx, w.client, vwc, func() error {
+		vwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
+		if len(vwc.Webhooks) == 1 && vwc.Webhooks[0].Name == want.Name && equality.Semantic.DeepEqual(vwc.Webhooks[0].ClientConfig, cc) &&
+			equality.Semantic.DeepEqual(vwc.Webhooks[0].Rules, want.Rules) && ptr.Deref(vwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail &&
+			equality.Semantic.DeepEqual(vwc.Webhooks[0].MatchConditions, want.MatchConditions) {
+			return nil // keep server-side defaults (namespaceSelector, ...) untouched
+		}
+		vwc.Webhooks = []admissionregistrationv1.ValidatingWebhook{want}
 		return nil
 	})
 	return err

@@ -389,6 +389,29 @@ func ensureTunnel(t *testing.T, c client.Client) {
 	}
 }
 
+// sliceCopied waits for the provider copy of slice to list the addresses
+// want, with slice's service name and ports, managed by the virtual
+// kubelet.
+func (w *reflectorWorld) sliceCopied(t *testing.T, slice *discoveryv1.EndpointSlice, want ...string) {
+	t.Helper()
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		obj := w.mem.Object(testProvider, provider.EndpointSlices, w.remoteNS, slice.Name)
+		if obj == nil {
+			return fmt.Errorf("no copy of the slice in %s", w.remoteNS)
+		}
+		es := obj.(*discoveryv1.EndpointSlice)
+		var got []string
+		for _, ep := range es.Endpoints {
+			got = append(got, ep.Addresses...)
+		}
+		if !slices.Equal(got, want) || es.Labels[discoveryv1.LabelManagedBy] != objects.EndpointSliceManager ||
+			es.Labels[discoveryv1.LabelServiceName] != slice.Labels[discoveryv1.LabelServiceName] || !equality.Semantic.DeepEqual(es.Ports, slice.Ports) {
+			return fmt.Errorf("the copy: addresses %v, labels %v, ports %+v; want addresses %v", got, es.Labels, es.Ports, want)
+		}
+		return nil
+	})
+}
+
 // TestEndpointSlicesReflected: the endpoints a Service has in this
 // cluster reach the provider at the addresses the provider reaches them
 // at; those on a virtual node (the provider's own pods, or another
@@ -414,25 +437,7 @@ func TestEndpointSlicesReflected(t *testing.T) {
 	if err := w.c.Create(ctx, slice); err != nil {
 		t.Fatal(err)
 	}
-	copied := func(want ...string) {
-		t.Helper()
-		envtest.Eventually(t, 10*time.Second, func(context.Context) error {
-			obj := w.mem.Object(testProvider, provider.EndpointSlices, w.remoteNS, slice.Name)
-			if obj == nil {
-				return fmt.Errorf("no copy of the slice in %s", w.remoteNS)
-			}
-			es := obj.(*discoveryv1.EndpointSlice)
-			var got []string
-			for _, ep := range es.Endpoints {
-				got = append(got, ep.Addresses...)
-			}
-			if !slices.Equal(got, want) || es.Labels[discoveryv1.LabelManagedBy] != objects.EndpointSliceManager ||
-				es.Labels[discoveryv1.LabelServiceName] != "web" || len(es.Ports) != 1 || *es.Ports[0].Port != 8080 {
-				return fmt.Errorf("the copy: addresses %v, labels %v, ports %+v; want addresses %v", got, es.Labels, es.Ports, want)
-			}
-			return nil
-		})
-	}
+	copied := func(want ...string) { t.Helper(); w.sliceCopied(t, slice, want...) }
 	copied("10.8.0.5")
 	// The provider's EndpointSlice controller makes slices of its own for
 	// the Service's copy, with the copy's labels (the origin label too):
@@ -469,6 +474,39 @@ func TestEndpointSlicesReflected(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestHandMadeEndpointSlicesReflected: a slice made by hand for a
+// Service without a selector (the conformance suite's, a user's) reaches
+// the provider with this cluster's own addresses as the provider reaches
+// them, and the namespace's pods the provider runs at the provider's own
+// addresses, as soon as they have one; any other address stays here.
+func TestHandMadeEndpointSlicesReflected(t *testing.T) {
+	w := startReflectors(t)
+	ensureTunnel(t, w.c)
+	ctx := t.Context()
+	backend := w.offloadedPod(t, "backend")
+	w.remotePod(t, backend.Name, nil)
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "custom-1", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "custom", discoveryv1.LabelManagedBy: "e2e-test" + w.localNS,
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("port80"), Port: ptr.To[int32](8090)}},
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.51.0.20"}}, // the backend's, once it runs
+			{Addresses: []string{"10.100.0.6"}}, // a pod of this cluster
+			{Addresses: []string{"10.51.0.99"}}, // the provider's range as seen here, no pod of the namespace
+			{Addresses: []string{"192.168.1.1"}},
+		},
+	}
+	if err := w.c.Create(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	w.sliceCopied(t, slice, "10.8.0.6")
+	// The backend runs: its address there joins the copy.
+	w.running(t, backend.Name, "10.201.0.20")
+	w.sliceCopied(t, slice, "10.201.0.20", "10.8.0.6")
 }
 
 // TestPodDriftIsCorrected: a provider pod whose labels or image someone in

@@ -77,6 +77,10 @@ type destination struct {
 	// virtual says whether the node named is a virtual node: its pods run
 	// in providers, and their endpoints are the providers' own.
 	virtual func(node string) bool
+	// offloaded shows the address this cluster shows for one of the
+	// namespace's pods that the provider runs as the provider has it;
+	// false for any other address (of EndpointSlices made by hand).
+	offloaded func(netip.Addr) (netip.Addr, bool)
 	// orchestrator says whether the provider moves the namespace's pods
 	// on in turn (a broker): PodDisruptionBudgets go there alone.
 	orchestrator bool
@@ -215,21 +219,32 @@ func askedClusterIP(svc *corev1.Service) string {
 // of the EndpointSlices the virtual kubelet writes in providers.
 const EndpointSliceManager = provider.EndpointSliceManager
 
-// forgeEndpointSlice copies a slice the consumer's EndpointSlice controller
-// made for a Service: its endpoints that run in the consumer (not on a
-// virtual node), at the addresses the provider reaches them at, so that
-// the provider's pods reach them through the reflected Service. Nothing is
-// copied while the network has no agreement with the provider, nor an
-// endpoint whose address cannot be shown to it.
+// endpointSliceController is the managed-by value of the slices the
+// EndpointSlice controller makes for the Services with a selector.
+const endpointSliceController = "endpointslice-controller.k8s.io"
+
+// forgeEndpointSlice copies a slice of a Service: its endpoints at the
+// addresses the provider reaches them at, so that the provider's pods
+// reach them through the reflected Service. Of a slice the
+// consumer's EndpointSlice controller made, the endpoints that run in
+// the consumer (not on a virtual node: the provider's own controller
+// lists the pods it runs). Of a slice made by hand (for a Service
+// without a selector, by a user or another controller), every address
+// the provider can reach: the consumer's own, and those of the pods of
+// the namespace the provider runs, at the provider's own addresses.
+// Nothing is copied while the network has no agreement with the
+// provider, nor an endpoint whose address cannot be shown to it.
 func forgeEndpointSlice(o client.Object, to destination) client.Object {
 	es := o.(*discoveryv1.EndpointSlice)
-	if es.Labels[discoveryv1.LabelManagedBy] != "endpointslice-controller.k8s.io" || es.Labels[discoveryv1.LabelServiceName] == "" ||
+	manager := es.Labels[discoveryv1.LabelManagedBy]
+	byHand := manager != endpointSliceController
+	if manager == EndpointSliceManager || es.Labels[discoveryv1.LabelServiceName] == "" ||
 		es.AddressType != discoveryv1.AddressTypeIPv4 || to.toProvider == nil {
 		return nil
 	}
 	var endpoints []discoveryv1.Endpoint
 	for _, ep := range es.Endpoints {
-		if ep.NodeName != nil && to.virtual != nil && to.virtual(*ep.NodeName) {
+		if !byHand && ep.NodeName != nil && to.virtual != nil && to.virtual(*ep.NodeName) {
 			continue
 		}
 		var addrs []string
@@ -237,6 +252,12 @@ func forgeEndpointSlice(o client.Object, to destination) client.Object {
 			ip, err := netip.ParseAddr(a)
 			if err != nil {
 				continue
+			}
+			if byHand && to.offloaded != nil {
+				if theirs, ok := to.offloaded(ip); ok {
+					addrs = append(addrs, theirs.String())
+					continue
+				}
 			}
 			if seen, ok := to.toProvider(ip); ok {
 				addrs = append(addrs, seen.String())
@@ -406,6 +427,63 @@ func (r *Reflector) destination(ctx context.Context, providerID, namespace strin
 	return d
 }
 
+// offloadedPod is a pod of a namespace bound to a provider's virtual node.
+type offloadedPod struct{ name, provider string }
+
+// offloadedPods are the pods of namespace that run in providers, by the
+// addresses this cluster shows for them.
+func (r *Reflector) offloadedPods(ctx context.Context, namespace string) (map[netip.Addr]offloadedPod, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	out := map[netip.Addr]offloadedPod{}
+	providers := map[string]string{} // by node name; "" for a node that is not virtual
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if pod.Spec.NodeName == "" || len(pod.Status.PodIPs) == 0 {
+			continue
+		}
+		p, ok := providers[pod.Spec.NodeName]
+		if !ok {
+			var n corev1.Node
+			switch err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &n); {
+			case err == nil && offloadingv1alpha1.IsVirtualNode(n.Labels):
+				p = n.Labels[offloadingv1alpha1.RemoteClusterLabel]
+			case client.IgnoreNotFound(err) != nil:
+				return nil, err
+			}
+			providers[pod.Spec.NodeName] = p
+		}
+		if p == "" {
+			continue
+		}
+		for _, ip := range pod.Status.PodIPs {
+			if addr, err := netip.ParseAddr(ip.IP); err == nil {
+				out[addr] = offloadedPod{name: pod.Name, provider: p}
+			}
+		}
+	}
+	return out, nil
+}
+
+// theirAddress is a destination's offloaded for the provider of pns:
+// the address its copy of the pod has there.
+func theirAddress(pods map[netip.Addr]offloadedPod, pns provider.Namespace) func(netip.Addr) (netip.Addr, bool) {
+	return func(addr netip.Addr) (netip.Addr, bool) {
+		p, ok := pods[addr]
+		if !ok || p.provider != pns.Provider() {
+			return netip.Addr{}, false
+		}
+		remote, ok := pns.Get(provider.Pods, p.name).(*corev1.Pod)
+		if !ok {
+			return netip.Addr{}, false
+		}
+		ip, err := netip.ParseAddr(remote.Status.PodIP)
+		return ip, err == nil
+	}
+}
+
 // countPods counts, for a budget going to providerID, the pods of
 // namespace its selector selects: those on providerID's virtual nodes,
 // and the healthy ones elsewhere. It fails rather than count short: a
@@ -482,6 +560,14 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		}
 	}
 	exists = exists && used
+	// A slice made by hand may list the namespace's pods the providers
+	// run, at the addresses this cluster shows for them.
+	var offloaded map[netip.Addr]offloadedPod
+	if es, ok := local.(*discoveryv1.EndpointSlice); ok && exists && es.Labels[discoveryv1.LabelManagedBy] != endpointSliceController {
+		if offloaded, err = r.offloadedPods(ctx, req.Namespace); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	var errs []error
 	// retry: a view has not listed the provider's objects yet; watching:
 	// the providers whose view has not yet listed an on-demand kind (which
@@ -504,6 +590,9 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		}
 		reached[st.ClusterID] = true
 		to := r.destination(ctx, st.ClusterID, st.Namespace)
+		if offloaded != nil {
+			to.offloaded = theirAddress(offloaded, pns)
+		}
 		if to.orchestrator && !pns.Watch(r.kind.name) {
 			watching = append(watching, st.ClusterID)
 			continue
@@ -742,6 +831,25 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			return reqs
 		})
 		b = b.Watches(&netv1alpha1.TunnelEndpoint{}, remapped, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		// A pod that gets, changes or loses its address or node: the
+		// slices made by hand in its namespace may list it.
+		byHand := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var list discoveryv1.EndpointSliceList
+			if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+				return nil
+			}
+			var reqs []reconcile.Request
+			for i := range list.Items {
+				if m := list.Items[i].Labels[discoveryv1.LabelManagedBy]; m != endpointSliceController && m != EndpointSliceManager {
+					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				}
+			}
+			return reqs
+		})
+		b = b.Watches(&corev1.Pod{}, byHand, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			before, after := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+			return before.Spec.NodeName != after.Spec.NodeName || !equality.Semantic.DeepEqual(before.Status.PodIPs, after.Status.PodIPs)
+		}}))
 	}
 	if r.kind.name == provider.PodDisruptionBudgets && r.Orchestrator != nil {
 		// A provider that starts or stops moving pods on: every budget

@@ -4,14 +4,18 @@ package objects
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestPodSecretNames(t *testing.T) {
@@ -69,5 +73,77 @@ func TestLetProviderChoose(t *testing.T) {
 		if got := letProviderChoose(t.Context(), svc, tc.err, "p"); got != tc.want || (svc.Spec.ClusterIP == "") != tc.want {
 			t.Errorf("%s: write again %v with cluster IP %q, want %v", tc.name, got, svc.Spec.ClusterIP, tc.want)
 		}
+	}
+}
+
+// TestForgeEndpointSlice: of a slice the EndpointSlice controller made,
+// the endpoints on virtual nodes stay here (the provider's controller
+// lists its own pods); of a slice made by hand, a pod the provider runs
+// goes at the provider's address, whatever node the slice names, and
+// another provider's pod, or an address nobody shows the provider, stays.
+// The virtual kubelet's own copies (a consumer's, in a broker) are not
+// copied on.
+func TestForgeEndpointSlice(t *testing.T) {
+	to := destination{
+		namespace: "there", consumerID: "consumer",
+		toProvider: func(a netip.Addr) (netip.Addr, bool) {
+			if a == netip.MustParseAddr("10.100.0.6") {
+				return netip.MustParseAddr("10.8.0.6"), true
+			}
+			return netip.Addr{}, false
+		},
+		virtual: func(node string) bool { return node == "liqo-provider" },
+		offloaded: func(a netip.Addr) (netip.Addr, bool) {
+			if a == netip.MustParseAddr("10.51.0.20") {
+				return netip.MustParseAddr("10.201.0.20"), true
+			}
+			return netip.Addr{}, false
+		},
+	}
+	slice := func(manager string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "here", Name: "s", Labels: map[string]string{
+				discoveryv1.LabelServiceName: "svc", discoveryv1.LabelManagedBy: manager,
+			}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{
+				{Addresses: []string{"10.51.0.20"}, NodeName: ptr.To("liqo-provider")},
+				{Addresses: []string{"10.100.0.6"}, NodeName: ptr.To("real")},
+				{Addresses: []string{"10.51.0.21"}}, // another provider's pod, or none
+				{Addresses: []string{"not-an-ip"}},
+			},
+		}
+	}
+	addresses := func(o client.Object) []string {
+		if o == nil {
+			return nil
+		}
+		var out []string
+		for _, ep := range o.(*discoveryv1.EndpointSlice).Endpoints {
+			out = append(out, ep.Addresses...)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		manager string
+		want    []string
+	}{
+		{endpointSliceController, []string{"10.8.0.6"}},
+		{"e2e-testns", []string{"10.201.0.20", "10.8.0.6"}},
+		{"", []string{"10.201.0.20", "10.8.0.6"}},
+		{"endpointslicemirroring-controller.k8s.io", []string{"10.201.0.20", "10.8.0.6"}},
+		{EndpointSliceManager, nil},
+	} {
+		got := forgeEndpointSlice(slice(tc.manager), to)
+		if !slices.Equal(addresses(got), tc.want) {
+			t.Errorf("managed by %q: copied %v, want %v", tc.manager, addresses(got), tc.want)
+		}
+		if got != nil && (got.GetNamespace() != "there" || got.GetLabels()[discoveryv1.LabelManagedBy] != EndpointSliceManager) {
+			t.Errorf("managed by %q: the copy is in %q, managed by %q", tc.manager, got.GetNamespace(), got.GetLabels()[discoveryv1.LabelManagedBy])
+		}
+	}
+	// Without a network agreement, nothing.
+	if got := forgeEndpointSlice(slice("e2e-testns"), destination{namespace: "there"}); got != nil {
+		t.Errorf("without an agreement: copied %v", addresses(got))
 	}
 }
