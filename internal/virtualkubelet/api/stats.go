@@ -132,7 +132,7 @@ func (s *Server) measure(ctx context.Context, node, providerID string) ([]measur
 	errs := make([]error, len(namespaces))
 	slots := s.usageSlots()
 	var g errgroup.Group
-	g.SetLimit(usageRequests)
+	g.SetLimit(usageRequests) // this scrape's goroutines; slots bound the requests of all
 	for i, remote := range remotes {
 		if remote == "" {
 			continue
@@ -302,11 +302,11 @@ func (b *cpuBook) forgetNode(node string) {
 	delete(b.nodes, node)
 }
 
-// serveStats answers /stats/summary and /metrics/resource, and says
-// whether the path was one of them.
+// serveStats answers /stats/summary, /metrics/resource and
+// /metrics/cadvisor, and says whether the path was one of them.
 func (s *Server) serveStats(ctx context.Context, w http.ResponseWriter, r *http.Request, node string) bool {
 	p := path.Clean("/" + r.URL.Path)
-	if (p != "/stats/summary" && p != "/metrics/resource") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+	if (p != "/stats/summary" && p != "/metrics/resource" && p != "/metrics/cadvisor") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		return false
 	}
 	sum, failed, err := s.summary(ctx, node)
@@ -326,38 +326,62 @@ func (s *Server) serveStats(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		return true
 	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	if p == "/metrics/cadvisor" {
+		var pods corev1.PodList
+		if err := s.Client.List(ctx, &pods, client.MatchingFields{podsByNodeField: node}); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return true
+		}
+		byName := make(map[string]*corev1.Pod, len(pods.Items))
+		for i := range pods.Items {
+			byName[pods.Items[i].Namespace+"/"+pods.Items[i].Name] = &pods.Items[i]
+		}
+		w.Header().Set("Content-Type", promContentType)
+		_ = writeCadvisorMetrics(w, sum, byName)
+		return true
+	}
+	w.Header().Set("Content-Type", promContentType)
 	_ = writeResourceMetrics(w, sum, failed > 0)
 	return true
+}
+
+// promText is a page in the Prometheus text format.
+type promText struct{ b strings.Builder }
+
+// family starts the samples of a metric.
+func (t *promText) family(name, help, typ string) {
+	fmt.Fprintf(&t.b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+// sample writes one sample; labels are name, value pairs; a zero at
+// writes no timestamp.
+func (t *promText) sample(name string, labels []string, v float64, at metav1.Time) {
+	b := &t.b
+	b.WriteString(name)
+	if len(labels) > 0 {
+		b.WriteByte('{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(b, "%s=%q", labels[i], labels[i+1])
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte(' ')
+	b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+	if !at.IsZero() {
+		b.WriteByte(' ')
+		b.WriteString(strconv.FormatInt(at.UnixMilli(), 10))
+	}
+	b.WriteByte('\n')
 }
 
 // writeResourceMetrics writes sum in the Prometheus text format, as a
 // kubelet's /metrics/resource.
 func writeResourceMetrics(w io.Writer, sum *statsv1alpha1.Summary, scrapeError bool) error {
-	var b strings.Builder
-	family := func(name, help, typ string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	sample := func(name string, labels []string, v float64, at metav1.Time) {
-		b.WriteString(name)
-		if len(labels) > 0 {
-			b.WriteByte('{')
-			for i := 0; i+1 < len(labels); i += 2 {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				fmt.Fprintf(&b, "%s=%q", labels[i], labels[i+1])
-			}
-			b.WriteByte('}')
-		}
-		b.WriteByte(' ')
-		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
-		if !at.IsZero() {
-			b.WriteByte(' ')
-			b.WriteString(strconv.FormatInt(at.UnixMilli(), 10))
-		}
-		b.WriteByte('\n')
-	}
+	var t promText
+	family, sample := t.family, t.sample
 	seconds := func(ns uint64) float64 { return float64(ns) / float64(time.Second) }
 	type labelled struct {
 		labels []string
@@ -407,6 +431,6 @@ func writeResourceMetrics(w io.Writer, sum *statsv1alpha1.Summary, scrapeError b
 	sample("resource_scrape_error", nil, failed, metav1.Time{})
 	family("scrape_error", "[ALPHA] 1 if there was an error while getting container metrics, 0 otherwise", "gauge")
 	sample("scrape_error", nil, failed, metav1.Time{})
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, t.b.String())
 	return err
 }

@@ -113,7 +113,7 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 			}
 			return nil
 		})
-		for p, sub := range map[string]string{"/stats/summary": "nodes/stats", "/metrics/resource": "nodes/metrics"} {
+		for p, sub := range map[string]string{"/stats/summary": "nodes/stats", "/metrics/resource": "nodes/metrics", "/metrics": "nodes/metrics", "/metrics/cadvisor": "nodes/metrics"} {
 			if code, body := kubeletGet(t, reader, base+p); code != http.StatusForbidden || !strings.Contains(body, sub) {
 				t.Errorf("%s with nodes/proxy alone: %d %q, want 403 naming %s", p, code, body, sub)
 			}
@@ -179,6 +179,25 @@ func TestKubeletResourceEndpoints(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("/metrics and /metrics/cadvisor answer what monitoring scrapes of every node", func(t *testing.T) {
+		code, body := kubeletGet(t, reader, base+"/metrics")
+		for _, want := range []string{fmt.Sprintf("kubelet_node_name{node=%q} 1", node.Name), "kubelet_running_pods 1", `kubelet_running_containers{container_state="running"} 1`} {
+			if code != http.StatusOK || !strings.Contains(body, want) {
+				t.Errorf("/metrics: %d, no %q in:\n%s", code, want, body)
+			}
+		}
+		var pod corev1.Pod
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "measured"}, &pod); err != nil || len(pod.Status.ContainerStatuses) != 1 {
+			t.Fatalf("the measured pod: %v, container statuses %+v", err, pod.Status.ContainerStatuses)
+		}
+		code, body = kubeletGet(t, reader, base+"/metrics/cadvisor")
+		want := fmt.Sprintf(`container_cpu_usage_seconds_total{container="app",id=%q,image=%q,name=%q,namespace=%q,pod="measured",cpu="total"} 12.5`,
+			pod.Status.ContainerStatuses[0].ContainerID, pod.Spec.Containers[0].Image, containerName(pod.Status.ContainerStatuses[0].ContainerID), ns)
+		if code != http.StatusOK || !strings.Contains(body, want) || strings.Contains(body, "provider-added") {
+			t.Errorf("/metrics/cadvisor: %d, want %q and nothing the consumer does not run, in:\n%s", code, want, body)
+		}
 	})
 
 	t.Run("a bearer token is checked as a kubelet checks it", func(t *testing.T) {
@@ -373,4 +392,11 @@ func summaryOf(t *testing.T, cert *tls.Certificate, base string) (statsv1alpha1.
 		return sum, fmt.Errorf("/stats/summary: %w in %q", err, body)
 	}
 	return sum, nil
+}
+
+// containerName is a container ID without its runtime's scheme, as
+// cAdvisor names containers.
+func containerName(id string) string {
+	_, name, _ := strings.Cut(id, "://")
+	return name
 }
