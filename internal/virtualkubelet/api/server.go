@@ -270,12 +270,12 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.serveRead(ctx, w, r, h.node) || s.serveStats(ctx, w, r, h.node) {
+	if s.serveRead(ctx, w, r, h.node) || s.serveStats(ctx, w, r, h.node) || s.serveKubeletMetrics(ctx, w, r, h.node) {
 		return
 	}
 	req, ok := parseKubeletPath(r.URL.Path)
 	if !ok {
-		http.Error(w, "A virtual node serves only /healthz, /pods, /runningpods/, /stats/summary, /metrics/resource, /containerLogs/{namespace}/{pod}/{container}, "+
+		http.Error(w, "A virtual node serves only /healthz, /pods, /runningpods/, /stats/summary, /metrics, /metrics/resource, /metrics/cadvisor, /containerLogs/{namespace}/{pod}/{container}, "+
 			"/exec/{namespace}/{pod}/{container}, /attach/{namespace}/{pod}/{container} and /portForward/{namespace}/{pod}", http.StatusNotFound)
 		return
 	}
@@ -318,40 +318,24 @@ func (h *nodeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // admit checks the caller of r as a kubelet does, and answers it when it
 // may not go on: a client certificate is checked against the API
 // server's client CA (authenticate), a bearer token without one by a
-// TokenReview (admitToken: metrics-server and Prometheus call kubelets
+// TokenReview (tokenCheck: metrics-server and Prometheus call kubelets
 // with their ServiceAccount's token); either must then hold one of the
 // node subresources of the path on this node. It returns the caller's
 // name, and whether it may go on.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, node string) (string, bool) {
 	ctx := r.Context()
+	verb := kubeletVerb(r.Method, r.URL.Path)
+	var check accessCheck
 	if (r.TLS == nil || len(r.TLS.PeerCertificates) == 0) && kubeauth.Token(r) != "" && s.Reviewer != nil {
-		return s.admitToken(w, r, node)
-	}
-	user, groups, err := s.authenticate(ctx, r)
-	if err != nil {
-		http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
-		return "", false
-	}
-	if err := s.authorize(ctx, kubeletVerb(r.Method, r.URL.Path), user, groups, node, nodeSubresources(r.URL.Path)...); err != nil {
-		if errors.Is(err, errReview) {
-			ctrl.LoggerFrom(ctx).Info("Checking a caller failed", "node", node, "error", err.Error())
-			http.Error(w, errReview.Error(), http.StatusServiceUnavailable)
+		check = s.tokenCheck(r)
+	} else {
+		user, groups, err := s.authenticate(ctx, r)
+		if err != nil {
+			http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
 			return "", false
 		}
-		http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
-		return "", false
+		check = s.certificateCheck(ctx, user, groups)
 	}
-	return user, true
-}
-
-// errReview is an access review the API server did not answer: the caller
-// is told no more than that.
-var errReview = errors.New("could not check the caller with the API server; try again")
-
-// admitToken checks a bearer token's caller with the Reviewer (its
-// verdicts cached, reviews of unknown tokens rate-limited).
-func (s *Server) admitToken(w http.ResponseWriter, r *http.Request, node string) (string, bool) {
-	verb := kubeletVerb(r.Method, r.URL.Path)
 	if verb == "" {
 		http.Error(w, "Forbidden: method "+r.Method+" not allowed", http.StatusForbidden)
 		return "", false
@@ -360,29 +344,66 @@ func (s *Server) admitToken(w http.ResponseWriter, r *http.Request, node string)
 	refused := make([]string, 0, len(subresources))
 	var user string
 	for _, sub := range subresources {
-		v, err := s.Reviewer.Check(r, kubeauth.Attributes{Resource: &authorizationv1.ResourceAttributes{
-			Verb: verb, Resource: "nodes", Subresource: sub, Name: node,
-		}})
+		u, allowed, err := check(&authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: sub, Name: node})
 		switch {
 		case errors.Is(err, kubeauth.ErrTooManyReviews):
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, err.Error(), http.StatusTooManyRequests)
 			return "", false
+		case errors.Is(err, errTokenRefused):
+			http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
+			return "", false
 		case err != nil:
-			ctrl.LoggerFrom(r.Context()).Info("Checking a caller failed", "node", node, "error", err.Error())
+			ctrl.LoggerFrom(ctx).Info("Checking a caller failed", "node", node, "error", err.Error())
 			http.Error(w, errReview.Error(), http.StatusServiceUnavailable)
 			return "", false
-		case v.Status == http.StatusUnauthorized:
-			http.Error(w, "Unauthorized: the API server does not accept the bearer token", http.StatusUnauthorized)
-			return "", false
-		case v.Status == http.StatusOK:
-			return v.User.Username, true
+		case allowed:
+			return u, true
 		}
-		user = v.User.Username
+		user = u
 		refused = append(refused, "nodes/"+sub)
 	}
 	http.Error(w, fmt.Sprintf("Forbidden: user %q may not %s %s on node %s", user, verb, strings.Join(refused, " nor "), node), http.StatusForbidden)
 	return "", false
+}
+
+// accessCheck says whether the caller may do what attrs name, and who it
+// is; an error is a check that could not be made (errTokenRefused: the
+// caller is not authenticated).
+type accessCheck func(attrs *authorizationv1.ResourceAttributes) (user string, allowed bool, err error)
+
+// errReview is an access review the API server did not answer: the caller
+// is told no more than that.
+var errReview = errors.New("could not check the caller with the API server; try again")
+
+// errTokenRefused is a bearer token the API server does not accept.
+var errTokenRefused = errors.New("the API server does not accept the bearer token")
+
+// certificateCheck asks the API server, as a kubelet in Webhook
+// authorization mode does, whether user, of groups, may.
+func (s *Server) certificateCheck(ctx context.Context, user string, groups []string) accessCheck {
+	return func(attrs *authorizationv1.ResourceAttributes) (string, bool, error) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: attrs}}
+		if err := s.Client.Create(ctx, sar); err != nil {
+			return user, false, fmt.Errorf("%w: %w", errReview, err)
+		}
+		return user, sar.Status.Allowed, nil
+	}
+}
+
+// tokenCheck checks the bearer token of r with the Reviewer (its
+// verdicts cached, reviews of unknown tokens rate-limited).
+func (s *Server) tokenCheck(r *http.Request) accessCheck {
+	return func(attrs *authorizationv1.ResourceAttributes) (string, bool, error) {
+		v, err := s.Reviewer.Check(r, kubeauth.Attributes{Resource: attrs})
+		switch {
+		case err != nil:
+			return "", false, err
+		case v.Status == http.StatusUnauthorized:
+			return "", false, errTokenRefused
+		}
+		return v.User.Username, v.Status == http.StatusOK, nil
+	}
 }
 
 // kubeletVerb is the authorization verb of a request for p: that of its
@@ -460,31 +481,6 @@ func nodeSubresources(p string) []string {
 		return []string{"pods", "proxy"}
 	}
 	return []string{"proxy"}
-}
-
-// authorize asks the API server whether user may use the kubelet API of
-// node, as a kubelet in Webhook authorization mode does: one of the node
-// subresources (nodeSubresources), with verb (kubeletVerb). An error
-// wrapping errReview is the API server's failure to answer.
-func (s *Server) authorize(ctx context.Context, verb, user string, groups []string, node string, subresources ...string) error {
-	if verb == "" {
-		return errors.New("method not allowed")
-	}
-	var refused []string
-	for _, sub := range subresources {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: user, Groups: groups,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: sub, Name: node},
-		}}
-		if err := s.Client.Create(ctx, sar); err != nil {
-			return fmt.Errorf("%w: %w", errReview, err)
-		}
-		if sar.Status.Allowed {
-			return nil
-		}
-		refused = append(refused, "nodes/"+sub)
-	}
-	return fmt.Errorf("user %q may not %s %s on node %s", user, verb, strings.Join(refused, " nor "), node)
 }
 
 // serveRead answers the kubelet's read endpoints a virtual node serves
