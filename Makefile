@@ -204,13 +204,15 @@ $(BIN)/conformance-images.tar: $(CONFORMANCE_DEPS) $(CONFORMANCE_DIR)/images/mai
 	rm -rf $(BIN)/.conformance
 
 # MAPPING: the test namespaces' namespaceMappingStrategy (DefaultName or
-# EnforceSameName); PROCS: the suite's parallel processes.
+# EnforceSameName); PROCS: the suite's parallel processes; BROKER=1: the
+# test namespaces go to a broker, which offloads them to the provider.
 MAPPING ?= DefaultName
 PROCS ?= 4
+BROKER ?=
 
 .PHONY: conformance
 conformance: system-deps $(RUNTIME_BINS) $(NODE_BINS) build $(BIN)/kubectl $(BIN)/liqo-gateway-image.tar conformance-suite ## Run upstream conformance (hack/conformance/focus.txt) on offloaded pods, in a playground with real nodes (root); JUnit and a table in _output/conformance.
-	MAPPING=$(MAPPING) PROCS=$(PROCS) BIN=$(BIN) OUT=$(OUTPUT)/conformance $(CONFORMANCE_DIR)/run.sh
+	MAPPING=$(MAPPING) PROCS=$(PROCS) BROKER=$(BROKER) BIN=$(BIN) OUT=$(OUTPUT)/conformance $(CONFORMANCE_DIR)/run.sh
 
 .PHONY: system-deps
 system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables, wireguard-tools, iperf3, busybox-static, bind9-dnsutils, curl, netcat-openbsd) when missing; needs root.

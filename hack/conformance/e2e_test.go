@@ -45,6 +45,9 @@ import (
 var (
 	// mapping is the NamespaceOffloading's namespaceMappingStrategy.
 	mapping = flag.String("liqo-namespace-mapping", "DefaultName", "namespaceMappingStrategy of the NamespaceOffloading each test namespace gets: DefaultName or EnforceSameName")
+	// provider, when set, is the only provider the test namespaces go
+	// to (their clusterSelector): a broker, for make conformance BROKER=1.
+	provider = flag.String("liqo-provider", "", "offloading.liqo.io/remote-cluster-id of the only provider each test namespace goes to (default: every provider)")
 	// offloadTimeout bounds the wait for a namespace's offloading.
 	offloadTimeout = flag.Duration("liqo-offload-timeout", 2*time.Minute, "how long a test namespace's offloading may take to be Ready")
 )
@@ -72,6 +75,12 @@ func offloadedNamespace(ctx context.Context, baseName string, c clientset.Interf
 		"metadata": map[string]any{"name": "offloading", "namespace": ns.Name},
 		"spec":     map[string]any{"namespaceMappingStrategy": *mapping, "podOffloadingStrategy": "Remote"},
 	}}
+	if *provider != "" {
+		spec, _ := no.Object["spec"].(map[string]any)
+		spec["clusterSelector"] = map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{
+			"key": "offloading.liqo.io/remote-cluster-id", "operator": "In", "values": []any{*provider},
+		}}}}}
+	}
 	res := dyn.Resource(namespaceOffloadings).Namespace(ns.Name)
 	if _, err := res.Create(ctx, no, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("offloading namespace %s: %w", ns.Name, err)

@@ -8,8 +8,13 @@
 # e2e_test.go) on the specs of focus.txt less those of skip.txt, and writes
 # the JUnit report and a summary table by group to $OUT/$NAME.
 #
+# With BROKER=1 the playground adds a broker, which cluster-1 enables
+# cluster-2 through (the playground's broker demo), and every test
+# namespace goes to the broker alone, which offloads it to cluster-2 in
+# turn: two hops.
+#
 # Environment: BIN (bin/), OUT (_output/conformance), MAPPING (DefaultName
-# or EnforceSameName), PROCS (parallel suite processes, 4), FOCUS and SKIP
+# or EnforceSameName), BROKER (1: through the broker), PROCS (parallel suite processes, 4), FOCUS and SKIP
 # (the lists), KEEP=1 (leave the playground up for a look; its directory is
 # printed), TIMEOUT (of the whole suite, 4h).
 set -euo pipefail
@@ -34,6 +39,11 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 name=direct-$MAPPING
+up_args=()
+if [ -n "${BROKER:-}" ]; then
+  name=broker-$MAPPING
+  up_args+=(--broker)
+fi
 dir=$OUT/$name
 pg=$dir/playground
 mkdir -p "$dir"
@@ -47,39 +57,58 @@ down() {
   fi
 }
 trap down EXIT
-echo "• Starting the playground (consumer cluster-1, provider cluster-2, real nodes) in $pg"
-"$BIN/liqoctl" playground up --dir "$pg" --clusters 2 --network \
+echo "• Starting the playground (consumer cluster-1, provider cluster-2${BROKER:+, a broker between them}, real nodes) in $pg"
+"$BIN/liqoctl" playground up --dir "$pg" --clusters 2 --network "${up_args[@]}" \
   --untainted-virtual-nodes cluster-1 --node-images "$BIN/conformance-images.tar" \
   --cluster-dns-image "$COREDNS_IMAGE" >"$dir/playground.log" 2>&1 ||
   { tail -20 "$dir/playground.log" >&2; exit 1; }
 kc=$pg/cluster-1.kubeconfig
 # The playground's demo (six offloaded pods) would hold part of the
 # provider's offer for the whole run.
-"$BIN/kubectl" --kubeconfig "$kc" delete namespace demo --ignore-not-found --wait=false >/dev/null
+# (The broker demo's, too.)
+"$BIN/kubectl" --kubeconfig "$kc" delete namespace demo brokered --ignore-not-found --wait=false >/dev/null
+# The virtual node the suite's pods go to: cluster-2's, or the broker's.
+suite_args=()
+vn=offloading.liqo.io/type=virtual-node
+if [ -n "${BROKER:-}" ]; then
+  broker_id=$("$BIN/kubectl" --kubeconfig "$pg/broker.kubeconfig" get clusterconfig cluster -o jsonpath='{.status.clusterID}')
+  vn=$vn,offloading.liqo.io/remote-cluster-id=$broker_id
+  suite_args+=(--liqo-provider "$broker_id")
+fi
 if [ "$MAPPING" = EnforceSameName ]; then
   # The suite's namespaces keep their names in the provider: the provider
   # lets its consumer use them (they all start with a letter; the
   # reserved default, kube-* and liqo-* stay refused).
-  fc=$("$BIN/kubectl" --kubeconfig "$pg/cluster-2.kubeconfig" get foreignclusters -o jsonpath='{.items[0].metadata.name}')
-  "$BIN/kubectl" --kubeconfig "$pg/cluster-2.kubeconfig" patch foreigncluster "$fc" --type merge \
-    -p '{"spec":{"offloadedNamespaces":{"prefixes":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q","r","s","t","u","v","w","x","y","z"]}}}' >/dev/null
+  # (Through the broker, the broker lets cluster-1 use them, and
+  # cluster-2 the broker.)
+  providers=(cluster-2)
+  [ -n "${BROKER:-}" ] && providers+=(broker)
+  for p in "${providers[@]}"; do
+    for fc in $("$BIN/kubectl" --kubeconfig "$pg/$p.kubeconfig" get foreignclusters -o name); do
+      "$BIN/kubectl" --kubeconfig "$pg/$p.kubeconfig" patch "$fc" --type merge \
+        -p '{"spec":{"offloadedNamespaces":{"prefixes":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q","r","s","t","u","v","w","x","y","z"]}}}' >/dev/null
+    done
+  done
 fi
 # The provider offers its whole node, as a cluster dedicated to a consumer
 # would: some specs' pods have a CPU limit above half of this machine's
 # two cores, and the provider's quota bounds limits by the offer.
 # The virtual node's CPU is read before the patch: the new offer can reach
 # it before a read that follows the patch.
-before=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l offloading.liqo.io/type=virtual-node -o jsonpath='{.items[0].status.allocatable.cpu}')
+before=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l "$vn" -o jsonpath='{.items[0].status.allocatable.cpu}')
 "$BIN/kubectl" --kubeconfig "$pg/cluster-2.kubeconfig" patch clusterconfig cluster --type merge \
   -p '{"spec":{"sharingConfig":{"sharePercentage":100}}}' >/dev/null
 for _ in $(seq 1 120); do
-  now=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l offloading.liqo.io/type=virtual-node -o jsonpath='{.items[0].status.allocatable.cpu}')
+  now=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l "$vn" -o jsonpath='{.items[0].status.allocatable.cpu}')
   [ "$now" != "$before" ] && break
   sleep 0.5
 done
 echo "• The provider's offer: $before CPU, now $now"
 # Only the virtual node takes the suite's pods.
 "$BIN/kubectl" --kubeconfig "$kc" cordon -l 'offloading.liqo.io/type!=virtual-node' >/dev/null
+if [ -n "${BROKER:-}" ]; then
+  "$BIN/kubectl" --kubeconfig "$kc" cordon -l "offloading.liqo.io/type=virtual-node,offloading.liqo.io/remote-cluster-id!=$broker_id" >/dev/null
+fi
 "$BIN/kubectl" --kubeconfig "$kc" get nodes
 args=()
 while IFS= read -r l; do
@@ -90,11 +119,11 @@ while IFS= read -r l; do
   case "$l" in '' | '#'*) continue ;; esac
   args+=(--skip "$l")
 done <"$SKIP"
-echo "• Running the suite ($PROCS processes, mapping $MAPPING); the log is $dir/e2e.log"
+echo "• Running the suite ($PROCS processes, mapping $MAPPING${BROKER:+, through the broker}); the log is $dir/e2e.log"
 start=$(date +%s)
 rc=0
 (cd "$dir" && "$BIN/ginkgo" --procs "$PROCS" --timeout "$TIMEOUT" --no-color --silence-skips "${args[@]}" "$BIN/e2e.test" -- \
-  --kubeconfig "$kc" --report-dir "$dir" --liqo-namespace-mapping "$MAPPING" \
+  --kubeconfig "$kc" --report-dir "$dir" --liqo-namespace-mapping "$MAPPING" "${suite_args[@]}" \
   >"$dir/e2e.log" 2>&1) || rc=$?
 elapsed=$(($(date +%s) - start))
 (cd "$here" && go run ./report --focus "$FOCUS" --skip "$SKIP" "$dir"/junit_*.xml) | tee "$dir/summary.txt"
