@@ -42,8 +42,11 @@ type EndpointSliceValidator struct {
 // Handle implements admission.Handler.
 func (v *EndpointSliceValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	consumer, ok := strings.CutPrefix(req.UserInfo.Username, identity.VirtualKubeletUserPrefix)
-	if !ok || consumer == "" {
+	if !ok {
 		return admission.Allowed("not a consumer's virtual kubelet")
+	}
+	if consumer == "" {
+		return admission.Denied("a virtual kubelet's user names its consumer")
 	}
 	var es discoveryv1.EndpointSlice
 	if err := v.Decoder.Decode(req, &es); err != nil {
@@ -88,7 +91,9 @@ func (v *EndpointSliceValidator) Handle(ctx context.Context, req admission.Reque
 	return admission.Allowed("")
 }
 
-// podAddresses are the addresses of the pods consumer runs in namespace.
+// podAddresses are the addresses of the pods consumer runs in namespace:
+// not those of a pod that ended or is going, whose address the network
+// may give another pod.
 func (v *EndpointSliceValidator) podAddresses(ctx context.Context, namespace, consumer string) (map[netip.Addr]bool, error) {
 	var list corev1.PodList
 	if err := v.Reader.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer}); err != nil {
@@ -96,6 +101,9 @@ func (v *EndpointSliceValidator) podAddresses(ctx context.Context, namespace, co
 	}
 	out := make(map[netip.Addr]bool, len(list.Items))
 	for i := range list.Items {
+		if p := &list.Items[i]; p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+			continue
+		}
 		for _, ip := range list.Items[i].Status.PodIPs {
 			if addr, err := netip.ParseAddr(ip.IP); err == nil {
 				out[addr] = true

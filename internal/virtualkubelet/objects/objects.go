@@ -441,7 +441,9 @@ func (r *Reflector) offloadedPods(ctx context.Context, namespace string) (map[ne
 	providers := map[string]string{} // by node name; "" for a node that is not virtual
 	for i := range list.Items {
 		pod := &list.Items[i]
-		if pod.Spec.NodeName == "" || len(pod.Status.PodIPs) == 0 {
+		// A pod that ended holds no address: the provider may have given
+		// it to another pod.
+		if pod.Spec.NodeName == "" || len(pod.Status.PodIPs) == 0 || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		p, ok := providers[pod.Spec.NodeName]
@@ -480,7 +482,7 @@ func theirAddress(pods map[netip.Addr]offloadedPod, pns provider.Namespace) func
 			return netip.Addr{}, false
 		}
 		ip, err := netip.ParseAddr(remote.Status.PodIP)
-		return ip, err == nil
+		return ip, err == nil && ip.Is4()
 	}
 }
 
@@ -831,8 +833,8 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			return reqs
 		})
 		b = b.Watches(&netv1alpha1.TunnelEndpoint{}, remapped, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-		// A pod that gets, changes or loses its address or node: the
-		// slices made by hand in its namespace may list it.
+		// A pod that gets, changes or loses its address or node, or
+		// ends: the slices made by hand in its namespace may list it.
 		byHand := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			var list discoveryv1.EndpointSliceList
 			if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
@@ -848,7 +850,8 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		})
 		b = b.Watches(&corev1.Pod{}, byHand, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			before, after := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-			return before.Spec.NodeName != after.Spec.NodeName || !equality.Semantic.DeepEqual(before.Status.PodIPs, after.Status.PodIPs)
+			return before.Spec.NodeName != after.Spec.NodeName || before.Status.Phase != after.Status.Phase ||
+				!equality.Semantic.DeepEqual(before.Status.PodIPs, after.Status.PodIPs)
 		}}))
 	}
 	if r.kind.name == provider.PodDisruptionBudgets && r.Orchestrator != nil {

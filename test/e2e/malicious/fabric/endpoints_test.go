@@ -30,9 +30,9 @@ import (
 // in the provider. The consumer's virtual kubelet, used directly, may
 // write in its provider namespace only slices of its own addresses: its
 // ranges as the provider reaches them, and its pods in that namespace;
-// an address of the provider's own pod range, of its node or of
-// loopback, and a slice of names, are refused, naming the field, also
-// as an update.
+// an address of the provider's own pod range, of its node, of loopback
+// or of its own pod that ended, and a slice of names, are refused,
+// naming the field, also as an update.
 func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 	peered(t)
 	a, b, _ := members()
@@ -62,6 +62,8 @@ func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 		return nil
 	})
 
+	// The client that asks the Service below: a pod that ends.
+	const ended = "client"
 	t.Run("a slice made by hand reaches the pod from the provider's pods", func(t *testing.T) {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "custom"}, Spec: corev1.ServiceSpec{
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
@@ -91,7 +93,7 @@ func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 			return inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: svc.Name}, &copied)
 		})
 		url := fmt.Sprintf("http://%s:80/", copied.Spec.ClusterIP)
-		got := framework.CheckResults(t, a, framework.CheckPod(t, a, ns, "client", onB, "get", url))
+		got := framework.CheckResults(t, a, framework.CheckPod(t, a, ns, ended, onB, "get", url))
 		if r := got[url]; !r.OK || r.Answer != "backend" {
 			t.Errorf("an offloaded pod asking the Service %s at %s: %+v, want the backend's answer", svc.Name, url, r)
 		}
@@ -141,6 +143,19 @@ func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 		}
 		return es
 	}
+	// The address the ended client had in the provider, which the
+	// network may give another pod.
+	endedAddress := func(t *testing.T) string {
+		t.Helper()
+		var p corev1.Pod
+		if err := inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: ended}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Status.Phase != corev1.PodSucceeded || p.Status.PodIP == "" {
+			t.Fatalf("the client in %s: %s at %q, want Succeeded with the address it had", b.Name, p.Status.Phase, p.Status.PodIP)
+		}
+		return p.Status.PodIP
+	}
 	t.Run("the virtual kubelet writes slices of its own addresses", func(t *testing.T) {
 		framework.Allowed(t, "its pod in the namespace and its range as the provider sees it (dry run)",
 			vk.Create(ctx, direct("direct-own", discoveryv1.AddressTypeIPv4, remote.Status.PodIP, theirs.Addr().Next().String()), client.DryRunAll))
@@ -156,6 +171,7 @@ func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 			{"the provider's node", discoveryv1.AddressTypeIPv4, []string{nodeAddress}, "endpoints[0].addresses[0]"},
 			{"loopback", discoveryv1.AddressTypeIPv4, []string{"127.0.0.1"}, "endpoints[0].addresses[0]"},
 			{"a name", discoveryv1.AddressTypeFQDN, []string{"kubernetes.default.svc.cluster.local"}, "addressType"},
+			{"the address of its pod that ended", discoveryv1.AddressTypeIPv4, []string{endedAddress(t)}, "endpoints[0].addresses[0]"},
 		} {
 			t.Run(tc.what, func(t *testing.T) {
 				err := vk.Create(ctx, direct(fmt.Sprintf("direct-refused-%d", i), tc.addressType, tc.addrs...))
