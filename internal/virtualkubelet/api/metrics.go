@@ -71,8 +71,8 @@ func writeKubeletMetrics(w io.Writer, node string, pods []corev1.Pod) error {
 
 // writeCadvisorMetrics writes sum as a kubelet's /metrics/cadvisor shows
 // its containers, with the labels monitoring selects them by (a
-// container's image and ID, from pods, the node's pods by namespace and
-// name): what the provider measured of them, as /metrics/resource.
+// container's image and ID, from pods, the node's pods by UID): what the
+// provider measured of them, as /metrics/resource.
 func writeCadvisorMetrics(w io.Writer, sum *statsv1alpha1.Summary, pods map[string]*corev1.Pod) error {
 	type labelled struct {
 		labels []string
@@ -80,7 +80,7 @@ func writeCadvisorMetrics(w io.Writer, sum *statsv1alpha1.Summary, pods map[stri
 	}
 	var containers []labelled
 	for _, p := range sum.Pods {
-		pod := pods[p.PodRef.Namespace+"/"+p.PodRef.Name]
+		pod := pods[p.PodRef.UID]
 		if pod == nil {
 			continue
 		}
@@ -92,6 +92,9 @@ func writeCadvisorMetrics(w io.Writer, sum *statsv1alpha1.Summary, pods map[stri
 			ids[cs.Name] = cs.ContainerID
 		}
 		for _, c := range p.Containers {
+			if c.CPU == nil || c.CPU.UsageCoreNanoSeconds == nil || c.Memory == nil || c.Memory.WorkingSetBytes == nil || c.Memory.UsageBytes == nil {
+				continue
+			}
 			id := ids[c.Name]
 			_, name, _ := strings.Cut(id, "://")
 			containers = append(containers, labelled{[]string{

@@ -81,7 +81,8 @@ func TestKubeletMetrics(t *testing.T) {
 // TestCadvisorMetrics: /metrics/cadvisor shows each measured container
 // with the labels monitoring selects containers by (its image among
 // them, which dashboards require) and what /metrics/resource shows of
-// it; a pod no longer on the node is left out.
+// it (a label value escaped as the format has it); a pod no longer on
+// the node is left out.
 func TestCadvisorMetrics(t *testing.T) {
 	at := metav1.NewTime(time.UnixMilli(1_700_000_000_123))
 	c := statsv1alpha1.ContainerStats{
@@ -90,16 +91,16 @@ func TestCadvisorMetrics(t *testing.T) {
 		Memory: &statsv1alpha1.MemoryStats{Time: at, WorkingSetBytes: ptr.To[uint64](64 << 20), UsageBytes: ptr.To[uint64](64 << 20)},
 	}
 	sum := &statsv1alpha1.Summary{Pods: []statsv1alpha1.PodStats{
-		{PodRef: statsv1alpha1.PodReference{Namespace: "ns", Name: "web"}, Containers: []statsv1alpha1.ContainerStats{c}},
-		{PodRef: statsv1alpha1.PodReference{Namespace: "ns", Name: "gone"}, Containers: []statsv1alpha1.ContainerStats{c}},
+		{PodRef: statsv1alpha1.PodReference{Namespace: "ns", Name: "web", UID: "uid-web"}, Containers: []statsv1alpha1.ContainerStats{c}},
+		{PodRef: statsv1alpha1.PodReference{Namespace: "ns", Name: "gone", UID: "uid-gone"}, Containers: []statsv1alpha1.ContainerStats{c}},
 	}}
 	web := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1\"x\\y\tz"}}},
 		Status:     corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app", ContainerID: "containerd://abc123"}}},
 	}
 	var b strings.Builder
-	if err := writeCadvisorMetrics(&b, sum, map[string]*corev1.Pod{"ns/web": web}); err != nil {
+	if err := writeCadvisorMetrics(&b, sum, map[string]*corev1.Pod{"uid-web": web}); err != nil {
 		t.Fatal(err)
 	}
 	families := parseProm(t, b.String())
@@ -116,7 +117,7 @@ func TestCadvisorMetrics(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, v, want)
 		}
 		l := labelsOf(m)
-		if l["container"] != "app" || l["pod"] != "web" || l["namespace"] != "ns" || l["image"] != "registry.example/app:1" ||
+		if l["container"] != "app" || l["pod"] != "web" || l["namespace"] != "ns" || l["image"] != "registry.example/app:1\"x\\y\tz" ||
 			l["id"] != "containerd://abc123" || l["name"] != "abc123" {
 			t.Errorf("%s labels %v", name, l)
 		}

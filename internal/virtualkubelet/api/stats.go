@@ -332,12 +332,12 @@ func (s *Server) serveStats(ctx context.Context, w http.ResponseWriter, r *http.
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return true
 		}
-		byName := make(map[string]*corev1.Pod, len(pods.Items))
+		byUID := make(map[string]*corev1.Pod, len(pods.Items))
 		for i := range pods.Items {
-			byName[pods.Items[i].Namespace+"/"+pods.Items[i].Name] = &pods.Items[i]
+			byUID[string(pods.Items[i].UID)] = &pods.Items[i]
 		}
 		w.Header().Set("Content-Type", promContentType)
-		_ = writeCadvisorMetrics(w, sum, byName)
+		_ = writeCadvisorMetrics(w, sum, byUID)
 		return true
 	}
 	w.Header().Set("Content-Type", promContentType)
@@ -364,7 +364,7 @@ func (t *promText) sample(name string, labels []string, v float64, at metav1.Tim
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(b, "%s=%q", labels[i], labels[i+1])
+			fmt.Fprintf(b, "%s=\"%s\"", labels[i], labelEscaper.Replace(labels[i+1]))
 		}
 		b.WriteByte('}')
 	}
@@ -376,6 +376,11 @@ func (t *promText) sample(name string, labels []string, v float64, at metav1.Tim
 	}
 	b.WriteByte('\n')
 }
+
+// labelEscaper escapes a label value as the Prometheus text format does:
+// a backslash, a double quote and a line feed, nothing else (Go's quoting
+// would write escapes the format does not have).
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 // writeResourceMetrics writes sum in the Prometheus text format, as a
 // kubelet's /metrics/resource.
