@@ -30,6 +30,10 @@ TIMEOUT=${TIMEOUT:-4h}
 # The cluster DNS each cluster runs, from bin/conformance-images.tar
 # (hack/conformance/images: CoreDNSImage).
 COREDNS_IMAGE=registry.k8s.io/coredns/coredns:v1.15.0
+case "${BROKER:-}" in
+'' | 1) ;;
+*) echo "BROKER must be 1 or empty, not $BROKER" >&2; exit 2 ;;
+esac
 case "$MAPPING" in
 DefaultName | EnforceSameName) ;;
 *) echo "MAPPING must be DefaultName or EnforceSameName, not $MAPPING" >&2; exit 2 ;;
@@ -40,7 +44,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 name=direct-$MAPPING
 up_args=()
-if [ -n "${BROKER:-}" ]; then
+if [ "${BROKER:-}" = 1 ]; then
   name=broker-$MAPPING
   up_args+=(--broker)
 fi
@@ -70,8 +74,9 @@ kc=$pg/cluster-1.kubeconfig
 # The virtual node the suite's pods go to: cluster-2's, or the broker's.
 suite_args=()
 vn=offloading.liqo.io/type=virtual-node
-if [ -n "${BROKER:-}" ]; then
+if [ "${BROKER:-}" = 1 ]; then
   broker_id=$("$BIN/kubectl" --kubeconfig "$pg/broker.kubeconfig" get clusterconfig cluster -o jsonpath='{.status.clusterID}')
+  [ -n "$broker_id" ] || { echo "the broker has no ClusterID" >&2; exit 1; }
   vn=$vn,offloading.liqo.io/remote-cluster-id=$broker_id
   suite_args+=(--liqo-provider "$broker_id")
 fi
@@ -82,7 +87,7 @@ if [ "$MAPPING" = EnforceSameName ]; then
   # (Through the broker, the broker lets cluster-1 use them, and
   # cluster-2 the broker.)
   providers=(cluster-2)
-  [ -n "${BROKER:-}" ] && providers+=(broker)
+  [ "${BROKER:-}" = 1 ] && providers+=(broker)
   for p in "${providers[@]}"; do
     for fc in $("$BIN/kubectl" --kubeconfig "$pg/$p.kubeconfig" get foreignclusters -o name); do
       "$BIN/kubectl" --kubeconfig "$pg/$p.kubeconfig" patch "$fc" --type merge \
@@ -96,17 +101,27 @@ fi
 # The virtual node's CPU is read before the patch: the new offer can reach
 # it before a read that follows the patch.
 before=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l "$vn" -o jsonpath='{.items[0].status.allocatable.cpu}')
-"$BIN/kubectl" --kubeconfig "$pg/cluster-2.kubeconfig" patch clusterconfig cluster --type merge \
-  -p '{"spec":{"sharingConfig":{"sharePercentage":100}}}' >/dev/null
+# Through the broker, the broker offers what it is offered whole too.
+sharers=(cluster-2)
+[ "${BROKER:-}" = 1 ] && sharers+=(broker)
+for p in "${sharers[@]}"; do
+  "$BIN/kubectl" --kubeconfig "$pg/$p.kubeconfig" patch clusterconfig cluster --type merge \
+    -p '{"spec":{"sharingConfig":{"sharePercentage":100}}}' >/dev/null
+done
+# Until the offer changed and then held for 3 s (through the broker it
+# changes twice: the provider's share, then the broker's).
+last=$before
+steady=0
 for _ in $(seq 1 120); do
   now=$("$BIN/kubectl" --kubeconfig "$kc" get nodes -l "$vn" -o jsonpath='{.items[0].status.allocatable.cpu}')
-  [ "$now" != "$before" ] && break
+  if [ "$now" != "$last" ]; then steady=0; last=$now; else steady=$((steady + 1)); fi
+  [ "$now" != "$before" ] && [ "$steady" -ge 6 ] && break
   sleep 0.5
 done
 echo "• The provider's offer: $before CPU, now $now"
 # Only the virtual node takes the suite's pods.
 "$BIN/kubectl" --kubeconfig "$kc" cordon -l 'offloading.liqo.io/type!=virtual-node' >/dev/null
-if [ -n "${BROKER:-}" ]; then
+if [ "${BROKER:-}" = 1 ]; then
   "$BIN/kubectl" --kubeconfig "$kc" cordon -l "offloading.liqo.io/type=virtual-node,offloading.liqo.io/remote-cluster-id!=$broker_id" >/dev/null
 fi
 "$BIN/kubectl" --kubeconfig "$kc" get nodes
