@@ -315,54 +315,54 @@ func (w *webhookRegistrar) ensureEndpointSlices(ctx context.Context) error {
 		TimeoutSeconds:          ptr.To(int32(5)),
 		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 	}
-	_, err := controllerutil.CreateOrUpdate(ctx, w.client, vwc, func() error {
-		vwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
-		if len(vwc.Webhooks) == 1 && vwc.Webhooks[0].Name == want.Name && equality.Semantic.DeepEqual(vwc.Webhooks[0].ClientConfig, cc) &&
-			equality.Semantic.DeepEqual(vwc.Webhooks[0].Rules, want.Rules) && ptr.Deref(vwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail &&
-			equality.Semantic.DeepEqual(vwc.Webhooks[0].MatchConditions, want.MatchConditions) {
-			return nil // keep server-side defaults (namespaceSelector, ...) untouched
-		}
-		vwc.Webhooks = []admissionregistrationv1.ValidatingWebhook{want}
-		return nil
-	})
-	return err
+	return w.ensureValidating(ctx, vwc, want)
 }
 
 func (w *webhookRegistrar) ensurePeeringRequests(ctx context.Context) error {
 	cc := clientConfig(w.base, peering.ValidatePath, w.caBundle)
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigurationName}}
+	want := admissionregistrationv1.ValidatingWebhook{
+		Name:         "peeringrequests.discovery.liqo.io",
+		ClientConfig: cc,
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, APIVersions: []string{discoveryv1alpha1.GroupVersion.Version},
+				Resources: []string{"peeringrequests"}, Scope: ptr.To(admissionregistrationv1.ClusterScope),
+			},
+		}},
+		// No PeeringRequest enters unchecked, also while the controller
+		// manager is down: consumers retry.
+		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		AdmissionReviewVersions: []string{"v1"},
+		TimeoutSeconds:          ptr.To(int32(5)),
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+		// The controller manager's own metadata updates (its finalizer)
+		// do not need it: removing a finalizer must work while the
+		// webhook is down or uninstalled.
+		MatchConditions: []admissionregistrationv1.MatchCondition{{
+			Name:       "spec-or-consumer",
+			Expression: "request.operation == 'CREATE' || request.userInfo.username.startsWith('" + identity.ConsumerUserPrefix + "') || object.spec != oldObject.spec",
+		}},
+	}
+	return w.ensureValidating(ctx, vwc, want)
+}
+
+// ensureValidating makes vwc (a ValidatingWebhookConfiguration of the
+// controller manager's) hold want alone. A webhook already there with
+// want's name, client configuration, rules, failure policy and match
+// conditions is left as it is, with the API server's defaults
+// (namespaceSelector, ...).
+func (w *webhookRegistrar) ensureValidating(ctx context.Context, vwc *admissionregistrationv1.ValidatingWebhookConfiguration, want admissionregistrationv1.ValidatingWebhook) error {
 	_, err := controllerutil.CreateOrUpdate(ctx, w.client, vwc, func() error {
 		vwc.Labels = map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}
-		want := admissionregistrationv1.ValidatingWebhook{
-			Name:         "peeringrequests.discovery.liqo.io",
-			ClientConfig: cc,
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, APIVersions: []string{discoveryv1alpha1.GroupVersion.Version},
-					Resources: []string{"peeringrequests"}, Scope: ptr.To(admissionregistrationv1.ClusterScope),
-				},
-			}},
-			// No PeeringRequest enters unchecked, also while the controller
-			// manager is down: consumers retry.
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To(int32(5)),
-			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-			// The controller manager's own metadata updates (its finalizer)
-			// do not need it: removing a finalizer must work while the
-			// webhook is down or uninstalled.
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "spec-or-consumer",
-				Expression: "request.operation == 'CREATE' || request.userInfo.username.startsWith('" + identity.ConsumerUserPrefix + "') || object.spec != oldObject.spec",
-			}},
-		}
-		if len(vwc.Webhooks) == 1 && equality.Semantic.DeepEqual(vwc.Webhooks[0].ClientConfig, cc) && len(vwc.Webhooks[0].Rules) == 1 &&
-			ptr.Deref(vwc.Webhooks[0].FailurePolicy, "") == admissionregistrationv1.Fail && len(vwc.Webhooks[0].MatchConditions) == 1 &&
-			vwc.Webhooks[0].MatchConditions[0] == want.MatchConditions[0] {
-			// keep server-side defaults (namespaceSelector, ...) untouched
-			return nil
+		if len(vwc.Webhooks) == 1 {
+			got := vwc.Webhooks[0]
+			if got.Name == want.Name && equality.Semantic.DeepEqual(got.ClientConfig, want.ClientConfig) && equality.Semantic.DeepEqual(got.Rules, want.Rules) &&
+				ptr.Deref(got.FailurePolicy, "") == ptr.Deref(want.FailurePolicy, "") && equality.Semantic.DeepEqual(got.MatchConditions, want.MatchConditions) {
+				return nil
+			}
 		}
 		vwc.Webhooks = []admissionregistrationv1.ValidatingWebhook{want}
 		return nil

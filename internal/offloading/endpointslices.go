@@ -17,6 +17,7 @@ import (
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/network/ipam"
 )
 
 // ValidateEndpointSlicePath is where the EndpointSlice webhook is served.
@@ -74,7 +75,7 @@ func (v *EndpointSliceValidator) Handle(ctx context.Context, req admission.Reque
 			if err != nil {
 				return admission.Denied(fmt.Sprintf("endpoints[%d].addresses[%d]: %q is not an IP address", i, j, a))
 			}
-			if inAny(addr, ranges) {
+			if ipam.Within(netip.PrefixFrom(addr.Unmap(), 32), ranges) {
 				continue
 			}
 			if pods == nil {
@@ -114,15 +115,6 @@ func (v *EndpointSliceValidator) podAddresses(ctx context.Context, namespace, co
 		}
 	}
 	return out, nil
-}
-
-func inAny(addr netip.Addr, ranges []netip.Prefix) bool {
-	for _, p := range ranges {
-		if p.Contains(addr.Unmap()) {
-			return true
-		}
-	}
-	return false
 }
 
 func describeRanges(ranges []netip.Prefix) string {

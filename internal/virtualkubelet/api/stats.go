@@ -187,15 +187,20 @@ func (s *Server) usageSlots() chan struct{} {
 // provider's metrics API: CPU (a usage rate and the counter this book
 // keeps) and memory (working set) for every container of the node's
 // running pods that the provider measured, their pods' sums, and the
-// node's. It says how many namespaces could not be read.
-func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summary, int, error) {
+// node's. It returns too the pods measured, by UID, and says how many
+// namespaces could not be read.
+func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summary, map[string]*corev1.Pod, int, error) {
 	n, providerID, err := s.providerOf(ctx, node)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	all, running, failed, err := s.measure(ctx, node, providerID)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
+	}
+	pods := make(map[string]*corev1.Pod, len(all))
+	for _, m := range all {
+		pods[string(m.pod.UID)] = m.pod
 	}
 	now := time.Now()
 	out := &statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: node, StartTime: n.CreationTimestamp}}
@@ -207,7 +212,7 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 	_, open := s.nodes[node]
 	s.mu.Unlock()
 	if !open {
-		return nil, 0, notFound("the kubelet API of node %s is closed", node)
+		return nil, nil, 0, notFound("the kubelet API of node %s is closed", node)
 	}
 	if s.cpu.containers == nil {
 		s.cpu.containers, s.cpu.nodes = map[containerKey]*cpuCounter{}, map[string]*cpuCounter{}
@@ -284,7 +289,7 @@ func (s *Server) summary(ctx context.Context, node string) (*statsv1alpha1.Summa
 	at := metav1.NewTime(nodeTime)
 	out.Node.CPU = &statsv1alpha1.CPUStats{Time: at, UsageNanoCores: ptr.To(nodeCores), UsageCoreNanoSeconds: ptr.To(nc.nanoSeconds)}
 	out.Node.Memory = &statsv1alpha1.MemoryStats{Time: at, WorkingSetBytes: ptr.To(nodeMemory), UsageBytes: ptr.To(nodeMemory)}
-	return out, failed, nil
+	return out, pods, failed, nil
 }
 
 // saturating is a+b, or the largest uint64 where that would wrap.
@@ -309,7 +314,7 @@ func (s *Server) serveStats(ctx context.Context, w http.ResponseWriter, r *http.
 	if (p != "/stats/summary" && p != "/metrics/resource" && p != "/metrics/cadvisor") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		return false
 	}
-	sum, failed, err := s.summary(ctx, node)
+	sum, pods, failed, err := s.summary(ctx, node)
 	if err != nil {
 		status := http.StatusInternalServerError
 		var se *statusError
@@ -327,17 +332,8 @@ func (s *Server) serveStats(ctx context.Context, w http.ResponseWriter, r *http.
 		return true
 	}
 	if p == "/metrics/cadvisor" {
-		var pods corev1.PodList
-		if err := s.Client.List(ctx, &pods, client.MatchingFields{podsByNodeField: node}); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return true
-		}
-		byUID := make(map[string]*corev1.Pod, len(pods.Items))
-		for i := range pods.Items {
-			byUID[string(pods.Items[i].UID)] = &pods.Items[i]
-		}
 		w.Header().Set("Content-Type", promContentType)
-		_ = writeCadvisorMetrics(w, sum, byUID)
+		_ = writeCadvisorMetrics(w, sum, pods)
 		return true
 	}
 	w.Header().Set("Content-Type", promContentType)

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
@@ -76,11 +74,7 @@ func TestResourceMetricsParse(t *testing.T) {
 	if err := writeResourceMetrics(&b, sum, false); err != nil {
 		t.Fatal(err)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(b.String()))
-	if err != nil {
-		t.Fatalf("%v in:\n%s", err, b.String())
-	}
+	families := parseProm(t, b.String())
 	one := func(name string) *dto.Metric {
 		t.Helper()
 		f, ok := families[name]
@@ -93,11 +87,7 @@ func TestResourceMetricsParse(t *testing.T) {
 	if m.GetCounter().GetValue() != 7.5 || m.GetTimestampMs() != at.UnixMilli() {
 		t.Errorf("container CPU: %v at %d, want 7.5 at %d", m.GetCounter().GetValue(), m.GetTimestampMs(), at.UnixMilli())
 	}
-	labels := map[string]string{}
-	for _, l := range m.Label {
-		labels[l.GetName()] = l.GetValue()
-	}
-	if labels["container"] != "app" || labels["pod"] != "web" || labels["namespace"] != "ns" {
+	if labels := labelsOf(m); labels["container"] != "app" || labels["pod"] != "web" || labels["namespace"] != "ns" {
 		t.Errorf("container CPU labels: %v", labels)
 	}
 	if v := one("container_memory_working_set_bytes").GetGauge().GetValue(); v != 64<<20 {

@@ -427,6 +427,27 @@ func (r *Reflector) destination(ctx context.Context, providerID, namespace strin
 	return d
 }
 
+// nodeProviders are the providers behind nodes, by node name, as far as
+// looked up: "" for a node that is not virtual, or is gone.
+type nodeProviders map[string]string
+
+// of is the provider behind the node named (none for ""), read once.
+func (np nodeProviders) of(ctx context.Context, c client.Reader, name string) (string, error) {
+	p, ok := np[name]
+	if ok || name == "" {
+		return p, nil
+	}
+	var n corev1.Node
+	switch err := c.Get(ctx, client.ObjectKey{Name: name}, &n); {
+	case err == nil && offloadingv1alpha1.IsVirtualNode(n.Labels):
+		p = n.Labels[offloadingv1alpha1.RemoteClusterLabel]
+	case client.IgnoreNotFound(err) != nil:
+		return "", err
+	}
+	np[name] = p
+	return p, nil
+}
+
 // offloadedPod is a pod of a namespace bound to a provider's virtual node.
 type offloadedPod struct{ name, provider string }
 
@@ -438,24 +459,17 @@ func (r *Reflector) offloadedPods(ctx context.Context, namespace string) (map[ne
 		return nil, err
 	}
 	out := map[netip.Addr]offloadedPod{}
-	providers := map[string]string{} // by node name; "" for a node that is not virtual
+	providers := nodeProviders{}
 	for i := range list.Items {
 		pod := &list.Items[i]
 		// A pod that ended holds no address: the provider may have given
 		// it to another pod.
-		if pod.Spec.NodeName == "" || len(pod.Status.PodIPs) == 0 || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if len(pod.Status.PodIPs) == 0 || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		p, ok := providers[pod.Spec.NodeName]
-		if !ok {
-			var n corev1.Node
-			switch err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &n); {
-			case err == nil && offloadingv1alpha1.IsVirtualNode(n.Labels):
-				p = n.Labels[offloadingv1alpha1.RemoteClusterLabel]
-			case client.IgnoreNotFound(err) != nil:
-				return nil, err
-			}
-			providers[pod.Spec.NodeName] = p
+		p, err := providers.of(ctx, r.Client, pod.Spec.NodeName)
+		if err != nil {
+			return nil, err
 		}
 		if p == "" {
 			continue
@@ -499,22 +513,15 @@ func (r *Reflector) countPods(ctx context.Context, pdb *policyv1.PodDisruptionBu
 	if err := r.Client.List(ctx, &list, client.InNamespace(pdb.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return 0, 0, err
 	}
-	onProvider := map[string]bool{} // by node name
+	providers := nodeProviders{}
 	for i := range list.Items {
 		pod := &list.Items[i]
-		on, ok := onProvider[pod.Spec.NodeName]
-		if !ok && pod.Spec.NodeName != "" {
-			var n corev1.Node
-			switch err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &n); {
-			case err == nil:
-				on = offloadingv1alpha1.IsVirtualNode(n.Labels) && n.Labels[offloadingv1alpha1.RemoteClusterLabel] == providerID
-			case !apierrors.IsNotFound(err):
-				return 0, 0, err
-			}
-			onProvider[pod.Spec.NodeName] = on
+		p, err := providers.of(ctx, r.Client, pod.Spec.NodeName)
+		if err != nil {
+			return 0, 0, err
 		}
 		switch {
-		case on:
+		case p == providerID:
 			here++
 		case pod.DeletionTimestamp.IsZero() && forge.PodReady(pod):
 			healthyElsewhere++

@@ -32,7 +32,8 @@ import (
 // ranges as the provider reaches them, and its pods in that namespace;
 // an address of the provider's own pod range, of its node, of loopback
 // or of its own pod that ended, and a slice of names, are refused,
-// naming the field, also as an update.
+// naming the field, also as an update; the other peers' tunnels stay
+// established.
 func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 	peered(t)
 	a, b, _ := members()
@@ -189,4 +190,6 @@ func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 		es.Endpoints[0].Addresses = []string{victim.String()}
 		framework.Refused(t, "an update to the provider's pod range", vk.Update(ctx, es))
 	})
+	// The other peers' tunnels are untouched.
+	waitTunnels(t, 30*time.Second, without(a)...)
 }
