@@ -905,7 +905,7 @@ func TestConsumersObjectsReflectedInTurn(t *testing.T) {
 	if err := shared.mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the manager's cache holds a consumer's ConfigMap: %v", err)
 	}
-	w.offloadedPod(t, "web-1", func(p *corev1.Pod) {
+	web := w.offloadedPod(t, "web-1", func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret.Name}}}}
 	})
 	copyHas := func(want string) {
@@ -933,6 +933,27 @@ func TestConsumersObjectsReflectedInTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyHas("b")
+	// The consumer's copy of a slice it made by hand names the pod this
+	// cluster runs for it at the address shown here, and its own pods as
+	// this cluster sees them: the pod goes on at the provider's address,
+	// the consumer's own addresses stay (this cluster shows them to no
+	// provider).
+	ensureTunnel(t, w.c)
+	w.remotePod(t, web.Name, nil)
+	w.running(t, web.Name, "10.201.0.31")
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "custom-theirs", Labels: map[string]string{
+			offloadingv1alpha1.OriginClusterLabel: "the-consumer",
+			discoveryv1.LabelServiceName:          "custom", discoveryv1.LabelManagedBy: objects.EndpointSliceManager,
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.51.0.31"}}, {Addresses: []string{"10.60.0.9"}}},
+	}
+	if err := w.c.Create(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	w.sliceCopied(t, slice, "10.201.0.31")
 	for _, obj := range []client.Object{cm, svc} {
 		if err := w.c.Delete(ctx, obj); err != nil {
 			t.Fatal(err)

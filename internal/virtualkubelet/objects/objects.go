@@ -236,10 +236,11 @@ const endpointSliceController = "endpointslice-controller.k8s.io"
 // provider, nor an endpoint whose address cannot be shown to it.
 func forgeEndpointSlice(o client.Object, to destination) client.Object {
 	es := o.(*discoveryv1.EndpointSlice)
-	manager := es.Labels[discoveryv1.LabelManagedBy]
-	byHand := manager != endpointSliceController
-	if manager == EndpointSliceManager || es.Labels[discoveryv1.LabelServiceName] == "" ||
-		es.AddressType != discoveryv1.AddressTypeIPv4 || to.toProvider == nil {
+	// A slice the virtual kubelet manages here is a consumer's copy (a
+	// broker's): like one made by hand, it names the pods this cluster
+	// runs for that consumer at their addresses here.
+	byHand := es.Labels[discoveryv1.LabelManagedBy] != endpointSliceController
+	if es.Labels[discoveryv1.LabelServiceName] == "" || es.AddressType != discoveryv1.AddressTypeIPv4 || to.toProvider == nil {
 		return nil
 	}
 	var endpoints []discoveryv1.Endpoint
@@ -329,8 +330,10 @@ type Reflector struct {
 	// offloads a consumer's namespace in turn: those objects are
 	// reflected like its own, read live when they change, never cached
 	// whole (a consumer cannot make this cluster's memory grow with
-	// them). EndpointSlices are not: a consumer's are its own copies,
-	// which forgeEndpointSlice leaves out.
+	// them). A consumer's EndpointSlices are its copies of its own
+	// (managed by the virtual kubelet): of those, the addresses of the
+	// pods this cluster runs for it at providers are passed on, at each
+	// provider's address (forgeEndpointSlice).
 	Consumers cache.Cache
 	Live      client.Reader
 
@@ -382,7 +385,7 @@ func AdvertisedOrchestrator(c client.Reader) func(ctx context.Context, providerI
 // consumers says whether the reflector follows the objects consumers
 // stored here.
 func (r *Reflector) consumers() bool {
-	return r.Consumers != nil && r.Live != nil && r.kind.name != provider.EndpointSlices && r.kind.name != provider.PodDisruptionBudgets
+	return r.Consumers != nil && r.Live != nil && r.kind.name != provider.PodDisruptionBudgets
 }
 
 // consumerMeta is an empty metadata-only object of the reflector's kind.
@@ -849,8 +852,19 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			var reqs []reconcile.Request
 			for i := range list.Items {
-				if m := list.Items[i].Labels[discoveryv1.LabelManagedBy]; m != endpointSliceController && m != EndpointSliceManager {
+				if list.Items[i].Labels[discoveryv1.LabelManagedBy] != endpointSliceController {
 					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				}
+			}
+			// And the consumers' copies (a broker's), known by their
+			// metadata alone.
+			if r.consumers() {
+				theirs := &metav1.PartialObjectMetadataList{}
+				theirs.SetGroupVersionKind(discoveryv1.SchemeGroupVersion.WithKind("EndpointSliceList"))
+				if err := r.Consumers.List(ctx, theirs, client.InNamespace(o.GetNamespace())); err == nil {
+					for i := range theirs.Items {
+						reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&theirs.Items[i])})
+					}
 				}
 			}
 			return reqs

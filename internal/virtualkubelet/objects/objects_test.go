@@ -81,8 +81,8 @@ func TestLetProviderChoose(t *testing.T) {
 // lists its own pods); of a slice made by hand, a pod the provider runs
 // goes at the provider's address, whatever node the slice names, and
 // another provider's pod, or an address nobody shows the provider, stays.
-// The virtual kubelet's own copies (a consumer's, in a broker) are not
-// copied on.
+// A consumer's copy (managed by the virtual kubelet, in a broker) goes on
+// as one made by hand.
 func TestForgeEndpointSlice(t *testing.T) {
 	to := destination{
 		namespace: "there", consumerID: "consumer",
@@ -132,7 +132,7 @@ func TestForgeEndpointSlice(t *testing.T) {
 		{"e2e-testns", []string{"10.201.0.20", "10.8.0.6"}},
 		{"", []string{"10.201.0.20", "10.8.0.6"}},
 		{"endpointslicemirroring-controller.k8s.io", []string{"10.201.0.20", "10.8.0.6"}},
-		{EndpointSliceManager, nil},
+		{EndpointSliceManager, []string{"10.201.0.20", "10.8.0.6"}},
 	} {
 		got := forgeEndpointSlice(slice(tc.manager), to)
 		if !slices.Equal(addresses(got), tc.want) {
