@@ -136,8 +136,13 @@ func setupOffloading(ctx context.Context, mgr ctrl.Manager, direct client.Client
 		return fmt.Errorf("setting up the NamespaceOffloading controller: %w", err)
 	}
 	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
-	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct, Config: config, Changes: store.Subscribe()}).SetupWithManager(mgr); err != nil {
+	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct, Config: config, Changes: store.Subscribe(), Self: self}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap controller: %w", err)
+	}
+	// What the EndpointSlice webhook let through stays allowed: a
+	// consumer's slice naming its pod that since ended goes.
+	if err := (&offloading.EndpointSlicePruner{Client: mgr.GetClient(), Live: direct}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the EndpointSlice pruner: %w", err)
 	}
 	return nil
 }

@@ -4,16 +4,27 @@ package offloading
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
@@ -56,65 +67,95 @@ func (v *EndpointSliceValidator) Handle(ctx context.Context, req admission.Reque
 	if es.AddressType != discoveryv1.AddressTypeIPv4 {
 		return admission.Denied(fmt.Sprintf("addressType: a consumer's EndpointSlices hold IPv4 addresses only, not %s", es.AddressType))
 	}
-	var ranges []netip.Prefix
-	var tep netv1alpha1.TunnelEndpoint
-	switch err := v.Reader.Get(ctx, client.ObjectKey{Name: consumer}, &tep); {
-	case err == nil:
-		for _, cidr := range []string{tep.Spec.RemoteSeenAs.PodCIDR, tep.Spec.RemoteSeenAs.ExternalCIDR} {
-			if p, err := netip.ParsePrefix(cidr); err == nil {
-				ranges = append(ranges, p.Masked())
-			}
-		}
-	case client.IgnoreNotFound(err) != nil:
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("reading the network agreed with %s: %w", consumer, err))
+	// The EndpointSlicePruner finds a consumer's slices by this label,
+	// and deletes them at once: a slice without it, or one a finalizer
+	// would keep, would escape it.
+	if m := es.Labels[discoveryv1.LabelManagedBy]; m != offloadingv1alpha1.EndpointSliceManagedBy {
+		return admission.Denied(fmt.Sprintf("metadata.labels[%s]: a consumer's EndpointSlices are managed by %s, not %q",
+			discoveryv1.LabelManagedBy, offloadingv1alpha1.EndpointSliceManagedBy, m))
 	}
-	var pods map[netip.Addr]bool // the addresses of the consumer's pods in the namespace, read once if needed
+	if len(es.Finalizers) > 0 {
+		return admission.Denied("metadata.finalizers: a consumer's EndpointSlices carry none")
+	}
+	allowed := &consumerAddresses{reader: v.Reader, namespace: req.Namespace, consumer: consumer}
 	for i, ep := range es.Endpoints {
 		for j, a := range ep.Addresses {
 			addr, err := netip.ParseAddr(a)
 			if err != nil {
 				return admission.Denied(fmt.Sprintf("endpoints[%d].addresses[%d]: %q is not an IP address", i, j, a))
 			}
-			if ipam.Within(netip.PrefixFrom(addr.Unmap(), 32), ranges) {
-				continue
+			ok, err := allowed.allows(ctx, addr)
+			if err != nil {
+				return admission.Errored(http.StatusInternalServerError, err)
 			}
-			if pods == nil {
-				if pods, err = v.podAddresses(ctx, req.Namespace, consumer); err != nil {
-					return admission.Errored(http.StatusInternalServerError, err)
-				}
-			}
-			if !pods[addr] {
+			if !ok {
 				return admission.Denied(fmt.Sprintf("endpoints[%d].addresses[%d]: %s is neither in %s's ranges as this cluster reaches them (%s) nor the address of one of its pods in namespace %s",
-					i, j, addr, consumer, describeRanges(ranges), req.Namespace))
+					i, j, addr, consumer, describeRanges(allowed.ranges), req.Namespace))
 			}
 		}
 	}
 	return admission.Allowed("")
 }
 
-// podAddresses are the addresses of the pods consumer runs in namespace:
-// not those of a pod that ended or is going, whose address the network
-// may give another pod.
-func (v *EndpointSliceValidator) podAddresses(ctx context.Context, namespace, consumer string) (map[netip.Addr]bool, error) {
-	var list corev1.PodList
-	if err := v.Reader.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer}); err != nil {
-		return nil, fmt.Errorf("listing the pods of namespace %s: %w", namespace, err)
-	}
-	out := make(map[netip.Addr]bool, len(list.Items))
-	for i := range list.Items {
-		if p := &list.Items[i]; p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
-			continue
+// consumerAddresses are the addresses a consumer's EndpointSlices in one
+// namespace may name: its pod and external ranges as this cluster reaches
+// them (the TunnelEndpoint the two agreed on), and the addresses of its
+// pods in that namespace, not those of a pod that ended, whose address
+// the network may give another pod (a pod being deleted keeps its
+// address until its containers stopped, and its endpoint serves while
+// it terminates). Each is read once, when first needed.
+type consumerAddresses struct {
+	reader              client.Reader
+	namespace, consumer string
+
+	ranges []netip.Prefix
+	pods   map[netip.Addr]bool
+	read   bool
+}
+
+func (c *consumerAddresses) allows(ctx context.Context, addr netip.Addr) (bool, error) {
+	if !c.read {
+		var tep netv1alpha1.TunnelEndpoint
+		switch err := c.reader.Get(ctx, client.ObjectKey{Name: c.consumer}, &tep); {
+		case err == nil:
+			for _, cidr := range []string{tep.Spec.RemoteSeenAs.PodCIDR, tep.Spec.RemoteSeenAs.ExternalCIDR} {
+				if p, err := netip.ParsePrefix(cidr); err == nil {
+					c.ranges = append(c.ranges, p.Masked())
+				}
+			}
+		case client.IgnoreNotFound(err) != nil:
+			return false, fmt.Errorf("reading the network agreed with %s: %w", c.consumer, err)
 		}
-		for _, ip := range list.Items[i].Status.PodIPs {
-			if addr, err := netip.ParseAddr(ip.IP); err == nil {
-				out[addr] = true
+		c.read = true
+	}
+	if addr = addr.Unmap(); !addr.Is4() {
+		return false, nil
+	}
+	if ipam.Within(netip.PrefixFrom(addr, 32), c.ranges) {
+		return true, nil
+	}
+	if c.pods == nil {
+		var list corev1.PodList
+		if err := c.reader.List(ctx, &list, client.InNamespace(c.namespace), client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: c.consumer}); err != nil {
+			return false, fmt.Errorf("listing the pods of namespace %s: %w", c.namespace, err)
+		}
+		c.pods = make(map[netip.Addr]bool, len(list.Items))
+		for i := range list.Items {
+			p := &list.Items[i]
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			for _, ip := range p.Status.PodIPs {
+				if a, err := netip.ParseAddr(ip.IP); err == nil {
+					c.pods[a] = true
+				}
+			}
+			if a, err := netip.ParseAddr(p.Status.PodIP); err == nil {
+				c.pods[a] = true
 			}
 		}
-		if addr, err := netip.ParseAddr(list.Items[i].Status.PodIP); err == nil {
-			out[addr] = true
-		}
 	}
-	return out, nil
+	return c.pods[addr], nil
 }
 
 func describeRanges(ranges []netip.Prefix) string {
@@ -126,4 +167,155 @@ func describeRanges(ranges []netip.Prefix) string {
 		s[i] = p.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// SlicePrunerResync is how often the EndpointSlicePruner checks a
+// consumer's namespace again without being woken: it bounds how long a
+// slice written while one of the pods it names was ending (the webhook
+// let it through an instant before) keeps the address.
+const SlicePrunerResync = 2 * time.Minute
+
+// EndpointSlicePruner removes, from the namespaces made for consumers,
+// the consumer's EndpointSlices that name an address it may no longer
+// name: the EndpointSliceValidator checks a slice when it is written, and
+// a pod the consumer runs here may end after (its address freed, which
+// the network may give another pod), or the network agreed with the
+// consumer may change. It checks a namespace when one of the consumer's
+// pods there ends, is deleted or changes address, when the consumer's
+// TunnelEndpoint changes, and every SlicePrunerResync. A slice naming
+// anything not allowed is deleted whole (an honest virtual kubelet writes
+// it again at once with what is allowed); it deletes with the right the
+// NamespaceMapReconciler binds it in each of those namespaces alone
+// (SlicePrunerRole).
+type EndpointSlicePruner struct {
+	// Client reads namespaces, pods and TunnelEndpoints (cached).
+	Client client.Client
+	// Live lists the consumer's slices (the cache holds none of what
+	// consumers write) and deletes them.
+	Live client.Client
+}
+
+// Reconcile checks the consumer's slices of one namespace.
+func (r *EndpointSlicePruner) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, req.NamespacedName, &ns); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	consumer := consumerOf(&ns)
+	if consumer == "" || !ns.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	var slices discoveryv1.EndpointSliceList
+	// The consumer's own, not those this cluster's EndpointSlice
+	// controller makes for its Services' copies (which carry their
+	// labels, the origin among them); the webhook holds the consumer's
+	// writes to this manager.
+	if err := r.Live.List(ctx, &slices, client.InNamespace(ns.Name), client.MatchingLabels{
+		offloadingv1alpha1.OriginClusterLabel: consumer, discoveryv1.LabelManagedBy: offloadingv1alpha1.EndpointSliceManagedBy,
+	}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing %s's EndpointSlices in %s: %w", consumer, ns.Name, err)
+	}
+	allowed := &consumerAddresses{reader: r.Client, namespace: ns.Name, consumer: consumer}
+	for i := range slices.Items {
+		es := &slices.Items[i]
+		if !es.DeletionTimestamp.IsZero() {
+			continue // going already
+		}
+		bad, err := disallowed(ctx, es, allowed)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if bad == "" {
+			continue
+		}
+		// Deleted as read: a slice written since is checked again.
+		err = r.Live.Delete(ctx, es, client.Preconditions{UID: &es.UID, ResourceVersion: &es.ResourceVersion})
+		switch {
+		case apierrors.IsConflict(err):
+			return ctrl.Result{RequeueAfter: time.Second}, nil // written since: checked again
+		case client.IgnoreNotFound(err) != nil:
+			return ctrl.Result{}, fmt.Errorf("deleting EndpointSlice %s/%s: %w", es.Namespace, es.Name, err)
+		case err == nil:
+			ctrl.LoggerFrom(ctx).Info("Removed a consumer's EndpointSlice naming what it may no longer name",
+				"consumer", consumer, "endpointSlice", client.ObjectKeyFromObject(es), "address", bad)
+		}
+	}
+	return ctrl.Result{RequeueAfter: SlicePrunerResync}, nil
+}
+
+// disallowed is the first address of es the consumer may not name, or "".
+func disallowed(ctx context.Context, es *discoveryv1.EndpointSlice, allowed *consumerAddresses) (string, error) {
+	if es.AddressType != discoveryv1.AddressTypeIPv4 {
+		return string(es.AddressType), nil
+	}
+	for _, ep := range es.Endpoints {
+		for _, a := range ep.Addresses {
+			addr, err := netip.ParseAddr(a)
+			if err != nil {
+				return a, nil //nolint:nilerr // an address that does not parse is not allowed, not an error of the pruner's
+			}
+			ok, err := allowed.allows(ctx, addr)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return a, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// consumerOf is the consumer a namespace was made for, or "" for any
+// other namespace.
+func consumerOf(ns *corev1.Namespace) string {
+	if ns.Labels[discoveryv1alpha1.ManagedByLabel] != discoveryv1alpha1.ManagedByValue || ns.Labels[discoveryv1alpha1.TenantLabel] != "" {
+		return ""
+	}
+	return ns.Labels[offloadingv1alpha1.OriginClusterLabel]
+}
+
+// SetupWithManager registers the pruner.
+func (r *EndpointSlicePruner) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Live == nil {
+		return errors.New("EndpointSlicePruner needs Client and Live")
+	}
+	// A consumer's pod that ends, goes or changes address: its namespace.
+	podChanged := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+			return n.Labels[offloadingv1alpha1.OriginClusterLabel] != "" && (o.Status.Phase != n.Status.Phase || o.Status.PodIP != n.Status.PodIP ||
+				!equality.Semantic.DeepEqual(o.Status.PodIPs, n.Status.PodIPs))
+		},
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			return e.Object.GetLabels()[offloadingv1alpha1.OriginClusterLabel] != ""
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	// A TunnelEndpoint (named after its peer) that changes: every
+	// namespace made for that peer.
+	namespacesOf := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list corev1.NamespaceList
+		if err := r.Client.List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: o.GetName()}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			if consumerOf(&list.Items[i]) != "" {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Name}})
+			}
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&corev1.Namespace{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return consumerOf(o.(*corev1.Namespace)) != ""
+		}))).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetNamespace()}}}
+		}), builder.WithPredicates(podChanged)).
+		Watches(&netv1alpha1.TunnelEndpoint{}, namespacesOf, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("endpointslice-pruner").
+		Complete(r)
 }

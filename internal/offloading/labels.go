@@ -12,8 +12,13 @@ const (
 	// the same name: it requests the tokens of that namespace's service
 	// accounts for the offloaded pods that ask, and no other.
 	TokenRequesterRole = "liqo-token-requester" //nolint:gosec // a role's name, not a credential
+	// SlicePrunerRole is the RoleBinding, in each provider namespace, of
+	// the controller manager to the ClusterRole of the same name: it
+	// deletes there the consumer's EndpointSlices that name what the
+	// consumer may no longer name (EndpointSlicePruner), and no other.
+	SlicePrunerRole = "liqo-endpointslice-pruner"
 )
 
 // The controller manager binds the peers' ClusterRoles; it holds none of
 // their rights itself.
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=liqo-virtual-kubelet;liqo-token-requester,verbs=bind
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=liqo-virtual-kubelet;liqo-token-requester;liqo-endpointslice-pruner,verbs=bind

@@ -61,6 +61,11 @@ type NamespaceMapReconciler struct {
 	// Changes receives a value when the ClusterConfig changed: every
 	// NamespaceMap is reconciled again.
 	Changes <-chan struct{}
+	// Self is this controller manager's user name: it binds itself in
+	// each namespace made for a consumer to delete there the consumer's
+	// EndpointSlices that name what it may no longer name
+	// (SlicePrunerRole). Empty: no binding.
+	Self string
 }
 
 // Pod Security admission labels of the namespaces made for consumers.
@@ -396,6 +401,13 @@ func (r *NamespaceMapReconciler) bindVirtualKubelet(ctx context.Context, consume
 		rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: identity.VirtualKubeletUserPrefix + consumer},
 		map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
 		return apiFailure(remote, err.Error())
+	}
+	if r.Self != "" {
+		if err := identity.EnsureClusterRoleBinding(ctx, r.Direct, remote, SlicePrunerRole, SlicePrunerRole,
+			rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: r.Self},
+			map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
+			return apiFailure(remote, err.Error())
+		}
 	}
 	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespaceReady}, nil
 }

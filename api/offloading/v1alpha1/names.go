@@ -32,6 +32,12 @@ const (
 	// OriginClusterLabel names, on what a provider runs for a consumer
 	// (namespaces, pods, objects), that consumer.
 	OriginClusterLabel = "offloading.liqo.io/origin-cluster-id"
+	// EndpointSliceManagedBy is the endpointslice.kubernetes.io/managed-by
+	// value of the EndpointSlices a consumer's virtual kubelet writes in a
+	// provider: the provider's own EndpointSlice controller leaves them
+	// alone, and the provider holds the consumer to it (what it checks
+	// again is found by it).
+	EndpointSliceManagedBy = "virtual-kubelet.liqo.io"
 	// ForClusterLabel names, on what a broker offloads in turn for one of
 	// its consumers, that consumer: the provider lets the consumer reach
 	// those pods when the broker introduced it (the direct data plane).

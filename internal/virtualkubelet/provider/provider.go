@@ -57,6 +57,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
 // Kind is a kind of object the reflectors keep in a provider.
@@ -84,7 +86,7 @@ const (
 // EndpointSlices a provider's view holds (the provider's controller makes
 // others for a Service's copy, with the copy's labels, the consumer's
 // origin among them).
-const EndpointSliceManager = "virtual-kubelet.liqo.io"
+const EndpointSliceManager = offloadingv1alpha1.EndpointSliceManagedBy
 
 // Kinds are all the kinds a provider holds, in no particular order.
 var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services, EndpointSlices, PodDisruptionBudgets}

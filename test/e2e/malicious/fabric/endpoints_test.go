@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -31,9 +32,11 @@ import (
 // write in its provider namespace only slices of its own addresses: its
 // ranges as the provider reaches them, and its pods in that namespace;
 // an address of the provider's own pod range, of its node, of loopback
-// or of its own pod that ended, and a slice of names, are refused,
-// naming the field, also as an update; the other peers' tunnels stay
-// established.
+// or of its own pod that ended, a slice of names, one under another
+// manager and one with a finalizer are refused, naming the field, also
+// as an update; a slice it keeps naming its pod
+// after that pod went is removed by the provider; the other peers'
+// tunnels stay established.
 func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 	peered(t)
 	a, b, _ := members()
@@ -162,20 +165,34 @@ func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 			vk.Create(ctx, direct("direct-own", discoveryv1.AddressTypeIPv4, remote.Status.PodIP, theirs.Addr().Next().String()), client.DryRunAll))
 	})
 	t.Run("the virtual kubelet cannot point a Service at what is not its own", func(t *testing.T) {
+		ownAddress := []string{theirs.Addr().Next().String()}
 		for i, tc := range []struct {
 			what        string
 			addressType discoveryv1.AddressType
 			addrs       []string
 			field       string
+			mutate      func(*discoveryv1.EndpointSlice)
 		}{
-			{"a pod address of the provider's that is not the consumer's", discoveryv1.AddressTypeIPv4, []string{remote.Status.PodIP, victim.String()}, "endpoints[1].addresses[0]"},
-			{"the provider's node", discoveryv1.AddressTypeIPv4, []string{nodeAddress}, "endpoints[0].addresses[0]"},
-			{"loopback", discoveryv1.AddressTypeIPv4, []string{"127.0.0.1"}, "endpoints[0].addresses[0]"},
-			{"a name", discoveryv1.AddressTypeFQDN, []string{"kubernetes.default.svc.cluster.local"}, "addressType"},
-			{"the address of its pod that ended", discoveryv1.AddressTypeIPv4, []string{endedAddress(t)}, "endpoints[0].addresses[0]"},
+			{"a pod address of the provider's that is not the consumer's", discoveryv1.AddressTypeIPv4, []string{remote.Status.PodIP, victim.String()}, "endpoints[1].addresses[0]", nil},
+			{"the provider's node", discoveryv1.AddressTypeIPv4, []string{nodeAddress}, "endpoints[0].addresses[0]", nil},
+			{"loopback", discoveryv1.AddressTypeIPv4, []string{"127.0.0.1"}, "endpoints[0].addresses[0]", nil},
+			{"a name", discoveryv1.AddressTypeFQDN, []string{"kubernetes.default.svc.cluster.local"}, "addressType", nil},
+			{"the address of its pod that ended", discoveryv1.AddressTypeIPv4, []string{endedAddress(t)}, "endpoints[0].addresses[0]", nil},
+			// Out of the provider's second check's sight: a slice under
+			// another manager, a slice a finalizer keeps after deletion.
+			{"a slice under the provider's own manager", discoveryv1.AddressTypeIPv4, ownAddress, "metadata.labels[endpointslice.kubernetes.io/managed-by]",
+				func(es *discoveryv1.EndpointSlice) {
+					es.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+				}},
+			{"a slice with a finalizer", discoveryv1.AddressTypeIPv4, ownAddress, "metadata.finalizers",
+				func(es *discoveryv1.EndpointSlice) { es.Finalizers = []string{"example.com/keep"} }},
 		} {
 			t.Run(tc.what, func(t *testing.T) {
-				err := vk.Create(ctx, direct(fmt.Sprintf("direct-refused-%d", i), tc.addressType, tc.addrs...))
+				es := direct(fmt.Sprintf("direct-refused-%d", i), tc.addressType, tc.addrs...)
+				if tc.mutate != nil {
+					tc.mutate(es)
+				}
+				err := vk.Create(ctx, es)
 				framework.Refused(t, tc.what, err)
 				if !strings.Contains(err.Error(), tc.field) {
 					t.Errorf("%s: %v, want the refusal to name %s", tc.what, err, tc.field)
@@ -189,6 +206,43 @@ func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 		}
 		es.Endpoints[0].Addresses = []string{victim.String()}
 		framework.Refused(t, "an update to the provider's pod range", vk.Update(ctx, es))
+	})
+	t.Run("a slice naming its pod goes when the pod does", func(t *testing.T) {
+		brief := framework.CheckPod(t, a, ns, "brief", onB, "serve", ":8080", "brief")
+		var there corev1.Pod
+		framework.Eventually(t, time.Minute, func() error {
+			if err := inB.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: brief.Name}, &there); err != nil {
+				return err
+			}
+			if there.Status.PodIP == "" || there.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("the pod in %s: %s at %q", b.Name, there.Status.Phase, there.Status.PodIP)
+			}
+			return nil
+		})
+		// Allowed when written (its pod runs); kept by the consumer,
+		// never written again.
+		kept := direct("direct-kept", discoveryv1.AddressTypeIPv4, there.Status.PodIP)
+		inRange := direct("direct-range", discoveryv1.AddressTypeIPv4, theirs.Addr().Next().String())
+		for _, es := range []*discoveryv1.EndpointSlice{kept, inRange} {
+			if err := vk.Create(ctx, es); err != nil {
+				t.Fatalf("a slice naming its running pod or its range: %v", err)
+			}
+		}
+		if err := inA.Delete(ctx, brief); err != nil {
+			t.Fatal(err)
+		}
+		// The pod terminates first (its grace period), then goes.
+		framework.Eventually(t, 2*time.Minute, func() error {
+			err := inB.Get(ctx, client.ObjectKeyFromObject(kept), &discoveryv1.EndpointSlice{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("%s still keeps the slice naming %s, the address of the pod that went (%w)", b.Name, there.Status.PodIP, err)
+		})
+		// What it may still name stays.
+		if err := inB.Get(ctx, client.ObjectKeyFromObject(inRange), &discoveryv1.EndpointSlice{}); err != nil {
+			t.Errorf("the slice naming the consumer's range: %v, want it kept", err)
+		}
 	})
 	// The other peers' tunnels are untouched.
 	waitTunnels(t, 30*time.Second, without(a)...)
