@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-tar -C "$root" --exclude=./bin --exclude=./.git --exclude=./.playground -cf - . | tar -C "$scratch" -xf -
+tar -C "$root" --exclude=./bin --exclude=./.git --exclude=./.playground --exclude=./_output -cf - . | tar -C "$scratch" -xf -
 make -C "$scratch" --no-print-directory generate BIN="$root/bin" >/dev/null
 
 status=0
