@@ -100,10 +100,13 @@ func TestPrunerRemovesWhatNoLongerHolds(t *testing.T) {
 	gone := func(es *discoveryv1.EndpointSlice, why string) {
 		t.Helper()
 		envtest.Eventually(t, 20*time.Second, func(ctx context.Context) error {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(es), &discoveryv1.EndpointSlice{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("slice %s still there %s (%w)", es.Name, why, err)
+			switch err := c.Get(ctx, client.ObjectKeyFromObject(es), &discoveryv1.EndpointSlice{}); {
+			case apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return err
 			}
-			return nil
+			return fmt.Errorf("slice %s still there %s", es.Name, why)
 		})
 	}
 	stay := func(why string, es ...*discoveryv1.EndpointSlice) {

@@ -233,11 +233,13 @@ func TestConsumerPointsServicesOnlyAtItsOwn(t *testing.T) {
 		}
 		// The pod terminates first (its grace period), then goes.
 		framework.Eventually(t, 2*time.Minute, func() error {
-			err := inB.Get(ctx, client.ObjectKeyFromObject(kept), &discoveryv1.EndpointSlice{})
-			if apierrors.IsNotFound(err) {
+			switch err := inB.Get(ctx, client.ObjectKeyFromObject(kept), &discoveryv1.EndpointSlice{}); {
+			case apierrors.IsNotFound(err):
 				return nil
+			case err != nil:
+				return err
 			}
-			return fmt.Errorf("%s still keeps the slice naming %s, the address of the pod that went (%w)", b.Name, there.Status.PodIP, err)
+			return fmt.Errorf("%s still keeps the slice naming %s, the address of the pod that went", b.Name, there.Status.PodIP)
 		})
 		// What it may still name stays.
 		if err := inB.Get(ctx, client.ObjectKeyFromObject(inRange), &discoveryv1.EndpointSlice{}); err != nil {
