@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,8 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	id := resp.Identity
 
-	merged, err := r.complete(ctx, &fc, id)
-	if err != nil {
+	if err := r.complete(ctx, &fc, id); err != nil {
 		return ctrl.Result{}, err
 	}
 	if fc.Spec.ClusterIdentity.ClusterID == id.ClusterID && id.ClusterName != "" && id.ClusterName != fc.Spec.ClusterIdentity.ClusterName &&
@@ -119,9 +120,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	// complete() may have written the object: compare the status against
-	// what is stored now, and add the sources of the copies merged away.
+	// what is stored now.
 	orig = fc.DeepCopy()
-	fc.Status.Sources = append(fc.Status.Sources, merged...)
 	if fc.Spec.ClusterIdentity.ClusterID != id.ClusterID {
 		setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, reasonIdentityMismatch,
 			fmt.Sprintf("The auth service at %s belongs to cluster %s, not %s: fix spec.foreignAuthUrl", fc.Spec.ForeignAuthURL, id.ClusterID, fc.Spec.ClusterIdentity.ClusterID))
@@ -174,62 +174,111 @@ func (r *Reconciler) unreachableRetry() time.Duration {
 
 // complete fills in the identity of a ForeignCluster created with only an
 // auth URL, and merges away a discovered duplicate of the same cluster.
-func (r *Reconciler) complete(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, id *auth.Identity) ([]discoveryv1alpha1.DiscoverySource, error) {
-	if fc.Spec.ClusterIdentity.ClusterID != "" && fc.Labels[discoveryv1alpha1.ClusterIDLabel] != "" {
-		return nil, nil
+func (r *Reconciler) complete(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, id *auth.Identity) error {
+	if fc.Spec.ClusterIdentity.ClusterID == "" || fc.Labels[discoveryv1alpha1.ClusterIDLabel] == "" {
+		if id.ClusterID == r.LocalClusterID {
+			return fmt.Errorf("ForeignCluster %s points at this cluster's own auth service", fc.Name)
+		}
+		patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if fc.Spec.ClusterIdentity.ClusterID == "" {
+			fc.Spec.ClusterIdentity.ClusterID = id.ClusterID
+		}
+		if fc.Spec.ClusterIdentity.ClusterName == "" {
+			fc.Spec.ClusterIdentity.ClusterName = id.ClusterName
+		}
+		if fc.Labels == nil {
+			fc.Labels = map[string]string{}
+		}
+		fc.Labels[discoveryv1alpha1.ClusterIDLabel] = fc.Spec.ClusterIdentity.ClusterID
+		if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] == "" {
+			fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] = string(discoveryv1alpha1.ManualDiscovery)
+		}
+		if err := r.Client.Patch(ctx, fc, patch); err != nil {
+			return fmt.Errorf("completing ForeignCluster %s: %w", fc.Name, err)
+		}
 	}
-	if id.ClusterID == r.LocalClusterID {
-		return nil, fmt.Errorf("ForeignCluster %s points at this cluster's own auth service", fc.Name)
+	if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] != string(discoveryv1alpha1.ManualDiscovery) {
+		return nil
 	}
-	patch := client.MergeFromWithOptions(fc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if fc.Spec.ClusterIdentity.ClusterID == "" {
-		fc.Spec.ClusterIdentity.ClusterID = id.ClusterID
-	}
-	if fc.Spec.ClusterIdentity.ClusterName == "" {
-		fc.Spec.ClusterIdentity.ClusterName = id.ClusterName
-	}
-	if fc.Labels == nil {
-		fc.Labels = map[string]string{}
-	}
-	fc.Labels[discoveryv1alpha1.ClusterIDLabel] = fc.Spec.ClusterIdentity.ClusterID
-	if fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] == "" {
-		fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel] = string(discoveryv1alpha1.ManualDiscovery)
-	}
-	// One ForeignCluster per ClusterID: a copy made by discovery gives way
-	// to the one the operator created, after handing over its sources.
+	return r.mergeCopies(ctx, fc)
+}
+
+// mergeCopies keeps one ForeignCluster per ClusterID: a copy made by
+// discovery gives way to the one the operator created, after handing over
+// its CA Secret and its sources. Checked on every reconcile, so that a
+// merge cut short (a failed write) is finished on the next.
+func (r *Reconciler) mergeCopies(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster) error {
 	var list discoveryv1alpha1.ForeignClusterList
 	if err := r.Client.List(ctx, &list, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: fc.Spec.ClusterIdentity.ClusterID}); err != nil {
-		return nil, err
+		return err
 	}
-	if err := r.Client.Patch(ctx, fc, patch); err != nil {
-		return nil, fmt.Errorf("completing ForeignCluster %s: %w", fc.Name, err)
-	}
-	if len(list.Items) > 1 {
-		// The CA Secret may belong to a copy about to go: hand it over
-		// first, so that the garbage collector does not take it along.
-		var secret corev1.Secret
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: CASecretName(fc.Spec.ClusterIdentity.ClusterID)}, &secret)
-		if client.IgnoreNotFound(err) != nil {
-			return nil, err
-		}
-		if err == nil {
-			if err := r.ownCA(ctx, &secret, fc); err != nil {
-				return nil, err
-			}
-		}
-	}
+	var copies []*discoveryv1alpha1.ForeignCluster
 	var merged []discoveryv1alpha1.DiscoverySource
 	for i := range list.Items {
-		other := &list.Items[i]
-		if other.UID == fc.UID {
-			continue
-		}
-		merged = append(merged, other.Status.Sources...)
-		if err := r.Client.Delete(ctx, other); client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("merging ForeignCluster %s into %s: %w", other.Name, fc.Name, err)
+		if other := &list.Items[i]; other.UID != fc.UID && discoveredType(other) {
+			copies = append(copies, other)
+			merged = append(merged, other.Status.Sources...)
 		}
 	}
-	return merged, nil
+	if len(copies) == 0 {
+		return nil
+	}
+	// The CA Secret may belong to a copy about to go: hand it over first,
+	// so that the garbage collector does not take it along.
+	var secret corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: CASecretName(fc.Spec.ClusterIdentity.ClusterID)}, &secret)
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if err == nil {
+		if err := r.ownCA(ctx, &secret, fc); err != nil {
+			return err
+		}
+	}
+	// The sources are handed over before the copies go: a status write
+	// lost to a conflict after would lose them for good (a cluster added
+	// by hand takes no LAN sighting afterwards).
+	if err := r.handOver(ctx, fc, merged); err != nil {
+		return fmt.Errorf("merging the sources of %s's copies into %s: %w", fc.Spec.ClusterIdentity.ClusterID, fc.Name, err)
+	}
+	for _, other := range copies {
+		if err := r.Client.Delete(ctx, other); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("merging ForeignCluster %s into %s: %w", other.Name, fc.Name, err)
+		}
+	}
+	return nil
+}
+
+// handOver adds sources to fc's status (a source fc has already keeps its
+// own), read again and retried on a conflict with the other writers.
+func (r *Reconciler) handOver(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, sources []discoveryv1alpha1.DiscoverySource) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	var latest client.Reader = r.Client
+	if r.APIReader != nil {
+		latest = r.APIReader
+	}
+	return retry.OnError(cacheLagBackoff, apierrors.IsConflict, func() error {
+		var cur discoveryv1alpha1.ForeignCluster
+		if err := latest.Get(ctx, client.ObjectKeyFromObject(fc), &cur); err != nil {
+			return err
+		}
+		next := cur.DeepCopy()
+		for _, s := range sources {
+			if !slices.ContainsFunc(next.Status.Sources, func(have discoveryv1alpha1.DiscoverySource) bool { return have.Name == s.Name }) {
+				next.Status.Sources = append(next.Status.Sources, s)
+			}
+		}
+		if len(next.Status.Sources) == len(cur.Status.Sources) {
+			return nil
+		}
+		if err := r.Client.Status().Patch(ctx, next, client.MergeFromWithOptions(&cur, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		*fc = *next // what the server holds now
+		return nil
+	})
 }
 
 // checkCA pins the remote CA on first contact and refuses to silently

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
@@ -181,4 +183,88 @@ func TestManualForeignClusterIsCompletedAndGuarded(t *testing.T) {
 	if fc.Spec.ClusterIdentity.ClusterID != "provider-1" {
 		t.Errorf("identity changed while the service was unreachable: %+v", fc.Spec.ClusterIdentity)
 	}
+}
+
+// TestMergedSourcesSurviveAConflict: the copy discovery made of a cluster
+// then added by hand gives way to the manual one and hands over its
+// sources, also when the first status write meets another writer's (a
+// conflict): the copy goes only once they are written.
+func TestMergedSourcesSurviveAConflict(t *testing.T) {
+	cfg := envtest.Start(t, "consumer")
+	ctx := t.Context()
+	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := &discoveryv1alpha1.ForeignCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "provider-1", Labels: map[string]string{
+			discoveryv1alpha1.ClusterIDLabel: "provider-1", discoveryv1alpha1.DiscoveryTypeLabel: string(discoveryv1alpha1.LanDiscovery),
+		}},
+		Spec: discoveryv1alpha1.ForeignClusterSpec{
+			ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: "provider-1"}, ForeignAuthURL: "https://198.51.100.7:30443",
+		},
+	}
+	if err := c.Create(ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	copied.Status.Sources = []discoveryv1alpha1.DiscoverySource{{Name: "mdns", Type: discoveryv1alpha1.LanDiscovery, LastSeen: metav1.Now()}}
+	if err := c.Status().Update(ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	services := &authService{}
+	services.set(&auth.Response{ServingKey: "key-1", Identity: &auth.Identity{
+		ClusterID: "provider-1", ClusterName: "provider", APIServerURL: "https://198.51.100.7:6443", Namespace: "liqo", CACert: selfSignedCA(t, "provider-ca"),
+	}}, nil)
+	// The first status write to the manual ForeignCluster is lost to
+	// another writer.
+	var once sync.Once
+	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
+		direct, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return err
+		}
+		conflicting := interceptor.NewClient(direct, interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				var err error
+				if obj.GetName() == "by-hand" {
+					once.Do(func() {
+						err = apierrors.NewConflict(discoveryv1alpha1.GroupVersion.WithResource("foreignclusters").GroupResource(), "by-hand", errors.New("another writer"))
+					})
+				}
+				if err != nil {
+					return err
+				}
+				return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		})
+		return (&Reconciler{
+			Client: conflicting, APIReader: mgr.GetAPIReader(), Namespace: install.DefaultNamespace, LocalClusterID: "consumer-1",
+			Choices: &Choices{Client: mgr.GetClient(), Namespace: install.DefaultNamespace}, GetIdentity: services.get, Resync: 200 * time.Millisecond,
+		}).SetupWithManager(mgr)
+	})
+	fc := &discoveryv1alpha1.ForeignCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "by-hand"},
+		Spec:       discoveryv1alpha1.ForeignClusterSpec{ForeignAuthURL: "https://198.51.100.7:30443"},
+	}
+	if err := c.Create(ctx, fc); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var list discoveryv1alpha1.ForeignClusterList
+		if err := c.List(ctx, &list, client.MatchingLabels{discoveryv1alpha1.ClusterIDLabel: "provider-1"}); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 || list.Items[0].Name != fc.Name {
+			return fmt.Errorf("%d ForeignClusters of provider-1, want by-hand alone", len(list.Items))
+		}
+		for _, s := range list.Items[0].Status.Sources {
+			if s.Name == "mdns" {
+				return nil
+			}
+		}
+		return fmt.Errorf("sources %+v: the copy's mdns source was not handed over", list.Items[0].Status.Sources)
+	})
 }
