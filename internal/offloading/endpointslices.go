@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -142,20 +141,52 @@ func (c *consumerAddresses) allows(ctx context.Context, addr netip.Addr) (bool, 
 		c.pods = make(map[netip.Addr]bool, len(list.Items))
 		for i := range list.Items {
 			p := &list.Items[i]
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if podEnded(p) {
 				continue
 			}
-			for _, ip := range p.Status.PodIPs {
-				if a, err := netip.ParseAddr(ip.IP); err == nil {
-					c.pods[a] = true
-				}
-			}
-			if a, err := netip.ParseAddr(p.Status.PodIP); err == nil {
+			for _, a := range podAddrs(p) {
 				c.pods[a] = true
 			}
 		}
 	}
 	return c.pods[addr], nil
+}
+
+// podAddrs is every address a pod's status gives it.
+func podAddrs(p *corev1.Pod) []netip.Addr {
+	var addrs []netip.Addr
+	for _, ip := range p.Status.PodIPs {
+		if a, err := netip.ParseAddr(ip.IP); err == nil {
+			addrs = append(addrs, a)
+		}
+	}
+	if a, err := netip.ParseAddr(p.Status.PodIP); err == nil {
+		addrs = append(addrs, a)
+	}
+	return addrs
+}
+
+func podEnded(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// allowedShrank says whether an update took from a pod what let a
+// consumer's slice name it: it ended, or lost an address it had. A pod
+// that starts or gets its first address allows more, never less.
+func allowedShrank(o, n *corev1.Pod) bool {
+	if podEnded(n) && !podEnded(o) {
+		return true
+	}
+	kept := make(map[netip.Addr]bool)
+	for _, a := range podAddrs(n) {
+		kept[a] = true
+	}
+	for _, a := range podAddrs(o) {
+		if !kept[a] {
+			return true
+		}
+	}
+	return false
 }
 
 func describeRanges(ranges []netip.Prefix) string {
@@ -280,13 +311,12 @@ func (r *EndpointSlicePruner) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Live == nil {
 		return errors.New("EndpointSlicePruner needs Client and Live")
 	}
-	// A consumer's pod that ends, goes or changes address: its namespace.
+	// A consumer's pod that ends, goes or loses an address: its namespace.
 	podChanged := predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-			return n.Labels[offloadingv1alpha1.OriginClusterLabel] != "" && (o.Status.Phase != n.Status.Phase || o.Status.PodIP != n.Status.PodIP ||
-				!equality.Semantic.DeepEqual(o.Status.PodIPs, n.Status.PodIPs))
+			return n.Labels[offloadingv1alpha1.OriginClusterLabel] != "" && allowedShrank(o, n)
 		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
 			return e.Object.GetLabels()[offloadingv1alpha1.OriginClusterLabel] != ""

@@ -150,3 +150,39 @@ func TestPrunerRemovesWhatNoLongerHolds(t *testing.T) {
 	gone(toPod, "after the pod it names ended")
 	stay("went, not the consumer's", own, elsewhere)
 }
+
+// TestAllowedShrank: the pruner wakes for a pod update only when what a
+// consumer's slice may name got smaller (the pod ended or lost an
+// address), not when a pod starts or gets its first address.
+func TestAllowedShrank(t *testing.T) {
+	pod := func(phase corev1.PodPhase, ips ...string) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Phase: phase}}
+		if len(ips) > 0 {
+			p.Status.PodIP = ips[0]
+		}
+		for _, ip := range ips {
+			p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: ip})
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		o, n   *corev1.Pod
+		shrank bool
+	}{
+		{"scheduled, no address yet", pod(corev1.PodPending), pod(corev1.PodPending), false},
+		{"its first address", pod(corev1.PodPending), pod(corev1.PodRunning, "10.0.0.5"), false},
+		{"running, unchanged", pod(corev1.PodRunning, "10.0.0.5"), pod(corev1.PodRunning, "10.0.0.5"), false},
+		{"a second address added", pod(corev1.PodRunning, "10.0.0.5"), pod(corev1.PodRunning, "10.0.0.5", "fd00::5"), false},
+		{"its address changed", pod(corev1.PodRunning, "10.0.0.5"), pod(corev1.PodRunning, "10.0.0.6"), true},
+		{"its address gone", pod(corev1.PodRunning, "10.0.0.5"), pod(corev1.PodRunning), true},
+		{"one of two addresses gone", pod(corev1.PodRunning, "10.0.0.5", "fd00::5"), pod(corev1.PodRunning, "10.0.0.5"), true},
+		{"succeeded", pod(corev1.PodRunning, "10.0.0.5"), pod(corev1.PodSucceeded, "10.0.0.5"), true},
+		{"failed", pod(corev1.PodRunning, "10.0.0.5"), pod(corev1.PodFailed, "10.0.0.5"), true},
+		{"already ended", pod(corev1.PodFailed, "10.0.0.5"), pod(corev1.PodFailed, "10.0.0.5"), false},
+	} {
+		if got := allowedShrank(tc.o, tc.n); got != tc.shrank {
+			t.Errorf("%s: allowedShrank = %v, want %v", tc.name, got, tc.shrank)
+		}
+	}
+}
