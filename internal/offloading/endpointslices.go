@@ -63,9 +63,6 @@ func (v *EndpointSliceValidator) Handle(ctx context.Context, req admission.Reque
 	if err := v.Decoder.Decode(req, &es); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the EndpointSlice: %w", err))
 	}
-	if es.AddressType != discoveryv1.AddressTypeIPv4 {
-		return admission.Denied(fmt.Sprintf("addressType: a consumer's EndpointSlices hold IPv4 addresses only, not %s", es.AddressType))
-	}
 	// The EndpointSlicePruner finds a consumer's slices by this label,
 	// and deletes them at once: a slice without it, or one a finalizer
 	// would keep, would escape it.
@@ -77,21 +74,18 @@ func (v *EndpointSliceValidator) Handle(ctx context.Context, req admission.Reque
 		return admission.Denied("metadata.finalizers: a consumer's EndpointSlices carry none")
 	}
 	allowed := &consumerAddresses{reader: v.Reader, namespace: req.Namespace, consumer: consumer}
-	for i, ep := range es.Endpoints {
-		for j, a := range ep.Addresses {
-			addr, err := netip.ParseAddr(a)
-			if err != nil {
-				return admission.Denied(fmt.Sprintf("endpoints[%d].addresses[%d]: %q is not an IP address", i, j, a))
-			}
-			ok, err := allowed.allows(ctx, addr)
-			if err != nil {
-				return admission.Errored(http.StatusInternalServerError, err)
-			}
-			if !ok {
-				return admission.Denied(fmt.Sprintf("endpoints[%d].addresses[%d]: %s is neither in %s's ranges as this cluster reaches them (%s) nor the address of one of its pods in namespace %s",
-					i, j, addr, consumer, describeRanges(allowed.ranges), req.Namespace))
-			}
+	field, value, err := disallowed(ctx, &es, allowed)
+	switch {
+	case err != nil:
+		return admission.Errored(http.StatusInternalServerError, err)
+	case field == "addressType":
+		return admission.Denied(fmt.Sprintf("addressType: a consumer's EndpointSlices hold IPv4 addresses only, not %s", value))
+	case field != "":
+		if _, perr := netip.ParseAddr(value); perr != nil {
+			return admission.Denied(fmt.Sprintf("%s: %q is not an IP address", field, value))
 		}
+		return admission.Denied(fmt.Sprintf("%s: %s is neither in %s's ranges as this cluster reaches them (%s) nor the address of one of its pods in namespace %s",
+			field, value, consumer, describeRanges(allowed.ranges), req.Namespace))
 	}
 	return admission.Allowed("")
 }
@@ -252,11 +246,11 @@ func (r *EndpointSlicePruner) Reconcile(ctx context.Context, req ctrl.Request) (
 		if !es.DeletionTimestamp.IsZero() {
 			continue // going already
 		}
-		bad, err := disallowed(ctx, es, allowed)
+		field, bad, err := disallowed(ctx, es, allowed)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if bad == "" {
+		if field == "" {
 			continue
 		}
 		// Deleted as read: a slice written since is checked again.
@@ -268,33 +262,37 @@ func (r *EndpointSlicePruner) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, fmt.Errorf("deleting EndpointSlice %s/%s: %w", es.Namespace, es.Name, err)
 		case err == nil:
 			ctrl.LoggerFrom(ctx).Info("Removed a consumer's EndpointSlice naming what it may no longer name",
-				"consumer", consumer, "endpointSlice", client.ObjectKeyFromObject(es), "address", bad)
+				"consumer", consumer, "endpointSlice", client.ObjectKeyFromObject(es), "field", field, "value", bad)
 		}
 	}
 	return ctrl.Result{RequeueAfter: SlicePrunerResync}, nil
 }
 
-// disallowed is the first address of es the consumer may not name, or "".
-func disallowed(ctx context.Context, es *discoveryv1.EndpointSlice, allowed *consumerAddresses) (string, error) {
+// disallowed names the first field of es that says what the consumer may
+// not (its address type, or an address), with the value there; "" when
+// everything es names is allowed. The webhook and the pruner judge with
+// it alike.
+func disallowed(ctx context.Context, es *discoveryv1.EndpointSlice, allowed *consumerAddresses) (field, value string, err error) {
 	if es.AddressType != discoveryv1.AddressTypeIPv4 {
-		return string(es.AddressType), nil
+		return "addressType", string(es.AddressType), nil
 	}
-	for _, ep := range es.Endpoints {
-		for _, a := range ep.Addresses {
+	for i, ep := range es.Endpoints {
+		for j, a := range ep.Addresses {
+			field := fmt.Sprintf("endpoints[%d].addresses[%d]", i, j)
 			addr, err := netip.ParseAddr(a)
 			if err != nil {
-				return a, nil //nolint:nilerr // an address that does not parse is not allowed, not an error of the pruner's
+				return field, a, nil //nolint:nilerr // an address that does not parse is not allowed, not an error of the judge's
 			}
 			ok, err := allowed.allows(ctx, addr)
 			if err != nil {
-				return "", err
+				return "", "", err
 			}
 			if !ok {
-				return a, nil
+				return field, a, nil
 			}
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // consumerOf is the consumer a namespace was made for, or "" for any
