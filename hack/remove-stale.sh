@@ -9,14 +9,10 @@
 # and removes nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-if ! out=$("$here/check-no-leftovers.sh" 2>&1); then
-  case "$out" in
-  *"Processes left behind"* | *"DNS servers left behind"*)
-    echo "remove-stale: a process of the project is running; leaving its namespaces and cgroups alone:" >&2
-    echo "$out" >&2
-    exit 0
-    ;;
-  esac
+if ! out=$("$here/check-no-leftovers.sh" --processes-only 2>&1); then
+  echo "remove-stale: a process of the project is running; leaving its namespaces and cgroups alone:" >&2
+  echo "$out" >&2
+  exit 0
 fi
 removed=0
 if command -v ip >/dev/null 2>&1; then
