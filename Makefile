@@ -220,17 +220,24 @@ BROKER ?=
 conformance: system-deps $(RUNTIME_BINS) $(NODE_BINS) build $(BIN)/kubectl $(BIN)/liqo-gateway-image.tar conformance-suite ## Run upstream conformance (hack/conformance/focus.txt) on offloaded pods, in a playground with real nodes (root); JUnit and a table in _output/conformance.
 	MAPPING=$(MAPPING) PROCS=$(PROCS) BROKER=$(BROKER) BIN=$(BIN) OUT=$(OUTPUT)/conformance $(CONFORMANCE_DIR)/run.sh
 
+# The fast subset of the list (hack/conformance/smoke.txt), one spec for
+# each part of what offloading carries, so that a regression fails CI.
+.PHONY: test-conformance
+test-conformance: system-deps $(RUNTIME_BINS) $(NODE_BINS) build $(BIN)/kubectl $(BIN)/liqo-gateway-image.tar conformance-suite ## Run the fast subset of upstream conformance (hack/conformance/smoke.txt) on offloaded pods (root); a failure fails.
+	MAPPING=$(MAPPING) PROCS=$(PROCS) BIN=$(BIN) OUT=$(OUTPUT)/conformance-smoke FOCUS=$(CURDIR)/$(CONFORMANCE_DIR)/smoke.txt TIMEOUT=15m $(CONFORMANCE_DIR)/run.sh
+
 .PHONY: system-deps
 system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables, wireguard-tools, iperf3, busybox-static, bind9-dnsutils, curl, netcat-openbsd) when missing; needs root.
 	hack/system-deps.sh
 
 .PHONY: test
-test: system-deps tools build verify lint ## Everything CI checks: verify, lint, unit, controller and end-to-end tests, one benchmark pass.
+test: system-deps tools build verify lint ## Everything CI checks: verify, lint, unit, controller and end-to-end tests, conformance's fast subset, one benchmark pass.
 	# What a run killed outright left (its namespaces, cgroups) is removed
 	# first, so the check at the end judges this run alone.
 	hack/remove-stale.sh
 	$(MAKE) --no-print-directory test-controllers
 	$(MAKE) --no-print-directory test-e2e
+	$(MAKE) --no-print-directory test-conformance
 	# One pass of every benchmark; the broker's at 100 pods only (make bench
 	# runs its 1000), to keep make test's time.
 	LIQO_BENCH_BROKER_PODS=100 go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/...
