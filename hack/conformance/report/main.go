@@ -68,7 +68,7 @@ func readList(path string) ([]line, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		g, _, _ := strings.Cut(t, ".*")
-		g = strings.TrimSpace(strings.ReplaceAll(g, `\`, ""))
+		g = strings.TrimSpace(strings.TrimSuffix(strings.ReplaceAll(g, `\`, ""), "$"))
 		ls = append(ls, line{group: g, re: re})
 	}
 	return ls, sc.Err()
@@ -194,6 +194,17 @@ func run(focusFile, skipFile string, markdown bool, reports []string, out io.Wri
 		for _, f := range failures {
 			fmt.Fprintf(out, "- %s\n", f)
 		}
+	}
+	// A line that matches no spec of the suite (renamed upstream, or
+	// mistyped) would otherwise leave a run quietly smaller.
+	var empty []string
+	for _, g := range order {
+		if r := results[g]; r.passed+r.failed+r.skipped+r.notRun == 0 {
+			empty = append(empty, g)
+		}
+	}
+	if len(empty) > 0 {
+		return fmt.Errorf("%s: no spec of the report matches %s", focusFile, strings.Join(empty, "; "))
 	}
 	return nil
 }
