@@ -22,13 +22,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/broker"
-	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -43,15 +41,8 @@ type world struct {
 // its API on a loopback port.
 func startBroker(t *testing.T, o broker.Options) *world {
 	t.Helper()
-	cfg := envtest.Start(t, "broker")
+	cfg, c := envtest.StartInstalled(t, "broker")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	o.BindAddress = "127.0.0.1:0"
 	var s *broker.Server
 	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {

@@ -14,9 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
-	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -26,15 +24,8 @@ import (
 // a deleted singleton comes back with the defaults; the schema refuses a
 // second ClusterConfig, naming the field.
 func TestClusterConfigInForce(t *testing.T) {
-	cfg := envtest.Start(t, "cluster")
+	cfg, c := envtest.StartInstalled(t, "cluster")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := EnsureDefault(ctx, c, configv1alpha1.NetworkConfig{}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +92,7 @@ func TestClusterConfigInForce(t *testing.T) {
 	})
 	inForce("cluster-01234567")
 
-	err = c.Create(ctx, &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: "another"}})
+	err := c.Create(ctx, &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: "another"}})
 	if err == nil || !strings.Contains(err.Error(), "metadata.name") {
 		t.Errorf("creating a second ClusterConfig: %v, want a refusal naming metadata.name", err)
 	}
@@ -121,15 +112,8 @@ func drain(ch <-chan struct{}) {
 // new ClusterConfig, and only the empty ranges of an existing one; what
 // the schema refuses is refused with the field named.
 func TestEnsureDefaultSeedsAddressRanges(t *testing.T) {
-	cfg := envtest.Start(t, "cluster")
+	_, c := envtest.StartInstalled(t, "cluster")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := client.ObjectKey{Name: configv1alpha1.ClusterConfigName}
 	if err := EnsureDefault(ctx, c, configv1alpha1.NetworkConfig{PodCIDR: "10.42.0.0/16"}); err != nil {
 		t.Fatal(err)
@@ -160,7 +144,7 @@ func TestEnsureDefaultSeedsAddressRanges(t *testing.T) {
 	if err := c.Delete(ctx, &cc); err != nil {
 		t.Fatal(err)
 	}
-	err = EnsureDefault(ctx, c, configv1alpha1.NetworkConfig{ServiceCIDR: "10.43.0.1"})
+	err := EnsureDefault(ctx, c, configv1alpha1.NetworkConfig{ServiceCIDR: "10.43.0.1"})
 	if err == nil || !strings.Contains(err.Error(), "serviceCIDR") {
 		t.Errorf("seeding a service CIDR that is not one: %v, want an error naming serviceCIDR", err)
 	}

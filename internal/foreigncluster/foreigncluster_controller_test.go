@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/install"
@@ -74,15 +73,8 @@ func selfSignedCA(t *testing.T, name string) string {
 // does not move. Then it presents another serving key: the cluster is
 // marked unreachable, naming the change.
 func TestManualForeignClusterIsCompletedAndGuarded(t *testing.T) {
-	cfg := envtest.Start(t, "consumer")
+	cfg, c := envtest.StartInstalled(t, "consumer")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	services := &authService{}
 	const url = "https://198.51.100.7:30443"
 	realCA := selfSignedCA(t, "provider-ca")
@@ -190,15 +182,8 @@ func TestManualForeignClusterIsCompletedAndGuarded(t *testing.T) {
 // sources, also when the first status write meets another writer's (a
 // conflict): the copy goes only once they are written.
 func TestMergedSourcesSurviveAConflict(t *testing.T) {
-	cfg := envtest.Start(t, "consumer")
+	cfg, c := envtest.StartInstalled(t, "consumer")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	copied := &discoveryv1alpha1.ForeignCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "provider-1", Labels: map[string]string{
 			discoveryv1alpha1.ClusterIDLabel: "provider-1", discoveryv1alpha1.DiscoveryTypeLabel: string(discoveryv1alpha1.LanDiscovery),

@@ -12,10 +12,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
-	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -26,15 +24,8 @@ import (
 // knows of it: the next LAN announcement at a new address is checked
 // against the pinned key and moves it, and the label says LAN.
 func TestLANMovesAClusterOnceDNSNoLongerListsIt(t *testing.T) {
-	cfg := envtest.Start(t, "observer")
+	_, c := envtest.StartInstalled(t, "observer")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const (
 		id      = "mover"
 		oldURL  = "https://127.0.0.1:30001"

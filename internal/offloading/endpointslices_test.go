@@ -15,11 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -32,15 +30,8 @@ import (
 // copy (which carries the copy's labels, the origin among them), one in
 // a namespace of this cluster's.
 func TestPrunerRemovesWhatNoLongerHolds(t *testing.T) {
-	cfg := envtest.Start(t, "provider")
+	cfg, c := envtest.StartInstalled(t, "provider")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const consumer = "consumer-1"
 	theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web-consumer-1", Labels: map[string]string{
 		offloadingv1alpha1.OriginClusterLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue,

@@ -15,11 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -41,15 +39,8 @@ func startNamespaceMapReconciler(t *testing.T, cfg *rest.Config) {
 // NamespaceMap (the provider's own peering the other way does): deleting
 // the PeeringRequest releases them, with no other component involved.
 func TestNamespacesGoWithThePeering(t *testing.T) {
-	cfg := envtest.Start(t, "provider")
+	cfg, c := envtest.StartInstalled(t, "provider")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const consumer = "consumer-1"
 	remote := GeneratedNamespaceName("web", consumer)
 	pr := &discoveryv1alpha1.PeeringRequest{
@@ -116,15 +107,8 @@ func TestNamespacesGoWithThePeering(t *testing.T) {
 // start on the broker's own nodes before the broker offloads them; those
 // of another consumer are not.
 func TestOrchestratedFromTheStart(t *testing.T) {
-	cfg := envtest.Start(t, "broker")
+	cfg, c := envtest.StartInstalled(t, "broker")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, consumer := range []string{"orchestrated-1", "plain-1"} {
 		tenant := discoveryv1alpha1.TenantNamespace(consumer)
 		objs := []client.Object{

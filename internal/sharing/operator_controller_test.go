@@ -18,11 +18,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
-	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -32,15 +30,8 @@ import (
 // decides every offer again; a peering a broker introduced (network only)
 // gets no offer accepted; an offer left to expire is deleted.
 func TestOperatorDecidesOffers(t *testing.T) {
-	cfg := envtest.Start(t, "consumer")
+	cfg, c := envtest.StartInstalled(t, "consumer")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var config atomic.Pointer[configv1alpha1.ClusterConfig]
 	config.Store(&configv1alpha1.ClusterConfig{})
 	changes := make(chan struct{}, 1)

@@ -16,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
@@ -58,15 +57,8 @@ func (h *heard) has(id string) bool {
 // announcing this cluster's own identity is not recorded; with discovery
 // switched off, a new peer is not recorded either.
 func TestLANDiscovery(t *testing.T) {
-	cfg := envtest.Start(t, "consumer")
+	cfg, c := envtest.StartInstalled(t, "consumer")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	port, err := localcluster.FreePort()
 	if err != nil {
 		t.Fatal(err)

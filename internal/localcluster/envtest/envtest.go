@@ -17,11 +17,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-go/liqo/api"
-
+	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster"
 )
 
@@ -31,6 +32,23 @@ import (
 func Start(tb testing.TB, name string) *rest.Config {
 	tb.Helper()
 	return rest.CopyConfig(StartCluster(tb, name).RESTConfig)
+}
+
+// StartInstalled is Start with what liqoctl install puts in a cluster
+// before its controller manager runs (install.Install, default options:
+// the CRDs, the namespace, the rights), and an admin client that knows
+// Liqo's types.
+func StartInstalled(tb testing.TB, name string) (*rest.Config, client.Client) {
+	tb.Helper()
+	cfg := Start(tb, name)
+	if err := install.Install(tb.Context(), cfg, install.Options{}); err != nil {
+		tb.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg, c
 }
 
 // Eventually polls cond until it returns nil, and fails tb with its last

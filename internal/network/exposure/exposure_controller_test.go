@@ -15,11 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
-	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -32,15 +30,8 @@ import (
 // holds; with AllPods reach on
 // the peer's ForeignCluster, it reaches everything and lists nothing.
 func TestExposedToThePeer(t *testing.T) {
-	cfg := envtest.Start(t, "exposure")
+	cfg, c := envtest.StartInstalled(t, "exposure")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const peer, other, broker = "peer-1", "peer-2", "broker-1"
 	var introduced atomic.Bool
 	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {

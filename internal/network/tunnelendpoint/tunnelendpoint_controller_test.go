@@ -21,7 +21,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
@@ -76,15 +75,8 @@ func (d *recorder) set(fail error, st gateway.Status) {
 // a recording data plane.
 func startGateway(t *testing.T) (client.Client, wgkey.Key, *recorder) {
 	t.Helper()
-	cfg := envtest.Start(t, "gateway")
+	cfg, c := envtest.StartInstalled(t, "gateway")
 	ctx := t.Context()
-	if err := install.Install(ctx, cfg, install.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cc := &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName},
 		Spec: configv1alpha1.ClusterConfigSpec{NetworkConfig: configv1alpha1.NetworkConfig{PodCIDR: "10.100.0.0/14"}}}
 	if err := c.Create(ctx, cc); err != nil {
