@@ -33,12 +33,14 @@ var Layers = [][]string{
 	// The API: types and the protocol's names (labels, annotations,
 	// finalizers, condition types and reasons).
 	{"api", "deployments"},
+	// What liqoctl install puts in a cluster: the CRDs, the namespace,
+	// the rights (below the test clusters, which a test installs it on).
+	{"internal/install"},
 	// Building blocks that know no controller: cluster identity,
-	// certificates and users, the auth exchange, remote watches,
-	// installing the CRDs, the test clusters and networks, reconciler
-	// phases.
+	// certificates and users, the auth exchange, remote watches, the test
+	// clusters and networks, reconciler phases.
 	{"internal/clusterid", "internal/identity", "internal/auth", "internal/remotewatch",
-		"internal/install", "internal/localcluster", "internal/netlab", "internal/phase"},
+		"internal/localcluster", "internal/netlab", "internal/phase"},
 	// HTTP callers checked by the API server (its tests start one).
 	{"internal/kubeauth"},
 	// The ClusterConfig in force (its tests install the CRDs on a test
