@@ -211,14 +211,16 @@ $(BIN)/conformance-images.tar: $(CONFORMANCE_DEPS) $(CONFORMANCE_DIR)/images/mai
 
 # MAPPING: the test namespaces' namespaceMappingStrategy (DefaultName or
 # EnforceSameName); PROCS: the suite's parallel processes; BROKER=1: the
-# test namespaces go to a broker, which offloads them to the provider.
+# test namespaces go to a broker, which offloads them to the provider;
+# POD_RANGES=distinct: each cluster a pod range of its own (nothing remapped).
 MAPPING ?= DefaultName
 PROCS ?= 4
 BROKER ?=
+POD_RANGES ?= shared
 
 .PHONY: conformance
 conformance: system-deps $(RUNTIME_BINS) $(NODE_BINS) build $(BIN)/kubectl $(BIN)/liqo-gateway-image.tar conformance-suite ## Run upstream conformance (hack/conformance/focus.txt) on offloaded pods, in a playground with real nodes (root); JUnit and a table in _output/conformance.
-	MAPPING=$(MAPPING) PROCS=$(PROCS) BROKER=$(BROKER) BIN=$(BIN) OUT=$(OUTPUT)/conformance $(CONFORMANCE_DIR)/run.sh
+	MAPPING=$(MAPPING) PROCS=$(PROCS) BROKER=$(BROKER) POD_RANGES=$(POD_RANGES) BIN=$(BIN) OUT=$(OUTPUT)/conformance $(CONFORMANCE_DIR)/run.sh
 
 # The fast subset of the list (hack/conformance/smoke.txt), one spec for
 # each part of what offloading carries, so that a regression fails CI.

@@ -14,7 +14,9 @@
 # turn: two hops.
 #
 # Environment: BIN (bin/), OUT (_output/conformance), MAPPING (DefaultName
-# or EnforceSameName), BROKER (1: through the broker), PROCS (parallel suite processes, 4), FOCUS and SKIP
+# or EnforceSameName), BROKER (1: through the broker), POD_RANGES (shared,
+# the default: every cluster has the same pod range, so each peer's is
+# remapped; distinct: each its own, nothing remapped), PROCS (parallel suite processes, 4), FOCUS and SKIP
 # (the lists), KEEP=1 (leave the playground up for a look; its directory is
 # printed), TIMEOUT (of the whole suite, 4h).
 set -euo pipefail
@@ -34,6 +36,11 @@ case "${BROKER:-}" in
 '' | 1) ;;
 *) echo "BROKER must be 1 or empty, not $BROKER" >&2; exit 2 ;;
 esac
+POD_RANGES=${POD_RANGES:-shared}
+case "$POD_RANGES" in
+shared | distinct) ;;
+*) echo "POD_RANGES must be shared or distinct, not $POD_RANGES" >&2; exit 2 ;;
+esac
 case "$MAPPING" in
 DefaultName | EnforceSameName) ;;
 *) echo "MAPPING must be DefaultName or EnforceSameName, not $MAPPING" >&2; exit 2 ;;
@@ -47,6 +54,10 @@ up_args=()
 if [ "${BROKER:-}" = 1 ]; then
   name=broker-$MAPPING
   up_args+=(--broker)
+fi
+if [ "$POD_RANGES" = distinct ]; then
+  name=$name-distinct
+  up_args+=(--distinct-pod-ranges)
 fi
 dir=$OUT/$name
 pg=$dir/playground

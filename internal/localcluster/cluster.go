@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,9 +43,9 @@ var Binaries = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeSchedule
 // ServiceCIDR is the range of every cluster's Service IPs.
 const ServiceCIDR = "10.96.0.0/16"
 
-// PodCIDR covers every node's pod range (a /20 each, see podCIDR), in
-// every cluster: peers always overlap, so the network fabric always
-// remaps.
+// PodCIDR is a cluster's pod range unless Options.PodCIDR names another:
+// it covers every node's pod range (a /20 each, see podCIDR). Clusters
+// that keep it overlap, so the network fabric remaps them.
 const PodCIDR = "10.100.0.0/14"
 
 // Labels and annotations of the nodes the harness registers.
@@ -90,6 +91,11 @@ type Options struct {
 	APIServerOnly bool
 	// StartTimeout bounds the whole start; defaults to 3 minutes.
 	StartTimeout time.Duration
+	// PodCIDR is the cluster's pod range, an IPv4 prefix of at most 14
+	// bits (every node gets a /20 of it, in order); defaults to PodCIDR.
+	// Clusters given ranges apart reach each other's pods at their own
+	// addresses, with nothing remapped.
+	PodCIDR string
 	// RealNodes is the number of real nodes: a kubelet, containerd and
 	// kube-proxy each, running real containers, in a network and mount
 	// namespace of its own (root only; see RealNodesSupported).
@@ -203,6 +209,12 @@ func (o *Options) complete() error {
 	}
 	if o.RealNodes > 0 && o.APIServerOnly {
 		return errors.New("options: RealNodes needs the whole control plane, not APIServerOnly")
+	}
+	if o.PodCIDR == "" {
+		o.PodCIDR = PodCIDR
+	}
+	if p, err := netip.ParsePrefix(o.PodCIDR); err != nil || !p.Addr().Is4() || p.Bits() > 14 || p.Masked() != p {
+		return fmt.Errorf("options: PodCIDR %q must be an IPv4 prefix of at most 14 bits, with no host bits (each node takes a /20 of it)", o.PodCIDR)
 	}
 	if o.ClusterDNSImage != "" && o.RealNodes == 0 {
 		return errors.New("options: ClusterDNSImage needs RealNodes: the DNS runs in a real container")

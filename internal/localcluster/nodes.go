@@ -215,7 +215,7 @@ func (c *Cluster) kwokNode(name string, index int) *corev1.Node {
 				"localcluster.liqo.io/cluster": c.Name,
 			},
 		},
-		Spec: corev1.NodeSpec{PodCIDR: fmt.Sprintf("10.%d.%d.0/20", 100+index/16, (index%16)*16)},
+		Spec: corev1.NodeSpec{PodCIDR: c.podCIDR(index)},
 		Status: corev1.NodeStatus{
 			Capacity:    c.opts.NodeCapacity.DeepCopy(),
 			Allocatable: c.opts.NodeCapacity.DeepCopy(),

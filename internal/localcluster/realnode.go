@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -105,10 +106,17 @@ func (c *Cluster) RealNodes() int { return len(c.realNodes) }
 // what runs with the node's network (the gateway) is in it.
 func (c *Cluster) RealNodeNetns(i int) string { return c.realNodes[i].netns }
 
+// PodCIDR is the cluster's pod range (Options.PodCIDR).
+func (c *Cluster) PodCIDR() string { return c.opts.PodCIDR }
+
 // podCIDR is the pod range of the node with index (0: the control plane,
-// then the kwok workers, then the real nodes): a /20 of 10.100.0.0/14.
-func podCIDR(index int) string {
-	return fmt.Sprintf("10.%d.%d.0/20", 100+index/16, (index%16)*16)
+// then the kwok workers, then the real nodes): the index-th /20 of the
+// cluster's range.
+func (c *Cluster) podCIDR(index int) string {
+	base := netip.MustParsePrefix(c.opts.PodCIDR).Addr().As4() // checked by Options.complete
+	var a [4]byte
+	binary.BigEndian.PutUint32(a[:], binary.BigEndian.Uint32(base[:])+uint32(index)<<12) //nolint:gosec // index counts the cluster's nodes
+	return netip.PrefixFrom(netip.AddrFrom4(a), 20).String()
 }
 
 // prepareRealNodes attaches the cluster to its network and makes each real
@@ -143,7 +151,7 @@ func (c *Cluster) prepareRealNodes() error {
 			dir:     filepath.Join(c.Dir, "nodes", c.RealNodeName(i)),
 			netns:   fmt.Sprintf("%sn%s-%d-%d", NetnsPrefix, id, k, i),
 			ip:      realNodeIP(k, i),
-			podCIDR: podCIDR(c.opts.Nodes + 1 + i),
+			podCIDR: c.podCIDR(c.opts.Nodes + 1 + i),
 			cgroup:  fmt.Sprintf("%sn%s-%d-%d", NetnsPrefix, id, k, i),
 		}
 		c.realNodes = append(c.realNodes, n)
@@ -514,7 +522,7 @@ clusterCIDR: %s
 nftables: {masqueradeAll: true}
 # The conntrack table is the machine's: leave its size and timeouts alone.
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-`, proxyKC, n.name, PodCIDR)))
+`, proxyKC, n.name, c.opts.PodCIDR)))
 	if err != nil {
 		return "", err
 	}

@@ -206,3 +206,35 @@ func TestClusterDNSNeedsRealNodes(t *testing.T) {
 		t.Fatalf("ClusterDNSImage without real nodes: %v, want refused", err)
 	}
 }
+
+// TestPodCIDR: each node takes the next /20 of the cluster's pod range
+// (the default one as before: 10.100.0.0/14), and a range that cannot
+// hold them, or is not one, is refused before anything starts.
+func TestPodCIDR(t *testing.T) {
+	for _, tc := range []struct {
+		cidr  string
+		index int
+		want  string
+	}{
+		{"", 0, "10.100.0.0/20"},
+		{"", 1, "10.100.16.0/20"},
+		{"", 17, "10.101.16.0/20"},
+		{"10.104.0.0/14", 0, "10.104.0.0/20"},
+		{"10.104.0.0/14", 33, "10.106.16.0/20"},
+		{"172.16.0.0/12", 16, "172.17.0.0/20"},
+	} {
+		o := Options{Name: "pods", Dir: t.TempDir(), BinDir: t.TempDir(), PodCIDR: tc.cidr}
+		if err := o.complete(); err != nil && !strings.Contains(err.Error(), "not found in") {
+			t.Fatalf("PodCIDR %q: %v", tc.cidr, err)
+		}
+		if got := (&Cluster{opts: o}).podCIDR(tc.index); got != tc.want {
+			t.Errorf("PodCIDR %q, node %d: %s, want %s", tc.cidr, tc.index, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"10.100.0.0/16", "10.100.0.1/14", "fd00::/14", "10.100.0.0"} {
+		o := Options{Name: "pods", Dir: t.TempDir(), PodCIDR: bad}
+		if err := o.complete(); err == nil || !strings.Contains(err.Error(), "PodCIDR") {
+			t.Errorf("PodCIDR %q: %v, want refused naming PodCIDR", bad, err)
+		}
+	}
+}

@@ -114,6 +114,12 @@ type Options struct {
 	Broker []string
 	// BrokerBin is the liqo-broker binary; defaults to BinDir/liqo-broker.
 	BrokerBin string
+	// DistinctPodRanges gives each cluster a pod range of its own
+	// (PodRange): peers then reach each other's pods at the pods' own
+	// addresses, nothing remapped, as between organisations that chose
+	// their ranges apart. Otherwise every cluster has localcluster.PodCIDR
+	// and the network fabric remaps each peer's range.
+	DistinctPodRanges bool
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
 	// Log receives the harness's detailed messages.
@@ -316,12 +322,12 @@ func Up(ctx context.Context, opts Options) (*Playground, error) {
 	errs := make([]error, opts.Clusters+1)
 	for i := range opts.Clusters {
 		wg.Go(func() {
-			p.Members[i], errs[i] = startMember(ctx, opts, ClusterName(i+1), p.network)
+			p.Members[i], errs[i] = startMember(ctx, opts, ClusterName(i+1), opts.podRange(i), p.network)
 		})
 	}
 	if len(opts.Broker) > 0 {
 		wg.Go(func() {
-			if p.Broker, errs[opts.Clusters] = startMember(ctx, opts, BrokerName, p.network); errs[opts.Clusters] == nil {
+			if p.Broker, errs[opts.Clusters] = startMember(ctx, opts, BrokerName, opts.podRange(opts.Clusters), p.network); errs[opts.Clusters] == nil {
 				errs[opts.Clusters] = p.startBroker(ctx, opts)
 			}
 		})
@@ -340,14 +346,32 @@ func Up(ctx context.Context, opts Options) (*Playground, error) {
 	return p, nil
 }
 
-func startMember(ctx context.Context, opts Options, name string, network *localcluster.Network) (*Member, error) {
+// PodRange is the pod range of the playground's i-th cluster (from 0, the
+// broker last) when its ranges are distinct: 10.100.0.0/14, 10.104.0.0/14
+// and so on, clear of the Service range (localcluster.ServiceCIDR) and of
+// the underlay (localcluster.UnderlayCIDR) for every number of clusters
+// Options allows.
+func PodRange(i int) string {
+	return fmt.Sprintf("10.%d.0.0/14", 100+4*i)
+}
+
+// podRange is cluster i's pod range: its own, or the one all share.
+func (o *Options) podRange(i int) string {
+	if o.DistinctPodRanges {
+		return PodRange(i)
+	}
+	return localcluster.PodCIDR
+}
+
+func startMember(ctx context.Context, opts Options, name, podCIDR string, network *localcluster.Network) (*Member, error) {
 	start := time.Now()
 	copts := localcluster.Options{
-		Name:   name,
-		Dir:    filepath.Join(opts.Dir, "clusters", name),
-		BinDir: opts.BinDir,
-		Nodes:  opts.NodesPerCluster,
-		Detach: opts.Detach, Supervisor: opts.Supervisor,
+		Name:    name,
+		PodCIDR: podCIDR,
+		Dir:     filepath.Join(opts.Dir, "clusters", name),
+		BinDir:  opts.BinDir,
+		Nodes:   opts.NodesPerCluster,
+		Detach:  opts.Detach, Supervisor: opts.Supervisor,
 		Log: opts.Log,
 	}
 	values := map[string]any{"clusterName": name}
@@ -440,7 +464,7 @@ func (m *Member) StartControllerManager(ctx context.Context) error {
 	proc, err := m.Launch(ControllerManager, m.controllerManagerBin, append([]string{
 		"--kubeconfig=" + kcPath,
 		"--cluster-name=" + m.Name,
-		"--pod-cidr=" + localcluster.PodCIDR,
+		"--pod-cidr=" + m.PodCIDR(),
 		"--service-cidr=" + localcluster.ServiceCIDR,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.MetricsPort),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(m.ProbePort),

@@ -107,6 +107,9 @@ type UpOptions struct {
 	// Broker, when set, adds a cluster named broker running liqo-broker
 	// with these modes (comma-separated: catalog, orchestrator).
 	Broker string
+	// DistinctPodRanges gives each cluster a pod range of its own
+	// (playground.Options.DistinctPodRanges).
+	DistinctPodRanges bool
 }
 
 func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
@@ -128,6 +131,7 @@ func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
 	cmd.Flags().StringVar(&o.Broker, "broker", o.Broker, "Add a cluster named broker, peered with every other, running liqo-broker with these services (comma-separated: catalog, orchestrator; --broker alone: both); its URL goes to <dir>/broker.url")
 	cmd.Flags().Lookup("broker").NoOptDefVal = "catalog,orchestrator"
 	cmd.Flags().BoolVar(&o.Network, "network", o.Network, "Give each cluster a real node (kubelet, containerd) and connect the clusters' pod networks through the gateways' tunnels; needs root, `make node-tools` and the gateway's image (`make demo` as root builds them)")
+	cmd.Flags().BoolVar(&o.DistinctPodRanges, "distinct-pod-ranges", o.DistinctPodRanges, "Give each cluster a pod range of its own (cluster-1 10.100.0.0/14, cluster-2 10.104.0.0/14, ...), so that peers reach each other's pods at their own addresses; by default all share "+localcluster.PodCIDR+" and the network fabric remaps each peer's range")
 	cmd.Flags().StringSliceVar(&o.UntaintedVirtualNodes, "untainted-virtual-nodes", o.UntaintedVirtualNodes, "Clusters (e.g. cluster-1) whose virtual nodes are left without their taint (--virtual-node-taint=false), for suites that take only untainted nodes as schedulable, such as upstream conformance; every pod may then land there, so never a provider's")
 	cmd.Flags().StringSliceVar(&o.NodeImages, "node-images", o.NodeImages, "With --network, more image archives (OCI or Docker, as `ctr images import` reads) every real node imports, for workloads that cannot pull")
 	cmd.Flags().StringVar(&o.ClusterDNSImage, "cluster-dns-image", o.ClusterDNSImage, "With --network, a CoreDNS image (in an archive of --node-images) each cluster runs as its DNS, kube-system/kube-dns at "+localcluster.ClusterDNSAddress+", so that pods reach Services by name")
@@ -184,18 +188,19 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 			}
 			return nil
 		},
-		Broker:          brokerModes,
-		Supervisor:      Supervisor(exe),
-		Dir:             o.Dir,
-		Clusters:        o.Clusters,
-		NodesPerCluster: nodes,
-		BinDir:          o.BinDir,
-		Network:         network,
-		GatewayImage:    o.GatewayImage,
-		NodeImages:      o.NodeImages,
-		ClusterDNSImage: o.ClusterDNSImage,
-		Detach:          true,
-		Out:             out,
+		Broker:            brokerModes,
+		Supervisor:        Supervisor(exe),
+		Dir:               o.Dir,
+		Clusters:          o.Clusters,
+		NodesPerCluster:   nodes,
+		BinDir:            o.BinDir,
+		Network:           network,
+		GatewayImage:      o.GatewayImage,
+		NodeImages:        o.NodeImages,
+		ClusterDNSImage:   o.ClusterDNSImage,
+		DistinctPodRanges: o.DistinctPodRanges,
+		Detach:            true,
+		Out:               out,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			if o.Peer {
 				spec.DiscoveryConfig.AutoJoin = ptr.To(true)

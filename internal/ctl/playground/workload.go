@@ -124,8 +124,8 @@ func runDemoWorkload(ctx context.Context, out io.Writer, kubeconfig string, netw
 		return err
 	}
 	if network {
-		fmt.Fprintf(out, "Every cluster gives its pods addresses of %s: the providers' pods are listed at the addresses\n"+
-			"the consumer reaches them at, through the tunnels (each provider's range remapped, as the consumer chose).\n", localcluster.PodCIDR)
+		fmt.Fprintln(out, "The providers' pods are listed at the addresses the consumer reaches them at, through the tunnels\n"+
+			"(a provider's range that overlaps the consumer's, as the playground's do by default, remapped as the consumer chose).")
 	} else {
 		fmt.Fprintln(out, "Without the network, no address is shown for the providers' pods: nothing here could reach them.")
 	}
