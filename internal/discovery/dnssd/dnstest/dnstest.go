@@ -31,7 +31,7 @@ type Server struct {
 
 // Start serves zone (e.g. "liqo.test.") until Close.
 func Start(zone string) (*Server, error) {
-	pc, l, err := listenBoth()
+	pc, l, err := ListenBoth()
 	if err != nil {
 		return nil, err
 	}
@@ -47,9 +47,10 @@ func Start(zone string) (*Server, error) {
 	return s, nil
 }
 
-// listenBoth finds a loopback port free for both UDP and TCP: the kernel
-// picks the UDP one, and the TCP one may be taken, so it tries a few.
-func listenBoth() (net.PacketConn, net.Listener, error) {
+// ListenBoth finds a loopback port free for both UDP and TCP, as a DNS
+// server listens: the kernel picks the UDP one, and the TCP one may be
+// taken, so it tries a few.
+func ListenBoth() (net.PacketConn, net.Listener, error) {
 	var last error
 	for range 20 {
 		var lc net.ListenConfig

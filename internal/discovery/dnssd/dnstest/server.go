@@ -45,7 +45,7 @@ func newServer(binary, pkg string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc, l, err := listenBoth()
+	pc, l, err := ListenBoth()
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err

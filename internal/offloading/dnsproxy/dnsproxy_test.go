@@ -1,0 +1,187 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package dnsproxy
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/liqo-go/liqo/internal/discovery/dnssd/dnstest"
+	"github.com/liqo-go/liqo/internal/testenv"
+)
+
+// The provider's cluster DNS, as BIND serves it: consumer A's namespace
+// "shop" is the provider's "shop-a1", consumer B's "shop" is "shop-b2",
+// and the provider has a "shop" of its own.
+var zone = []string{
+	"web.shop-a1.svc.cluster.local. IN A 10.96.0.20",
+	"_http._tcp.web.shop-a1.svc.cluster.local. IN SRV 0 100 80 web-0.web.shop-a1.svc.cluster.local.",
+	"web-0.web.shop-a1.svc.cluster.local. IN A 10.100.0.5",
+	"10-100-0-5.shop-a1.pod.cluster.local. IN A 10.100.0.5",
+	"alias.shop-a1.svc.cluster.local. IN CNAME web.shop-a1.svc.cluster.local.",
+	"web.shop-b2.svc.cluster.local. IN A 10.96.0.30",
+	"web.shop.svc.cluster.local. IN A 10.96.0.99",
+	"kubernetes.default.svc.cluster.local. IN A 10.96.0.1",
+}
+
+// start serves h on loopback ports until the test ends.
+func start(t *testing.T, h *Handler) string {
+	t.Helper()
+	pc, l, err := dnstest.ListenBoth()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Serve(ctx, pc, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return pc.LocalAddr().String()
+}
+
+func ask(t *testing.T, network, server, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	q := new(dns.Msg)
+	q.SetQuestion(name, qtype)
+	c := &dns.Client{Net: network, Timeout: 5 * time.Second}
+	r, _, err := c.Exchange(q, server)
+	if err != nil {
+		t.Fatalf("%s %s over %s: %v", name, dns.TypeToString[qtype], network, err)
+	}
+	if r.Question[0].Name != name {
+		t.Errorf("%s: the answer's question is %s", name, r.Question[0].Name)
+	}
+	return r
+}
+
+func records(r *dns.Msg) []string {
+	var out []string
+	for _, rr := range r.Answer {
+		f := strings.Fields(rr.String())
+		out = append(out, f[0]+" "+strings.Join(f[3:], " ")) // without TTL and class
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestHandlerAnswersWithTheConsumersNames: against BIND serving the
+// provider's names, each consumer's proxy answers the names its pods use
+// (its namespace's, not the provider's own namespace of that name nor
+// the other consumer's), restores them in owner names and in what SRV
+// and CNAME records point to, over UDP and TCP; a name outside the
+// consumer's namespaces is asked as it is.
+func TestHandlerAnswersWithTheConsumersNames(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts BIND")
+	}
+	named, err := dnstest.StartBind("cluster.local.", 30)
+	if err != nil {
+		testenv.Unsupported(t, err.Error())
+	}
+	t.Cleanup(named.Close)
+	if err := named.Serve(nil, zone...); err != nil {
+		t.Fatal(err)
+	}
+	a := start(t, &Handler{Upstream: named.Addr, Names: func() Names { return Names{"shop": "shop-a1", "default": "default-a1"} }})
+	b := start(t, &Handler{Upstream: named.Addr, Names: func() Names { return Names{"shop": "shop-b2"} }})
+
+	for _, network := range []string{"udp", "tcp"} {
+		for _, tc := range []struct {
+			server, name string
+			qtype        uint16
+			want         []string
+		}{
+			{a, "web.shop.svc.cluster.local.", dns.TypeA, []string{"web.shop.svc.cluster.local. A 10.96.0.20"}},
+			{b, "web.shop.svc.cluster.local.", dns.TypeA, []string{"web.shop.svc.cluster.local. A 10.96.0.30"}},
+			// The client's spelling comes back as it asked.
+			{a, "Web.SHOP.svc.Cluster.Local.", dns.TypeA, []string{"Web.SHOP.svc.Cluster.Local. A 10.96.0.20"}},
+			{a, "_http._tcp.web.shop.svc.cluster.local.", dns.TypeSRV, []string{"_http._tcp.web.shop.svc.cluster.local. SRV 0 100 80 web-0.web.shop.svc.cluster.local."}},
+			{a, "web-0.web.shop.svc.cluster.local.", dns.TypeA, []string{"web-0.web.shop.svc.cluster.local. A 10.100.0.5"}},
+			{a, "10-100-0-5.shop.pod.cluster.local.", dns.TypeA, []string{"10-100-0-5.shop.pod.cluster.local. A 10.100.0.5"}},
+			{a, "alias.shop.svc.cluster.local.", dns.TypeA, []string{
+				"alias.shop.svc.cluster.local. CNAME web.shop.svc.cluster.local.",
+				"web.shop.svc.cluster.local. A 10.96.0.20",
+			}},
+			// A's "default" is its own: the provider's is not reached by it.
+			{a, "kubernetes.default.svc.cluster.local.", dns.TypeA, nil},
+			{b, "kubernetes.default.svc.cluster.local.", dns.TypeA, []string{"kubernetes.default.svc.cluster.local. A 10.96.0.1"}},
+			// The provider's own names of A's namespaces stay reachable.
+			{a, "web.shop-a1.svc.cluster.local.", dns.TypeA, []string{"web.shop-a1.svc.cluster.local. A 10.96.0.20"}},
+		} {
+			if got := records(ask(t, network, tc.server, tc.name, tc.qtype)); !slices.Equal(got, tc.want) {
+				t.Errorf("%s %s over %s: %q, want %q", tc.name, dns.TypeToString[tc.qtype], network, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestHandlerDropsWhatIsNoQuery: bytes that are no DNS message are
+// dropped and counted, and the proxy goes on answering; an upstream that
+// does not answer gives SERVFAIL, counted.
+func TestHandlerDropsWhatIsNoQuery(t *testing.T) {
+	var lc net.ListenConfig
+	dead, err := lc.ListenPacket(t.Context(), "udp", "127.0.0.1:0") // never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dead.Close() })
+	h := &Handler{Upstream: dead.LocalAddr().String(), Timeout: 200 * time.Millisecond}
+	addr := start(t, h)
+	var d net.Dialer
+	conn, err := d.DialContext(t.Context(), "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	for _, junk := range [][]byte{{0x01}, []byte("not a dns message at all, just text"), make([]byte, 12)} {
+		if _, err := conn.Write(junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := ask(t, "udp", addr, "web.shop.svc.cluster.local.", dns.TypeA); r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("with no upstream: %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
+	}
+	if h.Failed() != 1 {
+		t.Errorf("Failed() = %d, want 1", h.Failed())
+	}
+	// Each datagram is served on its own: wait for the three counts.
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return h.Dropped() == 3, nil
+	}); err != nil {
+		t.Errorf("Dropped() = %d, want the 3 messages that are no query", h.Dropped())
+	}
+}
+
+// TestTranslatorPTR: a reverse lookup's answer names the consumer's
+// namespace, not the provider's; another namespace's name is left alone.
+func TestTranslatorPTR(t *testing.T) {
+	tr := newTranslator("cluster.local.", Names{"shop": "shop-a1"})
+	req := new(dns.Msg)
+	req.SetQuestion("20.0.96.10.in-addr.arpa.", dns.TypePTR)
+	if got := tr.query(req).Question[0].Name; got != "20.0.96.10.in-addr.arpa." {
+		t.Errorf("the reverse question became %s", got)
+	}
+	resp := new(dns.Msg)
+	resp.SetReply(req)
+	for _, target := range []string{"web.shop-a1.svc.cluster.local.", "web.shop-b2.svc.cluster.local.", "web.shop-a1.svc.example.org."} {
+		resp.Answer = append(resp.Answer, &dns.PTR{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypePTR, Class: dns.ClassINET}, Ptr: target})
+	}
+	var got []string
+	for _, rr := range tr.answer(req, resp).Answer {
+		got = append(got, rr.(*dns.PTR).Ptr)
+	}
+	if want := []string{"web.shop.svc.cluster.local.", "web.shop-b2.svc.cluster.local.", "web.shop-a1.svc.example.org."}; !slices.Equal(got, want) {
+		t.Errorf("PTR targets %q, want %q", got, want)
+	}
+}
