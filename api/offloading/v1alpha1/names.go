@@ -44,6 +44,11 @@ const (
 	// The virtual kubelet sets it from its own origin label, never from
 	// the consumer's object.
 	ForClusterLabel = "offloading.liqo.io/for-cluster-id"
+	// DNSServiceLabel marks, in a provider's Liqo namespace, the Service
+	// one consumer's offloaded pods ask DNS at (the consumer named by
+	// OriginClusterLabel): the provider's DNS proxy answers there with the
+	// consumer's namespace names (internal/offloading/dnsproxy).
+	DNSServiceLabel = "offloading.liqo.io/dns"
 	// OriginUIDAnnotation records, on a provider copy, the UID of the
 	// consumer object it reflects: a copy of an older object of the same
 	// name is replaced, never taken for the new one.

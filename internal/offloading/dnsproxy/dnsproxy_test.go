@@ -4,16 +4,27 @@ package dnsproxy
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/discovery/dnssd/dnstest"
+	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 	"github.com/liqo-go/liqo/internal/testenv"
 )
 
@@ -184,4 +195,97 @@ func TestTranslatorPTR(t *testing.T) {
 	if want := []string{"web.shop.svc.cluster.local.", "web.shop-b2.svc.cluster.local.", "web.shop-a1.svc.example.org."}; !slices.Equal(got, want) {
 		t.Errorf("PTR targets %q, want %q", got, want)
 	}
+}
+
+// freePort is a loopback port free for UDP and TCP, closed again.
+func freePort(t *testing.T) int32 {
+	t.Helper()
+	pc, l, err := dnstest.ListenBoth()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	_, _ = pc.Close(), l.Close()
+	return int32(port) //nolint:gosec // a port
+}
+
+// TestProxyServesEachConsumerOnItsServicesPort: against a real API server
+// and BIND as the cluster DNS, the proxy opens the target port of each
+// consumer's DNS Service, and a query there is asked with that consumer's
+// namespace names (two consumers both call a namespace "shop"); a port
+// two Services ask for goes to the first by name; a Service deleted
+// closes its port.
+func TestProxyServesEachConsumerOnItsServicesPort(t *testing.T) {
+	cfg := envtest.Start(t, "dnsproxy")
+	named, err := dnstest.StartBind("cluster.local.", 30)
+	if err != nil {
+		testenv.Unsupported(t, err.Error())
+	}
+	t.Cleanup(named.Close)
+	if err := named.Serve(nil, zone...); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	const liqo = "liqo"
+	create := func(o client.Object) {
+		t.Helper()
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: liqo}})
+	for ns, consumer := range map[string]string{"shop-a1": "cluster-a", "shop-b2": "cluster-b"} {
+		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Labels:      map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer},
+			Annotations: map[string]string{offloadingv1alpha1.OriginNamespaceAnnotation: "shop"}}})
+	}
+	dnsService := func(name, consumer string, port int32) *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: liqo, Name: name, Labels: map[string]string{
+				offloadingv1alpha1.DNSServiceLabel: "", offloadingv1alpha1.OriginClusterLabel: consumer}},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(port)}}},
+		}
+	}
+	pa, pb := freePort(t), freePort(t)
+	create(dnsService("dns-a", "cluster-a", pa))
+	create(dnsService("dns-b", "cluster-b", pb))
+	// Asks for cluster-a's port: dns-a is first by name.
+	create(dnsService("dns-c", "cluster-c", pa))
+
+	p := &Proxy{Namespace: liqo, Host: "127.0.0.1", Upstream: named.Addr, Log: testr.New(t)}
+	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
+		p.Client = mgr.GetClient()
+		return p.SetupWithManager(ctx, mgr)
+	})
+	envtest.Eventually(t, 30*time.Second, func(context.Context) error {
+		if got := p.Serving(); !maps.Equal(got, map[int32]string{pa: "cluster-a", pb: "cluster-b"}) {
+			return fmt.Errorf("serving %v", got)
+		}
+		return nil
+	})
+	for port, want := range map[int32]string{pa: "10.96.0.20", pb: "10.96.0.30"} {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+		if got := records(ask(t, "udp", addr, "web.shop.svc.cluster.local.", dns.TypeA)); !slices.Equal(got, []string{"web.shop.svc.cluster.local. A " + want}) {
+			t.Errorf("web.shop on port %d: %q, want %s", port, got, want)
+		}
+	}
+	if err := c.Delete(ctx, dnsService("dns-b", "", 0)); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 30*time.Second, func(context.Context) error {
+		if got := p.Serving(); !maps.Equal(got, map[int32]string{pa: "cluster-a"}) {
+			return fmt.Errorf("serving %v", got)
+		}
+		return nil
+	})
+	var lc net.ListenConfig
+	pc, err := lc.ListenPacket(ctx, "udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(pb))))
+	if err != nil {
+		t.Fatalf("cluster-b's port is still open: %v", err)
+	}
+	_ = pc.Close()
 }

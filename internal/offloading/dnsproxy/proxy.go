@@ -1,0 +1,206 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package dnsproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+)
+
+// Proxy serves, for every consumer with a DNS Service in Namespace (a
+// Service labelled offloadingv1alpha1.DNSServiceLabel and, with the
+// consumer's cluster ID, offloadingv1alpha1.OriginClusterLabel), a
+// Handler on that Service's target port, over UDP and TCP: the port a
+// query arrives at says which consumer's names it is asked with.
+type Proxy struct {
+	// Client reads Services and Namespaces (a cache).
+	Client client.Reader
+	// Namespace is Liqo's namespace, where the DNS Services are.
+	Namespace string
+	// Host is the address the ports are opened on; all when empty.
+	Host string
+	// Upstream is the cluster DNS, host:port.
+	Upstream string
+	// Domain is the cluster's DNS domain (Handler.Domain).
+	Domain string
+	// Log receives what the proxy starts and stops.
+	Log logr.Logger
+
+	ctx     context.Context //nolint:containedctx // the listeners live as long as the process, not a reconcile
+	mu      sync.Mutex
+	serving map[int32]*listener
+}
+
+type listener struct {
+	consumer string
+	handler  *Handler
+	stop     context.CancelFunc
+	done     chan error
+}
+
+// SetupWithManager registers the proxy with mgr; its listeners run until
+// ctx is done.
+func (p *Proxy) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if p.Client == nil || p.Namespace == "" || p.Upstream == "" {
+		return errors.New("dnsproxy.Proxy needs Client, Namespace and Upstream")
+	}
+	p.ctx, p.serving = ctx, map[int32]*listener{}
+	go func() {
+		<-ctx.Done()
+		p.stopAll()
+	}()
+	dnsServices := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[offloadingv1alpha1.DNSServiceLabel]
+		return o.GetNamespace() == p.Namespace && ok
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("dns-proxy").
+		For(&corev1.Service{}, builder.WithPredicates(dnsServices)).
+		Complete(p)
+}
+
+// Reconcile opens a port for each DNS Service and closes those of the
+// Services gone, whichever Service the request names.
+func (p *Proxy) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	want, err := p.ports(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for port, l := range p.serving {
+		if want[port] != l.consumer {
+			p.stop(port)
+		}
+	}
+	var errs []error
+	for port, consumer := range want {
+		if _, ok := p.serving[port]; ok {
+			continue
+		}
+		if err := p.start(port, consumer); err != nil { //nolint:contextcheck // a port is served as long as the process, not the reconcile
+			errs = append(errs, fmt.Errorf("the DNS of consumer %s on port %d: %w", consumer, port, err))
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// ports is the consumer each port serves: the DNS Services' first target
+// port. Of two Services asking for one port, the first by name has it.
+func (p *Proxy) ports(ctx context.Context) (map[int32]string, error) {
+	var svcs corev1.ServiceList
+	if err := p.Client.List(ctx, &svcs, client.InNamespace(p.Namespace), client.HasLabels{offloadingv1alpha1.DNSServiceLabel}); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(svcs.Items, func(a, b corev1.Service) int { return strings.Compare(a.Name, b.Name) })
+	want := map[int32]string{}
+	for _, s := range svcs.Items {
+		consumer := s.Labels[offloadingv1alpha1.OriginClusterLabel]
+		if consumer == "" || s.DeletionTimestamp != nil || len(s.Spec.Ports) == 0 {
+			continue
+		}
+		port := s.Spec.Ports[0].TargetPort.IntVal
+		if port <= 0 || port > 65535 {
+			p.Log.Info("a DNS Service without a numeric target port is not served", "service", s.Name)
+			continue
+		}
+		if other, taken := want[port]; taken && other != consumer {
+			p.Log.Info("two DNS Services ask for one port: the first by name has it", "service", s.Name, "port", port)
+			continue
+		}
+		want[port] = consumer
+	}
+	return want, nil
+}
+
+// Names is consumer's namespaces as the provider made them: the name the
+// consumer uses (the origin annotation) of each provider namespace
+// labelled with its cluster ID.
+func (p *Proxy) Names(ctx context.Context, consumer string) (Names, error) {
+	var nss corev1.NamespaceList
+	sel := labels.SelectorFromSet(labels.Set{offloadingv1alpha1.OriginClusterLabel: consumer})
+	if err := p.Client.List(ctx, &nss, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	names := Names{}
+	for _, ns := range nss.Items {
+		if origin := ns.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation]; origin != "" {
+			names[origin] = ns.Name
+		}
+	}
+	return names, nil
+}
+
+// start serves consumer on port; p.mu is held.
+func (p *Proxy) start(port int32, consumer string) error {
+	addr := net.JoinHostPort(p.Host, strconv.Itoa(int(port)))
+	var lc net.ListenConfig
+	pc, err := lc.ListenPacket(p.ctx, "udp", addr)
+	if err != nil {
+		return err
+	}
+	l, err := lc.Listen(p.ctx, "tcp", addr)
+	if err != nil {
+		_ = pc.Close()
+		return err
+	}
+	log := p.Log.WithValues("consumer", consumer, "port", port)
+	h := &Handler{Domain: p.Domain, Upstream: p.Upstream, Names: func() Names {
+		names, err := p.Names(p.ctx, consumer)
+		if err != nil {
+			log.Error(err, "reading the consumer's namespaces; its names are asked as they are")
+		}
+		return names
+	}}
+	ctx, stop := context.WithCancel(p.ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.Serve(ctx, pc, l) }()
+	p.serving[port] = &listener{consumer: consumer, handler: h, stop: stop, done: done}
+	log.Info("serving a consumer's DNS")
+	return nil
+}
+
+// stop closes port; p.mu is held.
+func (p *Proxy) stop(port int32) {
+	l := p.serving[port]
+	delete(p.serving, port)
+	l.stop()
+	if err := <-l.done; err != nil {
+		p.Log.Error(err, "the DNS of a consumer stopped", "consumer", l.consumer, "port", port)
+	}
+	p.Log.Info("no longer serving a consumer's DNS", "consumer", l.consumer, "port", port)
+}
+
+func (p *Proxy) stopAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for port := range p.serving {
+		p.stop(port)
+	}
+}
+
+// Serving is the consumer each open port serves.
+func (p *Proxy) Serving() map[int32]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[int32]string{}
+	for port, l := range p.serving {
+		out[port] = l.consumer
+	}
+	return out
+}
