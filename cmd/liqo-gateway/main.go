@@ -3,7 +3,9 @@
 // Command liqo-gateway runs a cluster's end of the network fabric: the
 // WireGuard tunnels to its peers, their routes and address translation.
 // `liqo-gateway route-agent` runs on every node and routes the peers'
-// ranges to the gateway's node; `liqo-gateway check` is the probe of
+// ranges to the gateway's node; `liqo-gateway dns` answers, in a
+// provider, the DNS queries of each consumer's offloaded pods with that
+// consumer's namespace names; `liqo-gateway check` is the probe of
 // `liqoctl test network`.
 package main
 
@@ -19,6 +21,7 @@ import (
 
 	"github.com/liqo-go/liqo/internal/network/gatewaycmd"
 	"github.com/liqo-go/liqo/internal/network/netcheck"
+	"github.com/liqo-go/liqo/internal/offloading/dnsproxy"
 )
 
 func main() {
@@ -43,6 +46,18 @@ func main() {
 		ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 		if err := gatewaycmd.RunRouteAgent(ctrl.SetupSignalHandler(), opts); err != nil {
 			ctrl.Log.Error(err, "liqo route agent failed")
+			os.Exit(1)
+		}
+		return
+	}
+	// `liqo-gateway dns ...`: each consumer's DNS, in a provider.
+	if len(os.Args) > 1 && os.Args[1] == "dns" {
+		opts := dnsproxy.NewOptions()
+		opts.AddFlags(pflag.CommandLine)
+		_ = pflag.CommandLine.Parse(os.Args[2:])
+		ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+		if err := dnsproxy.Run(ctrl.SetupSignalHandler(), opts); err != nil {
+			ctrl.Log.Error(err, "liqo DNS proxy failed")
 			os.Exit(1)
 		}
 		return

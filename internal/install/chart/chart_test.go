@@ -264,6 +264,45 @@ func TestRouteAgent(t *testing.T) {
 	}
 }
 
+// TestDNSProxy: the DNS proxy is off unless asked for; on, it runs the
+// gateway's image in the pod network, Pod Security "restricted", and may
+// read namespaces and the Services of Liqo's namespace, nothing more.
+func TestDNSProxy(t *testing.T) {
+	if got := kinds(render(t, nil), "Deployment"); slices.Contains(got, "liqo-dns-proxy") {
+		t.Errorf("the DNS proxy runs by default: %v", got)
+	}
+	objs := render(t, map[string]any{"dnsProxy": map[string]any{"enabled": true, "domain": "example.org"}})
+	var d appsv1.Deployment
+	find(t, objs, "Deployment", "liqo-dns-proxy", &d)
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	if pod.HostNetwork || pod.ServiceAccountName != "liqo-dns-proxy" || c.Image != "ghcr.io/liqo-go/liqo-gateway:"+chartAppVersion(t) ||
+		len(c.Args) == 0 || c.Args[0] != "dns" || !slices.Contains(c.Args, "--namespace=liqo-system") || !slices.Contains(c.Args, "--domain=example.org") {
+		t.Errorf("the DNS proxy: hostNetwork %v, account %s, image %s, args %v", pod.HostNetwork, pod.ServiceAccountName, c.Image, c.Args)
+	}
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range eval.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &d.Spec.Template.ObjectMeta, &pod) {
+		if !r.Allowed {
+			t.Errorf("Pod Security restricted: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
+		}
+	}
+	var cr rbacv1.ClusterRole
+	find(t, objs, "ClusterRole", "liqo-dns-proxy", &cr)
+	var role rbacv1.Role
+	find(t, objs, "Role", "liqo-dns-proxy", &role)
+	for _, rules := range [][]rbacv1.PolicyRule{cr.Rules, role.Rules} {
+		for _, r := range rules {
+			if !slices.Equal(r.APIGroups, []string{""}) || len(r.Resources) != 1 || (r.Resources[0] != "namespaces" && r.Resources[0] != "services") ||
+				!slices.Equal(r.Verbs, []string{"get", "list", "watch"}) {
+				t.Errorf("the DNS proxy may %v %v", r.Verbs, r.Resources)
+			}
+		}
+	}
+}
+
 func chartAppVersion(t *testing.T) string {
 	t.Helper()
 	c, err := Load()
@@ -390,6 +429,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{map[string]any{"gateway": map[string]any{"endpoint": "gateway.example.com"}}, "/gateway/endpoint"},
 		{map[string]any{"gateway": map[string]any{"mtu": 100}}, "/gateway/mtu"},
 		{map[string]any{"routeAgent": map[string]any{"probePort": 70000}}, "/routeAgent/probePort"},
+		{map[string]any{"dnsProxy": map[string]any{"domain": "Cluster Local"}}, "/dnsProxy/domain"},
 		{map[string]any{"broker": map[string]any{"modes": []any{"catalog", "dashboard"}}}, "/broker/modes"},
 		{map[string]any{"broker": map[string]any{"service": map[string]any{"type": "Ingress", "port": 8000}}}, "/broker/service/type"},
 	} {
