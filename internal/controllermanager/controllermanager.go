@@ -75,6 +75,13 @@ type Options struct {
 	// MDNSNetworkNamespace is the network namespace the mDNS socket is
 	// opened in; empty means the controller manager's own.
 	MDNSNetworkNamespace string
+	// DNSProxy says the chart's DNS proxy runs (dnsProxy.enabled): each
+	// consumer gets a DNS Service of it, and its virtual kubelet learns
+	// where (internal/offloading/dnsproxy).
+	DNSProxy bool
+	// ClusterDomain is this cluster's DNS domain, as the proxy's answers
+	// carry it.
+	ClusterDomain string
 	// KubeAPIQPS and KubeAPIBurst bound the requests to the API server.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
@@ -118,6 +125,7 @@ type Options struct {
 func NewOptions() *Options {
 	return &Options{
 		Namespace:              install.DefaultNamespace,
+		ClusterDomain:          "cluster.local",
 		MetricsBindAddress:     ":8080",
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
@@ -153,6 +161,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server")
 	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
+	fs.BoolVar(&o.DNSProxy, "dns-proxy", o.DNSProxy, "The DNS proxy runs in the Liqo namespace (the chart's dnsProxy.enabled): give each consumer a DNS Service of it, where its offloaded pods reach Services by the consumer's namespace names")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "This cluster's DNS domain")
 	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", o.WebhookBindAddress, "Address the admission webhook listens on")
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service, in the Liqo namespace, the API server reaches the webhook through on port 443 (in a pod); --webhook-url is then unused")
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Base URL the API server reaches the webhook at (default: https:// and the bind address, or the host name when it binds all addresses)")
@@ -292,7 +302,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := setupNetwork(mgr, o, direct, id, remotes, store); err != nil {
 		return err
 	}
-	if err := setupOffloading(ctx, mgr, direct, id, remotes, providers, store); err != nil {
+	if err := setupOffloading(ctx, mgr, o, direct, id, remotes, providers, store); err != nil {
 		return err
 	}
 	if err := (&clusterconfig.Reconciler{

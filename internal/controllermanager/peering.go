@@ -117,7 +117,7 @@ func setupSharing(mgr ctrl.Manager, o *Options, direct client.Client, clusterID 
 
 // setupOffloading adds the pod webhook, the NamespaceOffloading controller
 // (consumer) and the NamespaceMap controller (provider).
-func setupOffloading(ctx context.Context, mgr ctrl.Manager, direct client.Client, clusterID string, remotes *identity.Remotes, providers provider.Providers, store *clusterconfig.Store) error {
+func setupOffloading(ctx context.Context, mgr ctrl.Manager, o *Options, direct client.Client, clusterID string, remotes *identity.Remotes, providers provider.Providers, store *clusterconfig.Store) error {
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
 		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
@@ -136,7 +136,12 @@ func setupOffloading(ctx context.Context, mgr ctrl.Manager, direct client.Client
 		return fmt.Errorf("setting up the NamespaceOffloading controller: %w", err)
 	}
 	config := func() *configv1alpha1.ClusterConfig { return store.Get() }
-	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct, Config: config, Changes: store.Subscribe(), Self: self}).SetupWithManager(mgr); err != nil {
+	var dns *offloading.DNSProxy
+	if o.DNSProxy {
+		dns = &offloading.DNSProxy{Namespace: o.Namespace, Domain: o.ClusterDomain}
+	}
+	if err := (&offloading.NamespaceMapReconciler{Client: mgr.GetClient(), Direct: direct, Config: config, Changes: store.Subscribe(), Self: self,
+		DNS: dns}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap controller: %w", err)
 	}
 	// What the EndpointSlice webhook let through stays allowed: a

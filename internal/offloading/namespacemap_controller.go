@@ -66,6 +66,9 @@ type NamespaceMapReconciler struct {
 	// EndpointSlices that name what it may no longer name
 	// (SlicePrunerRole). Empty: no binding.
 	Self string
+	// DNS, when set, makes each consumer a DNS Service of the provider's
+	// DNS proxy and tells the consumer where it is (status.dns).
+	DNS *DNSProxy
 }
 
 // Pod Security admission labels of the namespaces made for consumers.
@@ -244,16 +247,25 @@ func (r *NamespaceMapReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			status[claimed[remote]] = st
 		}
 	}
-	if gone {
-		return ctrl.Result{}, nil
+	var dns *offloadingv1alpha1.ConsumerDNS
+	if r.DNS != nil {
+		// Uncached: no watch of every Service, and the port another
+		// consumer just took is seen.
+		if dns, err = r.DNS.ensureDNS(ctx, r.Direct, consumer, gone); err != nil {
+			retry = err
+		}
 	}
-	if !equality.Semantic.DeepEqual(nm.Status.Namespaces, status) || nm.Status.ObservedGeneration != nm.Generation {
+	if gone {
+		return ctrl.Result{}, retry
+	}
+	if !equality.Semantic.DeepEqual(nm.Status.Namespaces, status) || nm.Status.ObservedGeneration != nm.Generation ||
+		!equality.Semantic.DeepEqual(nm.Status.DNS, dns) {
 		// A patch, not an update: the consumer writes the spec (its
 		// demands move with its pods), and an update from the generation
 		// read would conflict with each of its writes and wait out a
 		// back-off; the generation observed says which spec this is of.
 		orig := nm.DeepCopy()
-		nm.Status.Namespaces, nm.Status.ObservedGeneration = status, nm.Generation
+		nm.Status.Namespaces, nm.Status.ObservedGeneration, nm.Status.DNS = status, nm.Generation, dns
 		if err := r.Client.Status().Patch(ctx, &nm, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
 		}

@@ -66,6 +66,23 @@ type NamespaceMapStatus struct {
 	// ObservedGeneration is the spec generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// DNS, when the provider runs its DNS proxy, is where the consumer's
+	// offloaded pods ask for names: the provider answers there with the
+	// consumer's namespace names (a pod of a namespace the provider names
+	// otherwise reaches svc.<its namespace>.svc.<domain> as at home).
+	// +optional
+	DNS *ConsumerDNS `json:"dns,omitempty"`
+}
+
+// ConsumerDNS is a provider's DNS for one consumer's pods.
+type ConsumerDNS struct {
+	// Nameserver is the address of the consumer's DNS Service in the
+	// provider.
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IP address"
+	Nameserver string `json:"nameserver"`
+	// Domain is the provider's cluster DNS domain.
+	// +kubebuilder:validation:MaxLength=253
+	Domain string `json:"domain"`
 }
 
 // NamespaceMap lives in a provider's tenant namespace for one consumer. The

@@ -289,6 +289,11 @@ func TestDNSProxy(t *testing.T) {
 			t.Errorf("Pod Security restricted: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
 		}
 	}
+	var cm appsv1.Deployment
+	find(t, objs, "Deployment", install.ControllerManagerName, &cm)
+	if args := cm.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--dns-proxy=true") || !slices.Contains(args, "--cluster-domain=example.org") {
+		t.Errorf("the controller manager does not learn of the DNS proxy: %v", args)
+	}
 	var cr rbacv1.ClusterRole
 	find(t, objs, "ClusterRole", "liqo-dns-proxy", &cr)
 	var role rbacv1.Role
