@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -140,7 +142,7 @@ func (p *PeerNamespaces) Request(ctx context.Context, provider, local, remote st
 	// generation still holds for it (another namespace for local is
 	// another name, and waits).
 	if got, ok := nm.Status.Namespaces[local]; ok && nm.Status.ObservedGeneration > 0 && got.Namespace == remote {
-		st.Phase, st.Message = got.Phase, got.Message
+		st.Phase, st.Message, st.DNS = got.Phase, got.Message, validDNS(nm.Status.DNS)
 	}
 	if !equality.Semantic.DeepEqual(nm.Spec.Demands[local], demand) {
 		if err := patchMapping(ctx, c, nm, local, &remote, demand); err != nil {
@@ -189,4 +191,18 @@ func patchMapping(ctx context.Context, c client.Client, nm *offloadingv1alpha1.N
 		return fmt.Errorf("updating the NamespaceMap: %w", err)
 	}
 	return nil
+}
+
+// validDNS is what a provider says of its DNS for this cluster, when it
+// is what the NamespaceOffloading's schema takes (an IP address, a
+// domain name); nil otherwise: a provider's word that the status could
+// not hold must not keep the other providers' out of it.
+func validDNS(d *offloadingv1alpha1.ConsumerDNS) *offloadingv1alpha1.ConsumerDNS {
+	if d == nil {
+		return nil
+	}
+	if _, err := netip.ParseAddr(d.Nameserver); err != nil || len(d.Domain) > 253 || len(validation.IsDNS1123Subdomain(d.Domain)) > 0 {
+		return nil
+	}
+	return d.DeepCopy()
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,4 +110,25 @@ func TestOffloadingThroughProviderNamespaces(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestValidDNS: what a provider says of its DNS is taken only when the
+// NamespaceOffloading's schema would hold it, so that one provider's word
+// never keeps the others' out of the status.
+func TestValidDNS(t *testing.T) {
+	for _, tc := range []struct {
+		in *offloadingv1alpha1.ConsumerDNS
+		ok bool
+	}{
+		{nil, false},
+		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "10.96.0.42", Domain: "cluster.local"}, true},
+		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "fd00::53", Domain: "example.org"}, true},
+		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "dns.example.org", Domain: "cluster.local"}, false},
+		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "10.96.0.42", Domain: "Not A Domain"}, false},
+		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "10.96.0.42", Domain: strings.Repeat("a.", 130) + "org"}, false},
+	} {
+		if got := validDNS(tc.in); (got != nil) != tc.ok || (got != nil && *got != *tc.in) {
+			t.Errorf("validDNS(%+v) = %+v, want taken %v", tc.in, got, tc.ok)
+		}
+	}
 }

@@ -49,6 +49,12 @@ const (
 	// OriginClusterLabel): the provider's DNS proxy answers there with the
 	// consumer's namespace names (internal/offloading/dnsproxy).
 	DNSServiceLabel = "offloading.liqo.io/dns"
+	// ConsumerDNSAnnotation marks a provider pod whose DNS the consumer's
+	// virtual kubelet pointed at the provider's DNS for it (the pod asked
+	// for ClusterFirst, with no dnsConfig of its own). A cluster that
+	// offloads such a pod in turn (a broker) gives it ClusterFirst again
+	// before it looks at its own provider's DNS.
+	ConsumerDNSAnnotation = "offloading.liqo.io/consumer-dns"
 	// OriginUIDAnnotation records, on a provider copy, the UID of the
 	// consumer object it reflects: a copy of an older object of the same
 	// name is replaced, never taken for the new one.

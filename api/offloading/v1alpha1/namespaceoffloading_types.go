@@ -107,6 +107,11 @@ type RemoteNamespaceStatus struct {
 	// Message explains a Failed phase.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// DNS is where, as the provider says, this namespace's pods there ask
+	// for names with this cluster's namespace names (its DNS proxy);
+	// unset, they ask the provider's cluster DNS.
+	// +optional
+	DNS *ConsumerDNS `json:"dns,omitempty"`
 }
 
 // NamespaceOffloadingStatus lists the remote namespaces.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -30,6 +31,12 @@ import (
 // through their subresource (missingEphemeral).
 func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	spec := local.Spec.DeepCopy()
+	// A pod whose DNS a consumer set to this cluster's DNS for it asked
+	// for ClusterFirst: it gets that again (and, from WithConsumerDNS,
+	// its next provider's DNS for this cluster).
+	if _, ok := local.Annotations[offloadingv1alpha1.ConsumerDNSAnnotation]; ok {
+		spec.DNSPolicy, spec.DNSConfig = corev1.DNSClusterFirst, nil
+	}
 	spec.NodeName = ""
 	spec.NodeSelector = nil
 	if spec.Affinity != nil {
@@ -77,6 +84,7 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 		ec.VolumeMounts = slices.DeleteFunc(ec.VolumeMounts, func(m corev1.VolumeMount) bool { return dropped[m.Name] })
 	}
 	meta := forge.Meta(&local.ObjectMeta, remoteNS, consumerID)
+	delete(meta.Annotations, offloadingv1alpha1.ConsumerDNSAnnotation)
 	downward(local, spec, meta.Annotations)
 	keys := slices.Sorted(maps.Keys(meta.Annotations))
 	meta.Annotations[forge.AnnotationsAnnotation] = strings.Join(keys, ",")
@@ -445,4 +453,33 @@ func statusPatch(st *corev1.PodStatus) ([]byte, error) {
 // reflects.
 func statusReflected(current, forged *corev1.PodStatus) bool {
 	return equality.Semantic.DeepEqual(current, forged)
+}
+
+// WithConsumerDNS points remote (a provider pod as RemotePod forged it)
+// at its provider's DNS for this cluster, dns, when the pod asked for
+// ClusterFirst with no dnsConfig of its own and its namespace has another
+// name there than here (localNS): it then asks with this cluster's
+// namespace names, as at home (search path localNS.svc.<domain>,
+// svc.<domain>, <domain>, ndots 5, as the kubelet writes), and the
+// provider's proxy answers them. A pod that set its own DNS keeps it.
+func WithConsumerDNS(remote *corev1.Pod, localNS string, dns *offloadingv1alpha1.ConsumerDNS) {
+	if dns == nil || remote.Namespace == localNS || remote.Spec.HostNetwork || remote.Spec.DNSConfig != nil ||
+		(remote.Spec.DNSPolicy != "" && remote.Spec.DNSPolicy != corev1.DNSClusterFirst) {
+		return
+	}
+	if _, err := netip.ParseAddr(dns.Nameserver); err != nil || dns.Domain == "" {
+		return
+	}
+	domain := strings.TrimSuffix(dns.Domain, ".")
+	remote.Spec.DNSPolicy = corev1.DNSNone
+	remote.Spec.DNSConfig = &corev1.PodDNSConfig{
+		Nameservers: []string{dns.Nameserver},
+		Searches:    []string{localNS + ".svc." + domain, "svc." + domain, domain},
+		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("5")}},
+	}
+	remote.Annotations[offloadingv1alpha1.ConsumerDNSAnnotation] = string(corev1.DNSClusterFirst)
+	keys := strings.Split(remote.Annotations[forge.AnnotationsAnnotation], ",")
+	keys = append(keys, offloadingv1alpha1.ConsumerDNSAnnotation)
+	slices.Sort(keys)
+	remote.Annotations[forge.AnnotationsAnnotation] = strings.Join(slices.Compact(keys), ",")
 }

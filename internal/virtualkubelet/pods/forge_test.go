@@ -5,6 +5,8 @@ package pods
 import (
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -473,5 +475,71 @@ func TestMissingEphemeralOneAtATime(t *testing.T) {
 	}
 	if _, missing := missingEphemeral(got, desired, map[string]bool{"b": true}); missing {
 		t.Error("nothing is missing but the rejected one")
+	}
+}
+
+// TestWithConsumerDNS: a ClusterFirst pod whose namespace has another name
+// in the provider asks the provider's DNS for this cluster, with this
+// cluster's search path; a pod with DNS of its own, one whose namespace
+// keeps its name, an address that is none, change nothing. A cluster
+// offloading the pod in turn (a broker) restores ClusterFirst before its
+// own provider's DNS.
+func TestWithConsumerDNS(t *testing.T) {
+	dns := &offloadingv1alpha1.ConsumerDNS{Nameserver: "10.96.0.42", Domain: "cluster.local"}
+	local := func(mutate func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}, DNSPolicy: corev1.DNSClusterFirst}}
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	forged := func(p *corev1.Pod, remoteNS string, d *offloadingv1alpha1.ConsumerDNS) *corev1.Pod {
+		remote := RemotePod(p, remoteNS, "consumer")
+		WithConsumerDNS(remote, p.Namespace, d)
+		return remote
+	}
+	got := forged(local(nil), "shop-x1", dns)
+	want := &corev1.PodDNSConfig{Nameservers: []string{"10.96.0.42"}, Searches: []string{"shop.svc.cluster.local", "svc.cluster.local", "cluster.local"},
+		Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("5")}}}
+	if got.Spec.DNSPolicy != corev1.DNSNone || !equality.Semantic.DeepEqual(got.Spec.DNSConfig, want) ||
+		got.Annotations[offloadingv1alpha1.ConsumerDNSAnnotation] != "ClusterFirst" ||
+		!slices.Contains(strings.Split(got.Annotations[forge.AnnotationsAnnotation], ","), offloadingv1alpha1.ConsumerDNSAnnotation) {
+		t.Errorf("a ClusterFirst pod: policy %s, config %+v, annotations %v", got.Spec.DNSPolicy, got.Spec.DNSConfig, got.Annotations)
+	}
+	for name, tc := range map[string]struct {
+		pod      *corev1.Pod
+		remoteNS string
+		dns      *offloadingv1alpha1.ConsumerDNS
+	}{
+		"same name":         {local(nil), "shop", dns},
+		"no DNS":            {local(nil), "shop-x1", nil},
+		"not an address":    {local(nil), "shop-x1", &offloadingv1alpha1.ConsumerDNS{Nameserver: "dns.example.org", Domain: "cluster.local"}},
+		"policy Default":    {local(func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }), "shop-x1", dns},
+		"its own dnsConfig": {local(func(p *corev1.Pod) { p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"example.org"}} }), "shop-x1", dns},
+	} {
+		remote := forged(tc.pod, tc.remoteNS, tc.dns)
+		if remote.Spec.DNSPolicy != tc.pod.Spec.DNSPolicy || !equality.Semantic.DeepEqual(remote.Spec.DNSConfig, tc.pod.Spec.DNSConfig) {
+			t.Errorf("%s: policy %s, config %+v; want the pod's own", name, remote.Spec.DNSPolicy, remote.Spec.DNSConfig)
+		}
+		if _, ok := remote.Annotations[offloadingv1alpha1.ConsumerDNSAnnotation]; ok {
+			t.Errorf("%s: marked %s", name, offloadingv1alpha1.ConsumerDNSAnnotation)
+		}
+	}
+	// The broker's hop: the pod above, as the broker holds it, goes on
+	// to the broker's provider with ClusterFirst, then that provider's
+	// DNS for the broker and the broker's namespace name.
+	atBroker := got.DeepCopy()
+	atBroker.UID = "u2"
+	next := RemotePod(atBroker, "shop-x1-y2", "broker")
+	if next.Spec.DNSPolicy != corev1.DNSClusterFirst || next.Spec.DNSConfig != nil {
+		t.Errorf("the broker's hop without DNS: policy %s, config %+v; want ClusterFirst", next.Spec.DNSPolicy, next.Spec.DNSConfig)
+	}
+	if _, ok := next.Annotations[offloadingv1alpha1.ConsumerDNSAnnotation]; ok {
+		t.Errorf("the broker's hop without DNS is still marked")
+	}
+	WithConsumerDNS(next, atBroker.Namespace, &offloadingv1alpha1.ConsumerDNS{Nameserver: "10.96.7.7", Domain: "cluster.local"})
+	if next.Spec.DNSConfig == nil || next.Spec.DNSConfig.Nameservers[0] != "10.96.7.7" || next.Spec.DNSConfig.Searches[0] != "shop-x1.svc.cluster.local" {
+		t.Errorf("the broker's hop: config %+v", next.Spec.DNSConfig)
 	}
 }

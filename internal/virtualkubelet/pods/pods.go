@@ -131,6 +131,11 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, nil // the provider pod's deletion wakes this up again
 	}
 	desired := RemotePod(&pod, remoteNS, r.LocalClusterID)
+	for _, st := range no.Status.RemoteNamespaces {
+		if st.ClusterID == providerID {
+			WithConsumerDNS(desired, pod.Namespace, st.DNS)
+		}
+	}
 	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	// The token comes first: the provider pod mounts it.
 	var refresh time.Duration
