@@ -18,6 +18,9 @@ CONTROL_PLANE := kube-apiserver kube-controller-manager kube-scheduler
 RUNTIME_BINS := $(addprefix $(BIN)/,$(CONTROL_PLANE) etcd kwok) $(BIN)/kwok-stages.yaml
 TOOL_BINS := $(RUNTIME_BINS) $(addprefix $(BIN)/,kubectl controller-gen golangci-lint wireguard-go metrics-server)
 TOOLS_DEPS := $(TOOLS_DIR)/go.mod $(TOOLS_DIR)/go.sum
+# The module's Go sources: an image of a binary of this module is built
+# again when any changed (a stale image would run yesterday's code).
+MODULE_SOURCES := go.mod go.sum $(shell find api cmd deployments internal -name '*.go' -o -name '*.yaml' -o -name '*.json')
 # Tool binaries carry no symbol table or DWARF: they link faster, and
 # nobody debugs them.
 TOOLS_LDFLAGS := -ldflags='-s -w'
@@ -140,7 +143,7 @@ comma := ,
 # root), for this machine only, tagged as internal/playground expects.
 # Always rebuilt: go build and the image writer skip what did not change.
 .PHONY: $(BIN)/liqo-gateway-image.tar
-$(BIN)/liqo-gateway-image.tar: $(TOOLS_DEPS)
+$(BIN)/liqo-gateway-image.tar: $(TOOLS_DEPS) $(MODULE_SOURCES)
 	CGO_ENABLED=0 go build $(IMAGE_GOFLAGS) -o $(BIN)/.liqo-gateway/linux_$(HOST_ARCH)/ ./cmd/liqo-gateway
 	cd $(TOOLS_DIR) && go run ./cmd/images --bin-dir $(BIN)/.liqo-gateway --out $(BIN)/.liqo-gateway/images \
 	  --platforms linux/$(HOST_ARCH) --repository ghcr.io/liqo-go --tag playground liqo-gateway
@@ -212,15 +215,18 @@ $(BIN)/conformance-images.tar: $(CONFORMANCE_DEPS) $(CONFORMANCE_DIR)/images/mai
 # MAPPING: the test namespaces' namespaceMappingStrategy (DefaultName or
 # EnforceSameName); PROCS: the suite's parallel processes; BROKER=1: the
 # test namespaces go to a broker, which offloads them to the provider;
-# POD_RANGES=distinct: each cluster a pod range of its own (nothing remapped).
+# POD_RANGES=distinct: each cluster a pod range of its own (nothing remapped);
+# DNS_PROXY=0: without Liqo's DNS proxy (consumer namespace names unresolved
+# under DefaultName).
 MAPPING ?= DefaultName
 PROCS ?= 4
 BROKER ?=
 POD_RANGES ?= shared
+DNS_PROXY ?= 1
 
 .PHONY: conformance
 conformance: system-deps $(RUNTIME_BINS) $(NODE_BINS) build $(BIN)/kubectl $(BIN)/liqo-gateway-image.tar conformance-suite ## Run upstream conformance (hack/conformance/focus.txt) on offloaded pods, in a playground with real nodes (root); JUnit and a table in _output/conformance.
-	MAPPING=$(MAPPING) PROCS=$(PROCS) BROKER=$(BROKER) POD_RANGES=$(POD_RANGES) BIN=$(BIN) OUT=$(OUTPUT)/conformance $(CONFORMANCE_DIR)/run.sh
+	MAPPING=$(MAPPING) PROCS=$(PROCS) BROKER=$(BROKER) POD_RANGES=$(POD_RANGES) DNS_PROXY=$(DNS_PROXY) BIN=$(BIN) OUT=$(OUTPUT)/conformance $(CONFORMANCE_DIR)/run.sh
 
 # The fast subset of the list (hack/conformance/smoke.txt), one spec for
 # each part of what offloading carries, so that a regression fails CI.

@@ -16,7 +16,10 @@
 # Environment: BIN (bin/), OUT (_output/conformance), MAPPING (DefaultName
 # or EnforceSameName), BROKER (1: through the broker), POD_RANGES (shared,
 # the default: every cluster has the same pod range, so each peer's is
-# remapped; distinct: each its own, nothing remapped), PROCS (parallel suite processes, 4), FOCUS and SKIP
+# remapped; distinct: each its own, nothing remapped), DNS_PROXY (1, the
+# default: every cluster runs Liqo's DNS proxy, so that under DefaultName
+# offloaded pods reach Services by the consumer's namespace names; 0: off),
+# PROCS (parallel suite processes, 4), FOCUS and SKIP
 # (the lists), KEEP=1 (leave the playground up for a look; its directory is
 # printed), TIMEOUT (of the whole suite, 4h).
 set -euo pipefail
@@ -37,6 +40,11 @@ case "${BROKER:-}" in
 *) echo "BROKER must be 1 or empty, not $BROKER" >&2; exit 2 ;;
 esac
 POD_RANGES=${POD_RANGES:-shared}
+DNS_PROXY=${DNS_PROXY:-1}
+case "$DNS_PROXY" in
+0 | 1) ;;
+*) echo "DNS_PROXY must be 0 or 1, not $DNS_PROXY" >&2; exit 2 ;;
+esac
 case "$POD_RANGES" in
 shared | distinct) ;;
 *) echo "POD_RANGES must be shared or distinct, not $POD_RANGES" >&2; exit 2 ;;
@@ -54,6 +62,11 @@ up_args=()
 if [ "${BROKER:-}" = 1 ]; then
   name=broker-$MAPPING
   up_args+=(--broker)
+fi
+if [ "$DNS_PROXY" = 1 ]; then
+  up_args+=(--dns-proxy)
+else
+  name=$name-nodns
 fi
 if [ "$POD_RANGES" = distinct ]; then
   name=$name-distinct

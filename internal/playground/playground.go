@@ -120,6 +120,11 @@ type Options struct {
 	// their ranges apart. Otherwise every cluster has localcluster.PodCIDR
 	// and the network fabric remaps each peer's range.
 	DistinctPodRanges bool
+	// DNSProxy, with Network, runs the chart's DNS proxy in every cluster
+	// (dnsProxy.enabled, the controller managers' --dns-proxy): a
+	// consumer's offloaded pods reach Services by the consumer's
+	// namespace names.
+	DNSProxy bool
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
 	// Log receives the harness's detailed messages.
@@ -393,6 +398,9 @@ func startMember(ctx context.Context, opts Options, name, podCIDR string, networ
 		copts.NodeImages = append(copts.NodeImages, opts.NodeImages...)
 		copts.ClusterDNSImage = opts.ClusterDNSImage
 		values["gateway"] = map[string]any{"image": map[string]any{"repository": GatewayImageRepository, "tag": GatewayImageTag}}
+		if opts.DNSProxy {
+			values["dnsProxy"] = map[string]any{"enabled": true}
+		}
 		skip = []string{"Deployment/" + install.ControllerManagerName, "Deployment/" + install.BrokerName}
 	}
 	if opts.Customize != nil {
@@ -403,6 +411,9 @@ func startMember(ctx context.Context, opts Options, name, podCIDR string, networ
 		return nil, err
 	}
 	m := &Member{Cluster: c, controllerManagerBin: opts.ControllerManagerBin, extraArgs: opts.ControllerManagerArgs}
+	if network != nil && opts.DNSProxy {
+		m.extraArgs = append(slices.Clone(m.extraArgs), "--dns-proxy")
+	}
 	if opts.ControllerManagerArgsFor != nil {
 		m.extraArgs = append(append([]string{}, m.extraArgs...), opts.ControllerManagerArgsFor(name)...)
 	}

@@ -110,6 +110,9 @@ type UpOptions struct {
 	// DistinctPodRanges gives each cluster a pod range of its own
 	// (playground.Options.DistinctPodRanges).
 	DistinctPodRanges bool
+	// DNSProxy runs the DNS proxy in every cluster
+	// (playground.Options.DNSProxy).
+	DNSProxy bool
 }
 
 func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
@@ -132,6 +135,7 @@ func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
 	cmd.Flags().Lookup("broker").NoOptDefVal = "catalog,orchestrator"
 	cmd.Flags().BoolVar(&o.Network, "network", o.Network, "Give each cluster a real node (kubelet, containerd) and connect the clusters' pod networks through the gateways' tunnels; needs root, `make node-tools` and the gateway's image (`make demo` as root builds them)")
 	cmd.Flags().BoolVar(&o.DistinctPodRanges, "distinct-pod-ranges", o.DistinctPodRanges, "Give each cluster a pod range of its own (cluster-1 10.100.0.0/14, cluster-2 10.104.0.0/14, ...), so that peers reach each other's pods at their own addresses; by default all share "+localcluster.PodCIDR+" and the network fabric remaps each peer's range")
+	cmd.Flags().BoolVar(&o.DNSProxy, "dns-proxy", o.DNSProxy, "With --network, run the DNS proxy in every cluster (the chart's dnsProxy.enabled): a consumer's offloaded pods reach Services by the consumer's namespace names where the provider names the namespace otherwise")
 	cmd.Flags().StringSliceVar(&o.UntaintedVirtualNodes, "untainted-virtual-nodes", o.UntaintedVirtualNodes, "Clusters (e.g. cluster-1) whose virtual nodes are left without their taint (--virtual-node-taint=false), for suites that take only untainted nodes as schedulable, such as upstream conformance; every pod may then land there, so never a provider's")
 	cmd.Flags().StringSliceVar(&o.NodeImages, "node-images", o.NodeImages, "With --network, more image archives (OCI or Docker, as `ctr images import` reads) every real node imports, for workloads that cannot pull")
 	cmd.Flags().StringVar(&o.ClusterDNSImage, "cluster-dns-image", o.ClusterDNSImage, "With --network, a CoreDNS image (in an archive of --node-images) each cluster runs as its DNS, kube-system/kube-dns at "+localcluster.ClusterDNSAddress+", so that pods reach Services by name")
@@ -199,6 +203,7 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 		NodeImages:        o.NodeImages,
 		ClusterDNSImage:   o.ClusterDNSImage,
 		DistinctPodRanges: o.DistinctPodRanges,
+		DNSProxy:          o.DNSProxy,
 		Detach:            true,
 		Out:               out,
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
