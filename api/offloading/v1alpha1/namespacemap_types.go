@@ -78,6 +78,7 @@ type NamespaceMapStatus struct {
 type ConsumerDNS struct {
 	// Nameserver is the address of the consumer's DNS Service in the
 	// provider.
+	// +kubebuilder:validation:MaxLength=45
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IP address"
 	Nameserver string `json:"nameserver"`
 	// Domain is the provider's cluster DNS domain.

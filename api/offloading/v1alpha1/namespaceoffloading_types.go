@@ -119,6 +119,7 @@ type NamespaceOffloadingStatus struct {
 	// RemoteNamespaces has one entry per selected provider.
 	// +listType=map
 	// +listMapKey=clusterID
+	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	RemoteNamespaces []RemoteNamespaceStatus `json:"remoteNamespaces,omitempty"`
 
