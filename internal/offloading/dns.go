@@ -71,6 +71,17 @@ func (d *DNSProxy) ensureDNS(ctx context.Context, c client.Client, consumer stri
 			}
 		}
 	}
+	if own == nil {
+		// Its label gone (removed by hand): found by name, labelled again.
+		var svc corev1.Service
+		err := c.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: name}, &svc)
+		switch {
+		case err == nil:
+			own = &svc
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	}
 	port := int32(0)
 	if own != nil && len(own.Spec.Ports) > 0 {
 		if p := own.Spec.Ports[0].TargetPort.IntVal; p >= firstDNSPort && !before[p] {

@@ -201,7 +201,10 @@ func validDNS(d *offloadingv1alpha1.ConsumerDNS) *offloadingv1alpha1.ConsumerDNS
 	if d == nil {
 		return nil
 	}
-	if _, err := netip.ParseAddr(d.Nameserver); err != nil || len(d.Domain) > 253 || len(validation.IsDNS1123Subdomain(d.Domain)) > 0 {
+	// What the schema's isIP refuses is refused here too: a zone, an
+	// IPv4 address written as IPv6.
+	a, err := netip.ParseAddr(d.Nameserver)
+	if err != nil || a.Zone() != "" || a.Is4In6() || len(d.Nameserver) > 45 || len(d.Domain) > 253 || len(validation.IsDNS1123Subdomain(d.Domain)) > 0 {
 		return nil
 	}
 	return d.DeepCopy()

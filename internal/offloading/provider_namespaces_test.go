@@ -124,6 +124,8 @@ func TestValidDNS(t *testing.T) {
 		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "10.96.0.42", Domain: "cluster.local"}, true},
 		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "fd00::53", Domain: "example.org"}, true},
 		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "dns.example.org", Domain: "cluster.local"}, false},
+		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "fe80::1%eth0", Domain: "cluster.local"}, false},
+		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "::ffff:10.96.0.42", Domain: "cluster.local"}, false},
 		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "10.96.0.42", Domain: "Not A Domain"}, false},
 		{&offloadingv1alpha1.ConsumerDNS{Nameserver: "10.96.0.42", Domain: strings.Repeat("a.", 130) + "org"}, false},
 	} {

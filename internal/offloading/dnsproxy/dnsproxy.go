@@ -46,11 +46,21 @@ type Handler struct {
 	Upstream string
 	// Timeout bounds one exchange with Upstream; 2 s unless set.
 	Timeout time.Duration
+	// MaxInFlight bounds the queries forwarded at once (each holds a
+	// socket to Upstream): one consumer's flood is answered REFUSED,
+	// counted, and cannot take the proxy's sockets and memory from the
+	// other consumers. 256 unless set.
+	MaxInFlight int
+
+	inFlight atomic.Int64
 
 	// failed counts the queries Upstream did not answer, dropped the
-	// messages that were no DNS query.
-	failed, dropped atomic.Int64
+	// messages that were no DNS query, refused those over MaxInFlight.
+	failed, dropped, refused atomic.Int64
 }
+
+// Refused is how many queries were answered REFUSED, over MaxInFlight.
+func (h *Handler) Refused() int64 { return h.refused.Load() }
 
 // Failed is how many queries Upstream did not answer (the client got
 // SERVFAIL).
@@ -101,6 +111,19 @@ func (h *Handler) domain() string {
 
 // ServeDNS implements dns.Handler.
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	limit := int64(h.MaxInFlight)
+	if limit <= 0 {
+		limit = 256
+	}
+	if h.inFlight.Add(1) > limit {
+		h.inFlight.Add(-1)
+		h.refused.Add(1)
+		busy := new(dns.Msg)
+		busy.SetRcode(req, dns.RcodeRefused)
+		_ = w.WriteMsg(busy)
+		return
+	}
+	defer h.inFlight.Add(-1)
 	var names Names
 	if h.Names != nil {
 		names = h.Names()
@@ -124,7 +147,19 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		_ = w.WriteMsg(fail)
 		return
 	}
-	_ = w.WriteMsg(t.answer(req, resp))
+	out = t.answer(req, resp)
+	// As compact as the cluster DNS's, and within what the client takes
+	// over UDP (its EDNS0 size, or 512 bytes): truncated, it asks again
+	// over TCP.
+	out.Compress = true
+	if w.RemoteAddr().Network() == "udp" {
+		size := dns.MinMsgSize
+		if opt := req.IsEdns0(); opt != nil {
+			size = int(opt.UDPSize())
+		}
+		out.Truncate(size)
+	}
+	_ = w.WriteMsg(out)
 }
 
 // translator maps names between the consumer's namespaces and the

@@ -42,6 +42,15 @@ var zone = []string{
 	"kubernetes.default.svc.cluster.local. IN A 10.96.0.1",
 }
 
+// many is a headless Service of 60 pods: its answer is over 512 bytes.
+func many() []string {
+	var out []string
+	for i := range 60 {
+		out = append(out, fmt.Sprintf("big.shop-a1.svc.cluster.local. IN A 10.100.1.%d", i+1))
+	}
+	return out
+}
+
 // start serves h on loopback ports until the test ends.
 func start(t *testing.T, h *Handler) string {
 	t.Helper()
@@ -101,7 +110,7 @@ func TestHandlerAnswersWithTheConsumersNames(t *testing.T) {
 		testenv.Unsupported(t, err.Error())
 	}
 	t.Cleanup(named.Close)
-	if err := named.Serve(nil, zone...); err != nil {
+	if err := named.Serve(nil, append(zone, many()...)...); err != nil {
 		t.Fatal(err)
 	}
 	a := start(t, &Handler{Upstream: named.Addr, Names: func() Names { return Names{"shop": "shop-a1", "default": "default-a1"} }})
@@ -134,6 +143,48 @@ func TestHandlerAnswersWithTheConsumersNames(t *testing.T) {
 				t.Errorf("%s %s over %s: %q, want %q", tc.name, dns.TypeToString[tc.qtype], network, got, tc.want)
 			}
 		}
+	}
+	// An answer over 512 bytes: truncated over UDP (the client asks
+	// again over TCP), whole over TCP.
+	if r := ask(t, "udp", a, "big.shop.svc.cluster.local.", dns.TypeA); !r.Truncated || compressedLen(r) > dns.MinMsgSize {
+		t.Errorf("a long answer over UDP: truncated %v, %d bytes", r.Truncated, compressedLen(r))
+	}
+	if r := ask(t, "tcp", a, "big.shop.svc.cluster.local.", dns.TypeA); r.Truncated || len(r.Answer) != 60 {
+		t.Errorf("a long answer over TCP: truncated %v, %d records", r.Truncated, len(r.Answer))
+	}
+}
+
+// TestHandlerBoundsWhatItForwards: over MaxInFlight queries at once, the
+// next is answered REFUSED and counted, not forwarded.
+func TestHandlerBoundsWhatItForwards(t *testing.T) {
+	var lc net.ListenConfig
+	dead, err := lc.ListenPacket(t.Context(), "udp", "127.0.0.1:0") // never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dead.Close() })
+	h := &Handler{Upstream: dead.LocalAddr().String(), Timeout: time.Second, MaxInFlight: 1}
+	addr := start(t, h)
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			q := new(dns.Msg)
+			q.SetQuestion("web.shop.svc.cluster.local.", dns.TypeA)
+			r, _, err := (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).Exchange(q, addr)
+			if err != nil {
+				codes <- -1
+				return
+			}
+			codes <- r.Rcode
+		}()
+	}
+	got := []int{<-codes, <-codes}
+	slices.Sort(got)
+	if want := []int{dns.RcodeServerFailure, dns.RcodeRefused}; !slices.Equal(got, want) {
+		t.Errorf("two queries at once, one allowed: %v, want one SERVFAIL (%d) and one REFUSED (%d)", got, dns.RcodeServerFailure, dns.RcodeRefused)
+	}
+	if h.Refused() != 1 {
+		t.Errorf("Refused() = %d, want 1", h.Refused())
 	}
 }
 
@@ -285,7 +336,19 @@ func TestProxyServesEachConsumerOnItsServicesPort(t *testing.T) {
 	var lc net.ListenConfig
 	pc, err := lc.ListenPacket(ctx, "udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(pb))))
 	if err != nil {
-		t.Fatalf("cluster-b's port is still open: %v", err)
+		t.Fatalf("cluster-b's UDP port is still open: %v", err)
 	}
 	_ = pc.Close()
+	l, err := lc.Listen(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(pb))))
+	if err != nil {
+		t.Fatalf("cluster-b's TCP port is still open: %v", err)
+	}
+	_ = l.Close()
+}
+
+// compressedLen is r's size on the wire, names compressed.
+func compressedLen(r *dns.Msg) int {
+	c := r.Copy()
+	c.Compress = true
+	return c.Len()
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +54,7 @@ type listener struct {
 	handler  *Handler
 	stop     context.CancelFunc
 	done     chan error
+	exited   atomic.Bool // Serve returned: the port is opened again
 }
 
 // SetupWithManager registers the proxy with mgr; its listeners run until
@@ -84,7 +87,7 @@ func (p *Proxy) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, err
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for port, l := range p.serving {
-		if want[port] != l.consumer {
+		if want[port] != l.consumer || l.exited.Load() {
 			p.stop(port)
 		}
 	}
@@ -97,7 +100,8 @@ func (p *Proxy) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, err
 			errs = append(errs, fmt.Errorf("the DNS of consumer %s on port %d: %w", consumer, port, err))
 		}
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	// A port whose server stopped on its own is looked at again then.
+	return ctrl.Result{RequeueAfter: 30 * time.Second}, errors.Join(errs...)
 }
 
 // ports is the consumer each port serves: the DNS Services' first target
@@ -168,9 +172,13 @@ func (p *Proxy) start(port int32, consumer string) error {
 		return names
 	}}
 	ctx, stop := context.WithCancel(p.ctx)
-	done := make(chan error, 1)
-	go func() { done <- h.Serve(ctx, pc, l) }()
-	p.serving[port] = &listener{consumer: consumer, handler: h, stop: stop, done: done}
+	lis := &listener{consumer: consumer, handler: h, stop: stop, done: make(chan error, 1)}
+	go func() {
+		err := h.Serve(ctx, pc, l)
+		lis.exited.Store(true)
+		lis.done <- err
+	}()
+	p.serving[port] = lis
 	log.Info("serving a consumer's DNS")
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -128,15 +129,18 @@ func Run(ctx context.Context, o *Options) error {
 
 var (
 	failedDesc = prometheus.NewDesc("liqo_dns_proxy_upstream_failures_total",
-		"Queries of a consumer's pods the cluster DNS did not answer (answered SERVFAIL).", []string{"consumer"}, nil)
+		"Queries of a consumer's pods the cluster DNS did not answer (answered SERVFAIL).", []string{"consumer", "port"}, nil)
 	droppedDesc = prometheus.NewDesc("liqo_dns_proxy_dropped_messages_total",
-		"Messages to a consumer's DNS address that were no standard query (dropped, or answered FORMERR or NOTIMP).", []string{"consumer"}, nil)
+		"Messages to a consumer's DNS address that were no standard query (dropped, or answered FORMERR or NOTIMP).", []string{"consumer", "port"}, nil)
+	refusedDesc = prometheus.NewDesc("liqo_dns_proxy_refused_queries_total",
+		"Queries of a consumer's pods answered REFUSED: more were being forwarded at once than the proxy allows one consumer.", []string{"consumer", "port"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (p *Proxy) Describe(ch chan<- *prometheus.Desc) {
 	ch <- failedDesc
 	ch <- droppedDesc
+	ch <- refusedDesc
 }
 
 // Collect implements prometheus.Collector: the counts of the consumers
@@ -144,8 +148,10 @@ func (p *Proxy) Describe(ch chan<- *prometheus.Desc) {
 func (p *Proxy) Collect(ch chan<- prometheus.Metric) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, l := range p.serving {
-		ch <- prometheus.MustNewConstMetric(failedDesc, prometheus.CounterValue, float64(l.handler.Failed()), l.consumer)
-		ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(l.handler.Dropped()), l.consumer)
+	for port, l := range p.serving {
+		ps := strconv.Itoa(int(port))
+		ch <- prometheus.MustNewConstMetric(failedDesc, prometheus.CounterValue, float64(l.handler.Failed()), l.consumer, ps)
+		ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(l.handler.Dropped()), l.consumer, ps)
+		ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(l.handler.Refused()), l.consumer, ps)
 	}
 }

@@ -477,9 +477,16 @@ func WithConsumerDNS(remote *corev1.Pod, localNS string, dns *offloadingv1alpha1
 		Searches:    []string{localNS + ".svc." + domain, "svc." + domain, domain},
 		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("5")}},
 	}
-	remote.Annotations[offloadingv1alpha1.ConsumerDNSAnnotation] = string(corev1.DNSClusterFirst)
-	keys := strings.Split(remote.Annotations[forge.AnnotationsAnnotation], ",")
+	MarkConsumerDNS(remote)
+}
+
+// MarkConsumerDNS marks pod as one whose DNS WithConsumerDNS set. A pod's
+// DNS is set once, when it is created there (the fields cannot change):
+// a provider pod made so keeps the mark, one made otherwise never gets it.
+func MarkConsumerDNS(pod *corev1.Pod) {
+	pod.Annotations[offloadingv1alpha1.ConsumerDNSAnnotation] = string(corev1.DNSClusterFirst)
+	keys := strings.Split(pod.Annotations[forge.AnnotationsAnnotation], ",")
 	keys = append(keys, offloadingv1alpha1.ConsumerDNSAnnotation)
 	slices.Sort(keys)
-	remote.Annotations[forge.AnnotationsAnnotation] = strings.Join(slices.Compact(keys), ",")
+	pod.Annotations[forge.AnnotationsAnnotation] = strings.Join(slices.Compact(keys), ",")
 }

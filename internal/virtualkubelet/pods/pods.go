@@ -131,10 +131,15 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, nil // the provider pod's deletion wakes this up again
 	}
 	desired := RemotePod(&pod, remoteNS, r.LocalClusterID)
-	for _, st := range no.Status.RemoteNamespaces {
-		if st.ClusterID == providerID {
-			WithConsumerDNS(desired, pod.Namespace, st.DNS)
+	// A pod's DNS is chosen when it is made there, and stays.
+	if remote == nil {
+		for _, st := range no.Status.RemoteNamespaces {
+			if st.ClusterID == providerID {
+				WithConsumerDNS(desired, pod.Namespace, st.DNS)
+			}
 		}
+	} else if _, ok := remote.Annotations[offloadingv1alpha1.ConsumerDNSAnnotation]; ok && remote.Spec.DNSPolicy == corev1.DNSNone {
+		MarkConsumerDNS(desired)
 	}
 	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	// The token comes first: the provider pod mounts it.
