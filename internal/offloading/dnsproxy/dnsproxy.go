@@ -22,6 +22,7 @@ package dnsproxy
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -51,13 +52,23 @@ type Handler struct {
 	// counted, and cannot take the proxy's sockets and memory from the
 	// other consumers. 256 unless set.
 	MaxInFlight int
+	// Foreign says whether a query's source address is a pod made for
+	// another consumer: such queries are answered REFUSED and counted,
+	// before they count against MaxInFlight, so that one consumer's pods
+	// cannot spend another's budget. Nil: none is.
+	Foreign func(netip.Addr) bool
 
 	inFlight atomic.Int64
 
 	// failed counts the queries Upstream did not answer, dropped the
-	// messages that were no DNS query, refused those over MaxInFlight.
-	failed, dropped, refused atomic.Int64
+	// messages that were no DNS query, refused those over MaxInFlight,
+	// foreign those from another consumer's pods.
+	failed, dropped, refused, foreign atomic.Int64
 }
+
+// ForeignQueries is how many queries came from another consumer's pods
+// (answered REFUSED).
+func (h *Handler) ForeignQueries() int64 { return h.foreign.Load() }
 
 // Refused is how many queries were answered REFUSED, over MaxInFlight.
 func (h *Handler) Refused() int64 { return h.refused.Load() }
@@ -102,6 +113,22 @@ func (h *Handler) Serve(ctx context.Context, pc net.PacketConn, l net.Listener) 
 	return err
 }
 
+// sourceAddr is a's IP address, unmapped from IPv4-in-IPv6 (a socket
+// open on every address says so of IPv4 clients); the zero Addr if a is
+// none.
+func sourceAddr(a net.Addr) netip.Addr {
+	var ap netip.AddrPort
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		ap = a.AddrPort()
+	case *net.TCPAddr:
+		ap = a.AddrPort()
+	default:
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
 func (h *Handler) domain() string {
 	if h.Domain == "" {
 		return "cluster.local."
@@ -111,6 +138,13 @@ func (h *Handler) domain() string {
 
 // ServeDNS implements dns.Handler.
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	if h.Foreign != nil && h.Foreign(sourceAddr(w.RemoteAddr())) {
+		h.foreign.Add(1)
+		refuse := new(dns.Msg)
+		refuse.SetRcode(req, dns.RcodeRefused)
+		_ = w.WriteMsg(refuse)
+		return
+	}
 	limit := int64(h.MaxInFlight)
 	if limit <= 0 {
 		limit = 256

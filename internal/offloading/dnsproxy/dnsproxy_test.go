@@ -264,8 +264,10 @@ func freePort(t *testing.T) int32 {
 // and BIND as the cluster DNS, the proxy opens the target port of each
 // consumer's DNS Service, and a query there is asked with that consumer's
 // namespace names (two consumers both call a namespace "shop"); a port
-// two Services ask for goes to the first by name; a Service deleted
-// closes its port.
+// two Services ask for goes to the first by name; a query from a pod of a
+// namespace made for another consumer is refused and counted, one from
+// the consumer's own pods or the provider's is answered; a Service
+// deleted closes its port.
 func TestProxyServesEachConsumerOnItsServicesPort(t *testing.T) {
 	cfg := envtest.Start(t, "dnsproxy")
 	named, err := dnstest.StartBind("cluster.local.", 30)
@@ -324,6 +326,54 @@ func TestProxyServesEachConsumerOnItsServicesPort(t *testing.T) {
 			t.Errorf("web.shop on port %d: %q, want %s", port, got, want)
 		}
 	}
+
+	// Pods: one of each consumer's namespaces, and one of the provider's
+	// own, each at an address of its own that a query can come from.
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "own"}})
+	for ns, ip := range map[string]string{"shop-a1": "127.0.0.2", "shop-b2": "127.0.0.3", "own": "127.0.0.4"} {
+		create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "client"}}}}
+		create(pod)
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}
+		if err := c.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	askFrom := func(from string, port int32) (int, error) {
+		q := new(dns.Msg)
+		q.SetQuestion("web.shop.svc.cluster.local.", dns.TypeA)
+		cl := &dns.Client{Timeout: 5 * time.Second, Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(from)}}}
+		r, _, err := cl.Exchange(q, net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+		if err != nil {
+			return 0, err
+		}
+		return r.Rcode, nil
+	}
+	// cluster-b's pod asks at cluster-a's address: refused, once the
+	// proxy knows the pod.
+	envtest.Eventually(t, 30*time.Second, func(context.Context) error {
+		if rcode, err := askFrom("127.0.0.3", pa); err != nil || rcode != dns.RcodeRefused {
+			return fmt.Errorf("cluster-b's pod at cluster-a's port: %s, %w; want REFUSED", dns.RcodeToString[rcode], err)
+		}
+		return nil
+	})
+	for _, q := range []struct {
+		from string
+		port int32
+		who  string
+	}{{"127.0.0.2", pa, "cluster-a's pod at its own port"}, {"127.0.0.3", pb, "cluster-b's pod at its own port"}, {"127.0.0.4", pa, "the provider's own pod"}} {
+		if rcode, err := askFrom(q.from, q.port); err != nil || rcode != dns.RcodeSuccess {
+			t.Errorf("%s: %s, %v; want NOERROR", q.who, dns.RcodeToString[rcode], err)
+		}
+	}
+	if got := p.serving[pa].handler.ForeignQueries(); got < 1 {
+		t.Errorf("cluster-a's proxy counted %d queries from another consumer's pods", got)
+	}
+	if got := p.serving[pb].handler.ForeignQueries(); got != 0 {
+		t.Errorf("cluster-b's proxy counted %d foreign queries, want 0", got)
+	}
+
 	if err := c.Delete(ctx, dnsService("dns-b", "", 0)); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,9 +30,13 @@ import (
 // Service labelled offloadingv1alpha1.DNSServiceLabel and, with the
 // consumer's cluster ID, offloadingv1alpha1.OriginClusterLabel), a
 // Handler on that Service's target port, over UDP and TCP: the port a
-// query arrives at says which consumer's names it is asked with.
+// query arrives at says which consumer's names it is asked with. A query
+// that comes from a pod of a namespace made for another consumer is
+// refused: any pod reaches every Service, and one consumer's pods must
+// not spend another's budget (Handler.Foreign).
 type Proxy struct {
-	// Client reads Services and Namespaces (a cache).
+	// Client reads Services, Namespaces and Pods (a cache, whose Pods
+	// SetupWithManager indexes by address).
 	Client client.Reader
 	// Namespace is Liqo's namespace, where the DNS Services are.
 	Namespace string
@@ -64,6 +69,9 @@ func (p *Proxy) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 		return errors.New("dnsproxy.Proxy needs Client, Namespace and Upstream")
 	}
 	p.ctx, p.serving = ctx, map[int32]*listener{}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podIPIndex, podIPs); err != nil {
+		return fmt.Errorf("indexing pods by address: %w", err)
+	}
 	go func() {
 		<-ctx.Done()
 		p.stopAll()
@@ -138,7 +146,7 @@ func (p *Proxy) ports(ctx context.Context) (map[int32]string, error) {
 func (p *Proxy) Names(ctx context.Context, consumer string) (Names, error) {
 	var nss corev1.NamespaceList
 	sel := labels.SelectorFromSet(labels.Set{offloadingv1alpha1.OriginClusterLabel: consumer})
-	if err := p.Client.List(ctx, &nss, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := p.Client.List(ctx, &nss, client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	names := Names{}
@@ -148,6 +156,60 @@ func (p *Proxy) Names(ctx context.Context, consumer string) (Names, error) {
 		}
 	}
 	return names, nil
+}
+
+// podIPIndex indexes Pods by their addresses.
+const podIPIndex = "liqo.io/pod-ip"
+
+// podIPs are a pod's own addresses: none for a pod of the node's network,
+// whose address is the node's, or one that ended, whose address is free.
+func podIPs(o client.Object) []string {
+	pod, ok := o.(*corev1.Pod)
+	if !ok || pod.Spec.HostNetwork || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	var out []string
+	for _, ip := range pod.Status.PodIPs {
+		if a, err := netip.ParseAddr(ip.IP); err == nil {
+			out = append(out, a.Unmap().String())
+		}
+	}
+	if len(out) == 0 && pod.Status.PodIP != "" {
+		if a, err := netip.ParseAddr(pod.Status.PodIP); err == nil {
+			out = append(out, a.Unmap().String())
+		}
+	}
+	return out
+}
+
+// foreign says whether addr is a pod's of a namespace made for another
+// consumer than consumer (and of none made for it). An address that is no
+// pod's (a node's, when the Service's traffic is masqueraded), or a pod's
+// of a namespace made for no consumer (the provider's own), is not: the
+// proxy cannot tell, or the asker is the provider itself.
+func (p *Proxy) foreign(ctx context.Context, addr netip.Addr, consumer string) bool {
+	if !addr.IsValid() {
+		return false
+	}
+	var pods corev1.PodList
+	if err := p.Client.List(ctx, &pods, client.MatchingFields{podIPIndex: addr.Unmap().String()}, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	other := false
+	for i := range pods.Items {
+		var ns corev1.Namespace
+		if err := p.Client.Get(ctx, client.ObjectKey{Name: pods.Items[i].Namespace}, &ns); err != nil {
+			continue // not a namespace made for a consumer: not in the cache
+		}
+		switch owner := ns.Labels[offloadingv1alpha1.OriginClusterLabel]; owner {
+		case consumer:
+			return false
+		case "":
+		default:
+			other = true
+		}
+	}
+	return other
 }
 
 // start serves consumer on port; p.mu is held.
@@ -170,7 +232,7 @@ func (p *Proxy) start(port int32, consumer string) error {
 			log.Error(err, "reading the consumer's namespaces; its names are asked as they are")
 		}
 		return names
-	}}
+	}, Foreign: func(addr netip.Addr) bool { return p.foreign(p.ctx, addr, consumer) }}
 	ctx, stop := context.WithCancel(p.ctx)
 	lis := &listener{consumer: consumer, handler: h, stop: stop, done: make(chan error, 1)}
 	go func() {

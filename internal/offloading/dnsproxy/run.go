@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/clientcmd"
@@ -84,7 +85,8 @@ func Run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	// Only what the proxy reads: the DNS Services of the Liqo namespace,
-	// and the namespaces made for consumers.
+	// the namespaces made for consumers, and the pods' addresses (to
+	// refuse a query from another consumer's pods).
 	madeForConsumers, err := labels.NewRequirement(offloadingv1alpha1.OriginClusterLabel, selection.Exists, nil)
 	if err != nil {
 		return err
@@ -96,6 +98,7 @@ func Run(ctx context.Context, o *Options) error {
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Service{}:   {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 				&corev1.Namespace{}: {Label: labels.NewSelector().Add(*madeForConsumers)},
+				&corev1.Pod{}:       {Transform: podAddresses},
 			},
 		},
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -127,7 +130,24 @@ func Run(ctx context.Context, o *Options) error {
 	return mgr.Start(ctx)
 }
 
+// podAddresses keeps of a pod only what Proxy.foreign reads: where it is,
+// whether it has an address of its own, and which.
+func podAddresses(o any) (any, error) {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp},
+		Spec:   corev1.PodSpec{HostNetwork: pod.Spec.HostNetwork},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP, PodIPs: pod.Status.PodIPs},
+	}, nil
+}
+
 var (
+	foreignDesc = prometheus.NewDesc("liqo_dns_proxy_foreign_queries_total",
+		"Queries at a consumer's DNS address from pods made for another consumer (answered REFUSED).", []string{"consumer", "port"}, nil)
 	failedDesc = prometheus.NewDesc("liqo_dns_proxy_upstream_failures_total",
 		"Queries of a consumer's pods the cluster DNS did not answer (answered SERVFAIL).", []string{"consumer", "port"}, nil)
 	droppedDesc = prometheus.NewDesc("liqo_dns_proxy_dropped_messages_total",
@@ -141,6 +161,7 @@ func (p *Proxy) Describe(ch chan<- *prometheus.Desc) {
 	ch <- failedDesc
 	ch <- droppedDesc
 	ch <- refusedDesc
+	ch <- foreignDesc
 }
 
 // Collect implements prometheus.Collector: the counts of the consumers
@@ -153,5 +174,6 @@ func (p *Proxy) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(failedDesc, prometheus.CounterValue, float64(l.handler.Failed()), l.consumer, ps)
 		ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(l.handler.Dropped()), l.consumer, ps)
 		ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(l.handler.Refused()), l.consumer, ps)
+		ch <- prometheus.MustNewConstMetric(foreignDesc, prometheus.CounterValue, float64(l.handler.ForeignQueries()), l.consumer, ps)
 	}
 }
