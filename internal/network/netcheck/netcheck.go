@@ -16,9 +16,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/miekg/dns"
 )
 
 // Result is what the client prints for one URL.
@@ -38,7 +42,8 @@ const (
 	timedRequests     = 5
 )
 
-// Run runs `check serve ADDR NAME` or `check get URL...`.
+// Run runs `check serve ADDR NAME` or `check get URL...` (http:// or
+// dns://HOST:PORT/NAME URLs).
 func Run(ctx context.Context, args []string, out io.Writer) error {
 	switch {
 	case len(args) == 3 && args[0] == "serve":
@@ -94,13 +99,20 @@ func ParseResults(logs []byte) []Result {
 }
 
 // get asks url until it answers (within FirstAnswerWithin), then times
-// timedRequests more and keeps the fastest.
+// timedRequests more and keeps the fastest. A URL dns://HOST:PORT/NAME
+// asks that DNS server for NAME's A records, over UDP: any response is an
+// answer, its response code and addresses (`NOERROR 10.96.0.1`,
+// `REFUSED`).
 func get(ctx context.Context, url string) Result {
 	c := &http.Client{Timeout: 3 * time.Second}
+	once := func(ctx context.Context, url string) (string, time.Duration, error) { return once(ctx, c, url) }
+	if strings.HasPrefix(url, "dns://") {
+		once = onceDNS
+	}
 	r := Result{URL: url}
 	deadline := time.Now().Add(FirstAnswerWithin)
 	for {
-		answer, _, err := once(ctx, c, url)
+		answer, _, err := once(ctx, url)
 		if err == nil {
 			r.OK, r.Answer = true, answer
 			break
@@ -113,7 +125,7 @@ func get(ctx context.Context, url string) Result {
 	}
 	r.Error = ""
 	for range timedRequests {
-		if _, d, err := once(ctx, c, url); err == nil && (r.Latency == 0 || d < r.Latency) {
+		if _, d, err := once(ctx, url); err == nil && (r.Latency == 0 || d < r.Latency) {
 			r.Latency = d
 		}
 	}
@@ -140,4 +152,31 @@ func once(ctx context.Context, c *http.Client, url string) (string, time.Duratio
 		return "", 0, fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return string(body), d, nil
+}
+
+func onceDNS(ctx context.Context, rawURL string) (string, time.Duration, error) {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		return "", 0, err
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if u.Host == "" || name == "" {
+		return "", 0, fmt.Errorf("%s: want dns://HOST:PORT/NAME", rawURL)
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	c := &dns.Client{Net: "udp", Timeout: 3 * time.Second}
+	resp, d, err := c.ExchangeContext(ctx, q, u.Host)
+	if err != nil {
+		return "", 0, err
+	}
+	fields := []string{dns.RcodeToString[resp.Rcode]}
+	var addrs []string
+	for _, rr := range resp.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			addrs = append(addrs, a.A.String())
+		}
+	}
+	slices.Sort(addrs)
+	return strings.Join(append(fields, addrs...), " "), d, nil
 }

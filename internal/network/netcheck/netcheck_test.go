@@ -3,8 +3,12 @@
 package netcheck
 
 import (
+	"bytes"
+	"net"
 	"strings"
 	"testing"
+
+	"github.com/miekg/dns"
 )
 
 // TestParseResults: the client's JSON lines, whatever else its log holds.
@@ -31,5 +35,40 @@ func TestParseResultsOfLargeAnswers(t *testing.T) {
 	got := ParseResults(logs)
 	if len(got) != 2 || got[0].Answer != big || got[1].Answer != "b" {
 		t.Fatalf("ParseResults read %d results", len(got))
+	}
+}
+
+// TestGetAsksDNS: `check get dns://HOST:PORT/NAME` asks a DNS server on
+// loopback and prints its response code and addresses, a refusal as an
+// answer too.
+func TestGetAsksDNS(t *testing.T) {
+	pc, err := new(net.ListenConfig).ListenPacket(t.Context(), "udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		if req.Question[0].Name != "web.shop.svc.cluster.local." {
+			m.SetRcode(req, dns.RcodeRefused)
+			_ = w.WriteMsg(m)
+			return
+		}
+		m.SetReply(req)
+		for _, ip := range []string{"10.96.0.2", "10.96.0.1"} {
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.ParseIP(ip)})
+		}
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = srv.ActivateAndServe() }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	addr := pc.LocalAddr().String()
+	var out bytes.Buffer
+	ok, refused := "dns://"+addr+"/web.shop.svc.cluster.local", "dns://"+addr+"/other"
+	if err := Run(t.Context(), []string{"get", ok, refused}, &out); err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	got := ParseResults(out.Bytes())
+	if len(got) != 2 || got[0].URL != ok || got[0].Answer != "NOERROR 10.96.0.1 10.96.0.2" || got[1].URL != refused || !got[1].OK || got[1].Answer != "REFUSED" {
+		t.Fatalf("results: %+v", got)
 	}
 }
