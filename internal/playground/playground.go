@@ -125,6 +125,9 @@ type Options struct {
 	// consumer's offloaded pods reach Services by the consumer's
 	// namespace names.
 	DNSProxy bool
+	// DNSProxyUpstream is the cluster DNS the proxy asks (dnsProxy.
+	// upstream); its pod's first nameserver when empty.
+	DNSProxyUpstream string
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
 	// Log receives the harness's detailed messages.
@@ -399,7 +402,7 @@ func startMember(ctx context.Context, opts Options, name, podCIDR string, networ
 		copts.ClusterDNSImage = opts.ClusterDNSImage
 		values["gateway"] = map[string]any{"image": map[string]any{"repository": GatewayImageRepository, "tag": GatewayImageTag}}
 		if opts.DNSProxy {
-			values["dnsProxy"] = map[string]any{"enabled": true}
+			values["dnsProxy"] = map[string]any{"enabled": true, "upstream": opts.DNSProxyUpstream}
 		}
 		skip = []string{"Deployment/" + install.ControllerManagerName, "Deployment/" + install.BrokerName}
 	}

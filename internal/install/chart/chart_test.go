@@ -280,6 +280,13 @@ func TestDNSProxy(t *testing.T) {
 		len(c.Args) == 0 || c.Args[0] != "dns" || !slices.Contains(c.Args, "--namespace=liqo-system") || !slices.Contains(c.Args, "--domain=example.org") {
 		t.Errorf("the DNS proxy: hostNetwork %v, account %s, image %s, args %v", pod.HostNetwork, pod.ServiceAccountName, c.Image, c.Args)
 	}
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--upstream") }) {
+		t.Errorf("the DNS proxy is given an upstream by default: %v", c.Args)
+	}
+	find(t, render(t, map[string]any{"dnsProxy": map[string]any{"enabled": true, "upstream": "10.0.0.10:53"}}), "Deployment", "liqo-dns-proxy", &d)
+	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--upstream=10.0.0.10:53") {
+		t.Errorf("dnsProxy.upstream is not passed on: %v", args)
+	}
 	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -71,6 +71,11 @@ type Options struct {
 	// workers (playground.Options.Network). On a machine without real
 	// nodes the suite is skipped, and fails in CI.
 	Network bool
+	// DNSProxy, with Network, runs the chart's DNS proxy in every cluster
+	// (playground.Options.DNSProxy), asking DNSProxyUpstream
+	// (HOST:PORT, as the pods' network namespace sees it) when set.
+	DNSProxy         bool
+	DNSProxyUpstream string
 	// Broker adds the playground's broker cluster, running liqo-broker
 	// built from the working tree with these modes
 	// (playground.Options.Broker).
@@ -193,6 +198,8 @@ func start(dir string, opts Options) (*Suite, error) {
 		GatewayImage:             gatewayImage,
 		Broker:                   opts.Broker,
 		BrokerBin:                brokerBin,
+		DNSProxy:                 opts.DNSProxy,
+		DNSProxyUpstream:         opts.DNSProxyUpstream,
 		Out:                      os.Stdout,
 		Log:                      stdoutLogger(),
 	})

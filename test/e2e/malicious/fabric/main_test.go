@@ -42,6 +42,10 @@ func TestMain(m *testing.M) {
 	os.Exit(framework.Main(m, framework.Options{
 		Clusters: 3,
 		Network:  true,
+		// Liqo's DNS proxy in every cluster, asking no cluster DNS (the
+		// clusters run none): a closed port of its own pod's loopback.
+		DNSProxy:         true,
+		DNSProxyUpstream: "127.0.0.1:1",
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
 			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
