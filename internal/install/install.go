@@ -2,7 +2,8 @@
 
 // Package install puts Liqo's cluster-wide pieces into a cluster: the CRDs,
 // the Liqo namespace, and the controller manager's ServiceAccount bound to
-// the ClusterRole generated from the controllers' RBAC markers. liqoctl,
+// the ClusterRole (and the Role in the Liqo namespace) generated from the
+// controllers' RBAC markers. liqoctl,
 // the playground and the end-to-end tests all install through it.
 package install
 
@@ -81,15 +82,44 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // ClusterRole returns the controller manager's generated ClusterRole.
 func ClusterRole() (*rbacv1.ClusterRole, error) {
-	data, err := deployments.Chart.ReadFile("liqo/files/rbac/role.yaml")
-	if err != nil {
+	role := &rbacv1.ClusterRole{}
+	if err := generatedRole("ClusterRole", role); err != nil {
 		return nil, err
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(data, role); err != nil {
-		return nil, fmt.Errorf("decoding rbac/role.yaml: %w", err)
+	return role, nil
+}
+
+// Role returns the controller manager's generated Role: what it may do in
+// the Liqo namespace alone (its namespace is the marker's; the caller
+// puts it where Liqo is).
+func Role() (*rbacv1.Role, error) {
+	role := &rbacv1.Role{}
+	if err := generatedRole("Role", role); err != nil {
+		return nil, err
 	}
 	return role, nil
+}
+
+// generatedRole decodes into out the document of kind of rbac/role.yaml.
+func generatedRole(kind string, out any) error {
+	data, err := deployments.Chart.ReadFile("liqo/files/rbac/role.yaml")
+	if err != nil {
+		return err
+	}
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return fmt.Errorf("decoding rbac/role.yaml: %w", err)
+		}
+		if meta.Kind != kind {
+			continue
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), out); err != nil {
+			return fmt.Errorf("decoding rbac/role.yaml: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("rbac/role.yaml has no %s", kind)
 }
 
 // PeerRoles returns the ClusterRoles the controller manager binds, in the
@@ -163,6 +193,11 @@ func Install(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	role.Name = ControllerManagerName
+	nsRole, err := Role()
+	if err != nil {
+		return err
+	}
+	nsRole.Name, nsRole.Namespace = ControllerManagerName, ns
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ControllerManagerName, Namespace: ns}},
@@ -170,6 +205,12 @@ func Install(ctx context.Context, cfg *rest.Config, opts Options) error {
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: ControllerManagerName},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ControllerManagerName},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ControllerManagerName, Namespace: ns}},
+		},
+		nsRole,
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: ControllerManagerName, Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: ControllerManagerName},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ControllerManagerName, Namespace: ns}},
 		},
 		&rbacv1.ClusterRole{

@@ -4,10 +4,12 @@ package install
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // TestCRDsAreComplete checks the generated CRDs carry what the design asks
@@ -95,5 +97,33 @@ func TestAdmissionPoliciesDecode(t *testing.T) {
 	}
 	if len(policies) != 8 || !maps.Equal(policies, bound) {
 		t.Fatalf("policies %v, bindings %v: want 8 policies, each bound", policies, bound)
+	}
+}
+
+// TestRoleIsTheLiqoNamespaces: what the controller manager may do in the
+// Liqo namespace alone (the consumers' DNS Services) is a Role there,
+// and the ClusterRole does not grant it everywhere.
+func TestRoleIsTheLiqoNamespaces(t *testing.T) {
+	role, err := Role()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role.Namespace != DefaultNamespace {
+		t.Errorf("the generated Role is in %q, want %q", role.Namespace, DefaultNamespace)
+	}
+	writes := func(rules []rbacv1.PolicyRule) bool {
+		return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.Resources, "services") && slices.Contains(r.Verbs, "create")
+		})
+	}
+	if !writes(role.Rules) {
+		t.Errorf("the Role cannot create Services: %+v", role.Rules)
+	}
+	cluster, err := ClusterRole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if writes(cluster.Rules) {
+		t.Errorf("the ClusterRole creates Services in every namespace")
 	}
 }

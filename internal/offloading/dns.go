@@ -17,7 +17,7 @@ import (
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=liqo,resources=services,verbs=get;list;watch;create;update;patch;delete
 
 // DNSProxy says that the provider runs the DNS proxy (the chart's
 // dnsProxy, internal/offloading/dnsproxy): each consumer gets a Service

@@ -94,6 +94,27 @@ func TestDefaults(t *testing.T) {
 	if len(binding.Subjects) != 1 || binding.Subjects[0].Namespace != "liqo-system" || binding.Subjects[0].Name != install.ControllerManagerName {
 		t.Errorf("the binding's subjects: %+v", binding.Subjects)
 	}
+	// What it may do in the Liqo namespace alone (the DNS proxy's
+	// Services): a Role there, not the ClusterRole.
+	generatedNS, err := install.Role()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nsRole rbacv1.Role
+	find(t, objs, "Role", install.ControllerManagerName, &nsRole)
+	if nsRole.Namespace != "liqo-system" || !equality.Semantic.DeepEqual(nsRole.Rules, generatedNS.Rules) {
+		t.Errorf("the chart's Role in %q differs from the one generated from the markers", nsRole.Namespace)
+	}
+	var nsBinding rbacv1.RoleBinding
+	find(t, objs, "RoleBinding", install.ControllerManagerName, &nsBinding)
+	if nsBinding.Namespace != "liqo-system" || nsBinding.RoleRef.Kind != "Role" || len(nsBinding.Subjects) != 1 || nsBinding.Subjects[0].Namespace != "liqo-system" || nsBinding.Subjects[0].Name != install.ControllerManagerName {
+		t.Errorf("the Role's binding: %+v", nsBinding)
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "services") && slices.Contains(r.Verbs, "create") {
+			t.Errorf("the ClusterRole creates Services in every namespace: %+v", r)
+		}
+	}
 	find(t, objs, "ClusterRole", install.MetricsReaderName, &rbacv1.ClusterRole{})
 	policies, err := install.AdmissionPolicies()
 	if err != nil {

@@ -53,6 +53,8 @@ func TestControllerManagerHoldsWhatItNeeds(t *testing.T) {
 		{"port-forward to a pod", b, authorizationv1.ResourceAttributes{Namespace: metav1.NamespaceDefault, Verb: "create", Resource: "pods", Subresource: "portforward"}, false},
 		{"changing the peers' admission policy", b, authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies", Name: "liqo-offloaded-pods"}, false},
 		{"writing a pod", b, authorizationv1.ResourceAttributes{Namespace: metav1.NamespaceDefault, Verb: "create", Resource: "pods"}, false},
+		{"writing a Service outside Liqo's namespace", b, authorizationv1.ResourceAttributes{Namespace: metav1.NamespaceDefault, Verb: "create", Resource: "services"}, false},
+		{"writing a Service in Liqo's namespace (a consumer's DNS)", b, authorizationv1.ResourceAttributes{Namespace: install.DefaultNamespace, Verb: "create", Resource: "services"}, true},
 		{"binding the virtual kubelet's ClusterRole", b, authorizationv1.ResourceAttributes{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "liqo-virtual-kubelet"}, true},
 		{"changing its own virtual nodes' policy", b, authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies", Name: "liqo-virtual-nodes"}, true},
 	} {
