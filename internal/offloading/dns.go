@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/offloading/dnsproxy"
 )
 
 // +kubebuilder:rbac:groups="",namespace=liqo,resources=services,verbs=get;list;watch;create;update;patch;delete
@@ -54,21 +54,15 @@ func (d *DNSProxy) ensureDNS(ctx context.Context, c client.Client, consumer stri
 	if err := c.List(ctx, &all, client.InNamespace(d.Namespace), client.HasLabels{offloadingv1alpha1.DNSServiceLabel}); err != nil {
 		return nil, err
 	}
-	// The proxy serves a port for the first Service by name that asks
-	// for it: a port another Service before this one holds is left.
-	slices.SortFunc(all.Items, func(a, b corev1.Service) int { return strings.Compare(a.Name, b.Name) })
 	var own *corev1.Service
-	before, others := map[int32]bool{}, map[int32]bool{} // ports of the Services before this one by name, of all others
+	taken := map[int32]bool{} // the target ports of every other Service
 	for i := range all.Items {
 		s := &all.Items[i]
 		switch {
 		case s.Name == name:
 			own = s
 		case len(s.Spec.Ports) > 0:
-			others[s.Spec.Ports[0].TargetPort.IntVal] = true
-			if own == nil {
-				before[s.Spec.Ports[0].TargetPort.IntVal] = true
-			}
+			taken[s.Spec.Ports[0].TargetPort.IntVal] = true
 		}
 	}
 	if own == nil {
@@ -82,14 +76,18 @@ func (d *DNSProxy) ensureDNS(ctx context.Context, c client.Client, consumer stri
 			return nil, err
 		}
 	}
+	// Its port is kept while the proxy serves it for this consumer (by
+	// the proxy's own rule: the first Service by name that asks for a
+	// port has it); otherwise the first no other Service asks for.
 	port := int32(0)
 	if own != nil && len(own.Spec.Ports) > 0 {
-		if p := own.Spec.Ports[0].TargetPort.IntVal; p >= firstDNSPort && !before[p] {
+		p := own.Spec.Ports[0].TargetPort.IntVal
+		if owners := dnsproxy.PortOwners(all.Items, nil); p >= firstDNSPort && owners[p] == consumer && own.Labels[offloadingv1alpha1.OriginClusterLabel] == consumer {
 			port = p
 		}
 	}
 	for p := int32(firstDNSPort); port == 0; p++ {
-		if !others[p] {
+		if !taken[p] {
 			port = p
 		}
 	}

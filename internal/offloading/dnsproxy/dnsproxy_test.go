@@ -4,6 +4,7 @@ package dnsproxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -374,6 +375,24 @@ func TestProxyServesEachConsumerOnItsServicesPort(t *testing.T) {
 		t.Errorf("cluster-b's proxy counted %d foreign queries, want 0", got)
 	}
 
+	// A listener that stops on its own (its sockets gone) is opened
+	// again at once, not at the next change of a Service.
+	p.mu.Lock()
+	dead := p.serving[pb]
+	p.mu.Unlock()
+	dead.stop()
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if l := p.serving[pb]; l == nil || l == dead || l.exited.Load() {
+			return errors.New("cluster-b's port is not served again")
+		}
+		return nil
+	})
+	if rcode, err := askFrom("127.0.0.3", pb); err != nil || rcode != dns.RcodeSuccess {
+		t.Errorf("cluster-b's pod at its port opened again: %s, %v; want NOERROR", dns.RcodeToString[rcode], err)
+	}
+
 	if err := c.Delete(ctx, dnsService("dns-b", "", 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -401,4 +420,46 @@ func compressedLen(r *dns.Msg) int {
 	c := r.Copy()
 	c.Compress = true
 	return c.Len()
+}
+
+// TestPortOwners: each DNS Service's first target port serves the
+// consumer it names; of two asking for one port the first by name has
+// it; a Service naming no consumer, being deleted, or with no numeric
+// port serves none.
+func TestPortOwners(t *testing.T) {
+	svc := func(name, consumer string, port int32, deleting bool) corev1.Service {
+		s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+		if consumer != "" {
+			s.Labels[offloadingv1alpha1.OriginClusterLabel] = consumer
+		}
+		if deleting {
+			s.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		if port != 0 {
+			s.Spec.Ports = []corev1.ServicePort{{TargetPort: intstr.FromInt32(port)}}
+		}
+		return s
+	}
+	named := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "liqo-dns-f", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: "f"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{TargetPort: intstr.FromString("dns")}}}}
+	// Listed out of order: the rule is by name, not by listing.
+	svcs := []corev1.Service{
+		svc("liqo-dns-c", "c", 10053, false), // asks for a's port, after a by name
+		svc("liqo-dns-a", "a", 10053, false),
+		svc("liqo-dns-b", "b", 10054, false),
+		svc("liqo-dns-d", "", 10055, false),
+		svc("liqo-dns-e", "e", 10056, true),
+		named,
+	}
+	var skipped []string
+	got := PortOwners(svcs, func(name string, _ int32, _ string) { skipped = append(skipped, name) })
+	if want := map[int32]string{10053: "a", 10054: "b"}; !maps.Equal(got, want) {
+		t.Errorf("PortOwners = %v, want %v", got, want)
+	}
+	if want := []string{"liqo-dns-c", "liqo-dns-f"}; !slices.Equal(skipped, want) {
+		t.Errorf("skipped %v, want %v", skipped, want)
+	}
+	if svcs[0].Name != "liqo-dns-c" {
+		t.Errorf("PortOwners reordered its argument")
+	}
 }

@@ -13,15 +13,18 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
@@ -52,6 +55,9 @@ type Proxy struct {
 	ctx     context.Context //nolint:containedctx // the listeners live as long as the process, not a reconcile
 	mu      sync.Mutex
 	serving map[int32]*listener
+	// exits tells the controller that a listener stopped on its own: the
+	// next reconcile opens its port again.
+	exits chan event.GenericEvent
 }
 
 type listener struct {
@@ -68,7 +74,7 @@ func (p *Proxy) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if p.Client == nil || p.Namespace == "" || p.Upstream == "" {
 		return errors.New("dnsproxy.Proxy needs Client, Namespace and Upstream")
 	}
-	p.ctx, p.serving = ctx, map[int32]*listener{}
+	p.ctx, p.serving, p.exits = ctx, map[int32]*listener{}, make(chan event.GenericEvent, 1)
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podIPIndex, podIPs); err != nil {
 		return fmt.Errorf("indexing pods by address: %w", err)
 	}
@@ -82,6 +88,7 @@ func (p *Proxy) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("dns-proxy").
 		For(&corev1.Service{}, builder.WithPredicates(dnsServices)).
+		WatchesRawSource(source.Channel(p.exits, &handler.EnqueueRequestForObject{})).
 		Complete(p)
 }
 
@@ -108,36 +115,51 @@ func (p *Proxy) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, err
 			errs = append(errs, fmt.Errorf("the DNS of consumer %s on port %d: %w", consumer, port, err))
 		}
 	}
-	// A port whose server stopped on its own is looked at again then.
-	return ctrl.Result{RequeueAfter: 30 * time.Second}, errors.Join(errs...)
+	return ctrl.Result{}, errors.Join(errs...)
 }
 
-// ports is the consumer each port serves: the DNS Services' first target
-// port. Of two Services asking for one port, the first by name has it.
+// ports is the consumer each port serves (PortOwners).
 func (p *Proxy) ports(ctx context.Context) (map[int32]string, error) {
 	var svcs corev1.ServiceList
 	if err := p.Client.List(ctx, &svcs, client.InNamespace(p.Namespace), client.HasLabels{offloadingv1alpha1.DNSServiceLabel}); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(svcs.Items, func(a, b corev1.Service) int { return strings.Compare(a.Name, b.Name) })
+	return PortOwners(svcs.Items, func(svc string, port int32, why string) {
+		p.Log.Info("a DNS Service is not served: "+why, "service", svc, "port", port)
+	}), nil
+}
+
+// PortOwners is the consumer each port serves, of the DNS Services svcs:
+// each Service's first target port, for the consumer its
+// offloadingv1alpha1.OriginClusterLabel names. Of two Services asking
+// for one port, the first by name has it. The provider's controller
+// manager chooses ports by this rule too (offloading's ensureDNS), so
+// that a consumer's pods never ask at a port served with another's
+// names. skipped, when set, hears of each Service left out and why.
+func PortOwners(svcs []corev1.Service, skipped func(svc string, port int32, why string)) map[int32]string {
+	if skipped == nil {
+		skipped = func(string, int32, string) {}
+	}
+	svcs = slices.Clone(svcs)
+	slices.SortFunc(svcs, func(a, b corev1.Service) int { return strings.Compare(a.Name, b.Name) })
 	want := map[int32]string{}
-	for _, s := range svcs.Items {
+	for _, s := range svcs {
 		consumer := s.Labels[offloadingv1alpha1.OriginClusterLabel]
 		if consumer == "" || s.DeletionTimestamp != nil || len(s.Spec.Ports) == 0 {
 			continue
 		}
 		port := s.Spec.Ports[0].TargetPort.IntVal
 		if port <= 0 || port > 65535 {
-			p.Log.Info("a DNS Service without a numeric target port is not served", "service", s.Name)
+			skipped(s.Name, port, "no numeric target port")
 			continue
 		}
 		if other, taken := want[port]; taken && other != consumer {
-			p.Log.Info("two DNS Services ask for one port: the first by name has it", "service", s.Name, "port", port)
+			skipped(s.Name, port, "another Service, first by name, asks for its port")
 			continue
 		}
 		want[port] = consumer
 	}
-	return want, nil
+	return want
 }
 
 // Names is consumer's namespaces as the provider made them: the name the
@@ -239,6 +261,14 @@ func (p *Proxy) start(port int32, consumer string) error {
 		err := h.Serve(ctx, pc, l)
 		lis.exited.Store(true)
 		lis.done <- err
+		if p.ctx.Err() == nil {
+			// One event waiting is enough: the reconcile it brings looks
+			// at every port, this one's exit included.
+			select {
+			case p.exits <- event.GenericEvent{Object: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "exited"}}}:
+			default:
+			}
+		}
 	}()
 	p.serving[port] = lis
 	log.Info("serving a consumer's DNS")
