@@ -146,7 +146,13 @@ echo "• The provider's offer: $before CPU, now $now"
 # Only the virtual node takes the suite's pods.
 "$BIN/kubectl" --kubeconfig "$kc" cordon -l 'offloading.liqo.io/type!=virtual-node' >/dev/null
 if [ "${BROKER:-}" = 1 ]; then
-  "$BIN/kubectl" --kubeconfig "$kc" cordon -l "offloading.liqo.io/type=virtual-node,offloading.liqo.io/remote-cluster-id!=$broker_id" >/dev/null
+  # The consumer's direct virtual node of cluster-2 takes nothing: the
+  # test namespaces are offloaded to the broker alone. Cordoned, it would
+  # still be given a DaemonSet's pod (which tolerates that), one it cannot
+  # run; a taint no DaemonSet tolerates keeps it out of theirs too.
+  direct="offloading.liqo.io/type=virtual-node,offloading.liqo.io/remote-cluster-id!=$broker_id"
+  "$BIN/kubectl" --kubeconfig "$kc" cordon -l "$direct" >/dev/null
+  "$BIN/kubectl" --kubeconfig "$kc" taint nodes -l "$direct" conformance.liqo.io/through-the-broker=only:NoSchedule >/dev/null
 fi
 "$BIN/kubectl" --kubeconfig "$kc" get nodes
 args=()
