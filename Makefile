@@ -246,9 +246,9 @@ test: system-deps tools build verify lint ## Everything CI checks: verify, lint,
 	$(MAKE) --no-print-directory test-controllers
 	$(MAKE) --no-print-directory test-e2e
 	$(MAKE) --no-print-directory test-conformance
-	# One pass of every benchmark; the broker's at 100 pods only (make bench
-	# runs its 1000), to keep make test's time.
-	LIQO_BENCH_BROKER_PODS=100 go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/...
+	# One pass of every benchmark; the broker's and offloading's at 100
+	# pods at most (make bench runs their 1000), to keep make test's time.
+	LIQO_BENCH_BROKER_PODS=100 LIQO_BENCH_OFFLOADING_PODS=1,100 go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=15s
 	hack/check-no-leftovers.sh
 
