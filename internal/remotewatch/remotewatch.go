@@ -38,7 +38,10 @@ type Set struct {
 	running map[string]*entry
 }
 
-type entry struct{ cancel context.CancelFunc }
+type entry struct {
+	cancel  context.CancelFunc
+	started time.Time
+}
 
 // New returns a Set whose watches last at most limit.
 func New(limit time.Duration) *Set {
@@ -63,18 +66,24 @@ type Open func(ctx context.Context) (watch.Interface, error)
 // whether the wait is over (the watch then ends).
 type Wake func(ctx context.Context, obj runtime.Object) (reconcile []client.Object, done bool)
 
-// Start runs open's watch for key, unless one runs already.
+// Start runs open's watch for key, unless one runs already that has
+// more than half of Limit left: a caller that starts one has a watch for
+// at least half of Limit (an older one is replaced).
 func (s *Set) Start(ctx context.Context, key string, open Open, wake Wake) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.running[key]; ok {
-		return
+	if e, ok := s.running[key]; ok {
+		if time.Since(e.started) < s.Limit/2 {
+			return
+		}
+		e.cancel()
+		delete(s.running, key)
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.Limit)
-	e := &entry{cancel: cancel}
+	e := &entry{cancel: cancel, started: time.Now()}
 	s.running[key] = e
 	log := ctrl.LoggerFrom(ctx).V(1)
 	go func() {

@@ -78,6 +78,34 @@ func TestOneWatchPerKeyWakesUntilDone(t *testing.T) {
 	}
 }
 
+// TestStartRenewsAnOldWatch: a Start while a watch runs with less than
+// half of Limit left replaces it, so that the caller has a watch for a
+// while yet; a younger one is kept.
+func TestStartRenewsAnOldWatch(t *testing.T) {
+	s := New(time.Hour)
+	var opened atomic.Int32
+	first, second := watch.NewFake(), watch.NewFake()
+	open := func(context.Context) (watch.Interface, error) {
+		if opened.Add(1) == 1 {
+			return first, nil
+		}
+		return second, nil
+	}
+	wake := func(context.Context, runtime.Object) ([]client.Object, bool) { return nil, false }
+	s.Start(context.Background(), "p", open, wake)
+	waitUntil(t, "the first watch opens", func() bool { return opened.Load() == 1 })
+	s.Start(context.Background(), "p", open, wake)
+	s.mu.Lock()
+	s.running["p"].started = time.Now().Add(-40 * time.Minute) // more than half of its hour gone
+	s.mu.Unlock()
+	s.Start(context.Background(), "p", open, wake)
+	waitUntil(t, "a second watch replaces the old one", func() bool { return opened.Load() == 2 && first.IsStopped() })
+	if !s.Watching("p") || second.IsStopped() {
+		t.Fatal("the new watch does not run")
+	}
+	s.Stop("p")
+}
+
 // TestWatchEndsAtTheLimit: a watch whose peer never answers ends at Limit.
 func TestWatchEndsAtTheLimit(t *testing.T) {
 	s := New(20 * time.Millisecond)
