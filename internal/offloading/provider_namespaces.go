@@ -92,7 +92,8 @@ func (p *PeerNamespaces) Watch(ctx context.Context, provider string) {
 		}
 		return remotewatch.ByName(ctx, cfg, p.Client.Scheme(), &offloadingv1alpha1.NamespaceMapList{},
 			discoveryv1alpha1.TenantNamespace(p.LocalClusterID), offloadingv1alpha1.NamespaceMapName)
-	}, func(ctx context.Context, _ runtime.Object) ([]client.Object, bool) {
+	}, func(ctx context.Context, obj runtime.Object) ([]client.Object, bool) {
+		nm, _ := obj.(*offloadingv1alpha1.NamespaceMap)
 		var list offloadingv1alpha1.NamespaceOffloadingList
 		if err := p.Client.List(ctx, &list); err != nil {
 			return nil, false
@@ -100,7 +101,7 @@ func (p *PeerNamespaces) Watch(ctx context.Context, provider string) {
 		var waiting []client.Object
 		for i := range list.Items {
 			for _, st := range list.Items[i].Status.RemoteNamespaces {
-				if st.ClusterID == provider && st.Phase != offloadingv1alpha1.RemoteNamespaceReady {
+				if st.ClusterID == provider && (st.Phase != offloadingv1alpha1.RemoteNamespaceReady || outdated(st, nm, list.Items[i].Namespace)) {
 					waiting = append(waiting, &list.Items[i])
 					break
 				}
@@ -108,6 +109,21 @@ func (p *PeerNamespaces) Watch(ctx context.Context, provider string) {
 		}
 		return waiting, false
 	})
+}
+
+// outdated says whether st, the status entry of local's namespace in a
+// provider, no longer says what the provider's NamespaceMap nm does (its
+// phase, message or DNS, as Request reads them): a Ready namespace whose
+// provider now says more (its DNS proxy came) is looked at again too.
+func outdated(st offloadingv1alpha1.RemoteNamespaceStatus, nm *offloadingv1alpha1.NamespaceMap, local string) bool {
+	if nm == nil {
+		return false
+	}
+	got, ok := nm.Status.Namespaces[local]
+	if !ok || nm.Status.ObservedGeneration == 0 || got.Namespace != st.Namespace {
+		return false // Request would leave st as it is
+	}
+	return got.Phase != st.Phase || got.Message != st.Message || !equality.Semantic.DeepEqual(validDNS(nm.Status.DNS), st.DNS)
 }
 
 // Request adds local -> remote to provider's NamespaceMap, with local's
