@@ -34,6 +34,23 @@ type SelectionSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
 	Introductions []string `json:"introductions,omitempty"`
+
+	// Policy, when set, makes the broker choose this consumer's providers
+	// itself, from what it measures of them (status.decision says which
+	// and why); Providers and Excluded then pin providers in and out,
+	// unless the policy ignores them. Without a policy, the providers are
+	// Providers.
+	// +optional
+	Policy *Policy `json:"policy,omitempty"`
+
+	// Excluded are the providers a policy never chooses for this
+	// consumer (its toggles pinning them out).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Excluded []string `json:"excluded,omitempty"`
 }
 
 // IntroductionState is a provider's answer to an introduction.
@@ -117,6 +134,10 @@ type SelectionStatus struct {
 	// +listMapKey=clusterID
 	// +optional
 	Introductions []IntroducedProvider `json:"introductions,omitempty"`
+	// Decision is the last choice of providers under spec.policy, and
+	// why; absent without a policy.
+	// +optional
+	Decision *Decision `json:"decision,omitempty"`
 
 	// Conditions: Ready says whether every enabled provider serves and
 	// none drains.
