@@ -25,6 +25,7 @@ import (
 	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/broker/measure"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/clusterid"
 	"github.com/liqo-go/liqo/internal/install"
@@ -79,6 +80,11 @@ type Options struct {
 	// consumer gets a DNS Service of it, and its virtual kubelet learns
 	// where (internal/offloading/dnsproxy).
 	DNSProxy bool
+	// MeasureProviders health-checks every provider, with the virtual
+	// kubelet's identity, every ProbeInterval, and keeps the history in
+	// a Measurement per provider (a broker's KPIs: internal/broker/measure).
+	MeasureProviders bool
+	ProbeInterval    time.Duration
 	// ClusterDomain is this cluster's DNS domain, as the proxy's answers
 	// carry it.
 	ClusterDomain string
@@ -126,6 +132,7 @@ func NewOptions() *Options {
 	return &Options{
 		Namespace:              install.DefaultNamespace,
 		ClusterDomain:          "cluster.local",
+		ProbeInterval:          measure.DefaultInterval,
 		MetricsBindAddress:     ":8080",
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":8081",
@@ -161,6 +168,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server")
 	fs.StringVar(&o.DNSServer, "dns-server", o.DNSServer, "DNS server (host:port) to resolve SearchDomains with (default: the first nameserver of /etc/resolv.conf)")
+	fs.BoolVar(&o.MeasureProviders, "measure-providers", o.MeasureProviders, "Health-check every provider's API server, with the virtual kubelet's identity there, every --probe-interval, and keep the history in a Measurement per provider in the Liqo namespace (the chart's broker.enabled: the broker's KPIs)")
+	fs.DurationVar(&o.ProbeInterval, "probe-interval", o.ProbeInterval, "How often --measure-providers probes each provider")
 	fs.BoolVar(&o.DNSProxy, "dns-proxy", o.DNSProxy, "The DNS proxy runs in the Liqo namespace (the chart's dnsProxy.enabled): give each consumer a DNS Service of it, where its offloaded pods reach Services by the consumer's namespace names")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "This cluster's DNS domain")
 	fs.StringVar(&o.WebhookBindAddress, "webhook-bind-address", o.WebhookBindAddress, "Address the admission webhook listens on")

@@ -16,6 +16,7 @@ import (
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/broker/measure"
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/kubeauth"
@@ -174,6 +175,11 @@ func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clus
 		UntaintedNodes: !o.VirtualNodeTaint,
 	}); err != nil {
 		return nil, nil, err
+	}
+	if o.MeasureProviders {
+		if err := mgr.Add(&measure.Prober{Client: mgr.GetClient(), Namespace: o.Namespace, Health: router, Interval: o.ProbeInterval}); err != nil {
+			return nil, nil, err
+		}
 	}
 	return remotes, router, nil
 }

@@ -31,6 +31,7 @@ func TestCRDsAreComplete(t *testing.T) {
 		"networkconfigs.net.liqo.io":              true,
 		"tunnelendpoints.net.liqo.io":             true,
 		"selections.broker.liqo.io":               true,
+		"measurements.broker.liqo.io":             true,
 	}
 	for _, crd := range crds {
 		if !want[crd.Name] {

@@ -417,6 +417,10 @@ func startMember(ctx context.Context, opts Options, name, podCIDR string, networ
 	if network != nil && opts.DNSProxy {
 		m.extraArgs = append(slices.Clone(m.extraArgs), "--dns-proxy")
 	}
+	if name == BrokerName {
+		// The broker measures its providers (the chart's broker.enabled).
+		m.extraArgs = append(slices.Clone(m.extraArgs), "--measure-providers")
+	}
 	if opts.ControllerManagerArgsFor != nil {
 		m.extraArgs = append(append([]string{}, m.extraArgs...), opts.ControllerManagerArgsFor(name)...)
 	}

@@ -55,6 +55,8 @@ func TestControllerManagerHoldsWhatItNeeds(t *testing.T) {
 		{"writing a pod", b, authorizationv1.ResourceAttributes{Namespace: metav1.NamespaceDefault, Verb: "create", Resource: "pods"}, false},
 		{"writing a Service outside Liqo's namespace", b, authorizationv1.ResourceAttributes{Namespace: metav1.NamespaceDefault, Verb: "create", Resource: "services"}, false},
 		{"writing a Service in Liqo's namespace (a consumer's DNS)", b, authorizationv1.ResourceAttributes{Namespace: install.DefaultNamespace, Verb: "create", Resource: "services"}, true},
+		{"writing its providers' Measurements in Liqo's namespace", b, authorizationv1.ResourceAttributes{Namespace: install.DefaultNamespace, Verb: "patch", Group: "broker.liqo.io", Resource: "measurements", Subresource: "status"}, true},
+		{"writing Measurements elsewhere", b, authorizationv1.ResourceAttributes{Namespace: metav1.NamespaceDefault, Verb: "create", Group: "broker.liqo.io", Resource: "measurements"}, false},
 		{"binding the virtual kubelet's ClusterRole", b, authorizationv1.ResourceAttributes{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "liqo-virtual-kubelet"}, true},
 		{"changing its own virtual nodes' policy", b, authorizationv1.ResourceAttributes{Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies", Name: "liqo-virtual-nodes"}, true},
 	} {

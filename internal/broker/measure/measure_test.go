@@ -1,0 +1,195 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package measure
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+)
+
+var t0 = time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+
+// health answers each provider's probe as the test says: after a delay,
+// with an error or not.
+type health struct {
+	mu    sync.Mutex
+	delay map[string]time.Duration
+	fail  map[string]error
+}
+
+func (h *health) Ping(ctx context.Context, id string) error {
+	h.mu.Lock()
+	d, err := h.delay[id], h.fail[id]
+	h.mu.Unlock()
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
+}
+
+func (h *health) set(id string, d time.Duration, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.delay[id], h.fail[id] = d, err
+}
+
+// The tracker keeps an hour of minutes and a week of hours, however long
+// it runs, and the windows' uptime comes from them.
+func TestTrackerBoundsItsHistory(t *testing.T) {
+	var tr tracker
+	at := t0
+	// Nine days, a probe a minute; down for the first 30 minutes of
+	// each day.
+	for i := range 9 * 24 * 60 {
+		at = t0.Add(time.Duration(i) * time.Minute)
+		var err error
+		if at.Sub(at.Truncate(24*time.Hour)) < 30*time.Minute {
+			err = errors.New("refused")
+		}
+		tr.record(at, 3*time.Millisecond, err)
+	}
+	st := &tr.status
+	if len(st.Minutes) != brokerv1alpha1.MinuteBuckets || len(st.Hours) != brokerv1alpha1.HourBuckets {
+		t.Fatalf("%d minutes, %d hours kept; want %d and %d", len(st.Minutes), len(st.Hours), brokerv1alpha1.MinuteBuckets, brokerv1alpha1.HourBuckets)
+	}
+	if !st.Minutes[len(st.Minutes)-1].Start.Time.Equal(at.Truncate(time.Minute)) || !st.Hours[len(st.Hours)-1].Start.Time.Equal(at.Truncate(time.Hour)) {
+		t.Errorf("the last buckets start at %v and %v, want the current minute and hour", st.Minutes[len(st.Minutes)-1].Start, st.Hours[len(st.Hours)-1].Start)
+	}
+	up := Uptime(st, at)
+	// The last hour (23:00 to 23:59) was all up; a day and a week each
+	// had 30 minutes of 1440 down.
+	if up[brokerv1alpha1.Window1h] != 1 {
+		t.Errorf("uptime over 1h %v, want 1", up[brokerv1alpha1.Window1h])
+	}
+	for _, w := range []brokerv1alpha1.UptimeWindow{brokerv1alpha1.Window24h, brokerv1alpha1.Window7d} {
+		if got, want := up[w], 1-30.0/1440; got < want-0.001 || got > want+0.001 {
+			t.Errorf("uptime over %s %v, want %v", w, got, want)
+		}
+	}
+	if st.LatencyMicros != 3000 || st.Hours[len(st.Hours)-1].LatencyMicros != 3000 {
+		t.Errorf("latency %d µs, the hour's %d, want 3000", st.LatencyMicros, st.Hours[len(st.Hours)-1].LatencyMicros)
+	}
+	if len(Uptime(&brokerv1alpha1.MeasurementStatus{}, at)) != 0 {
+		t.Error("a provider never probed has an uptime")
+	}
+}
+
+func peer(id string) *discoveryv1alpha1.ForeignCluster {
+	return &discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id},
+		Spec: discoveryv1alpha1.ForeignClusterSpec{ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: id, ClusterName: id}}}
+}
+
+// TestProber, against a real API server: every provider the cluster
+// consumes gets a Measurement with its reachability, latency and
+// history; a change of reachability is written at once, the rest every
+// WriteEvery; a prober started again goes on from the history stored;
+// a provider no longer consumed loses its Measurement.
+func TestProber(t *testing.T) {
+	_, c := envtest.StartInstalled(t, "prober")
+	ctx := t.Context()
+	for _, id := range []string{"near", "down"} {
+		fc := peer(id)
+		if err := c.Create(ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+		meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{Type: discoveryv1alpha1.ConditionPeeringRequested,
+			Status: metav1.ConditionTrue, Reason: discoveryv1alpha1.ReasonAccepted, Message: "accepted"})
+		if err := c.Status().Update(ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A peer this cluster does not consume is not measured.
+	if err := c.Create(ctx, peer("consumer-only")); err != nil {
+		t.Fatal(err)
+	}
+	h := &health{delay: map[string]time.Duration{"near": 20 * time.Millisecond}, fail: map[string]error{"down": errors.New("connection refused")}}
+	now := t0
+	newProber := func() *Prober {
+		return &Prober{Client: c, Namespace: install.DefaultNamespace, Health: h, Timeout: time.Second, WriteEvery: 10 * time.Second, Now: func() time.Time { return now }}
+	}
+	p := newProber()
+	get := func(id string) *brokerv1alpha1.Measurement {
+		t.Helper()
+		var m brokerv1alpha1.Measurement
+		if err := c.Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: id}, &m); err != nil {
+			t.Fatalf("measurement of %s: %v", id, err)
+		}
+		return &m
+	}
+	round := func() {
+		t.Helper()
+		if err := p.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round()
+	near, down := get("near"), get("down")
+	if !near.Status.Reachable || near.Status.LatencyMicros < 20000 || near.Status.LatencyMicros > 900000 {
+		t.Errorf("near: reachable %v, latency %d µs; want reachable at 20 ms or more", near.Status.Reachable, near.Status.LatencyMicros)
+	}
+	if down.Status.Reachable || down.Status.UnreachableSince == nil || !down.Status.UnreachableSince.Time.Equal(t0) || down.Status.LastError != "connection refused" {
+		t.Errorf("down: %+v", down.Status)
+	}
+	var list brokerv1alpha1.MeasurementList
+	if err := c.List(ctx, &list); err != nil || len(list.Items) != 2 {
+		t.Fatalf("%d measurements (%v), want near's and down's only", len(list.Items), err)
+	}
+
+	// 2 s later: nothing changed, nothing written; down comes back:
+	// written at once.
+	now = t0.Add(2 * time.Second)
+	h.set("down", 0, nil)
+	round()
+	if n := get("near"); n.Status.LastProbe.Time.Equal(now) || n.Status.Minutes[0].Probes != 1 {
+		t.Errorf("near written again before WriteEvery: %+v", n.Status)
+	}
+	if d := get("down"); !d.Status.Reachable || d.Status.UnreachableSince != nil || d.Status.Minutes[0].Probes != 2 || d.Status.Minutes[0].Up != 1 {
+		t.Errorf("down, back: %+v; want reachable at once, 1 of 2 probes up", d.Status)
+	}
+	now = t0.Add(10 * time.Second)
+	round()
+	if n := get("near"); n.Status.Minutes[0].Probes != 3 {
+		t.Errorf("near after WriteEvery: %d probes stored, want 3", n.Status.Minutes[0].Probes)
+	}
+
+	// Started again, it goes on from what is stored.
+	p = newProber()
+	now = t0.Add(12 * time.Second)
+	h.set("near", 0, errors.New("timeout"))
+	round()
+	if n := get("near"); n.Status.Minutes[0].Probes != 4 || n.Status.Minutes[0].Up != 3 || n.Status.Reachable {
+		t.Errorf("near after a restart: %+v; want 3 of 4 probes up, unreachable now", n.Status.Minutes[0])
+	}
+	if up := Uptime(&get("near").Status, now); up[brokerv1alpha1.Window1h] != 0.75 || up[brokerv1alpha1.Window7d] != 0.75 {
+		t.Errorf("near's uptime %v, want 0.75 over each window", up)
+	}
+
+	// No longer consumed: its Measurement goes.
+	if err := c.Delete(ctx, peer("down")); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := p.Round(ctx); err != nil {
+			return err
+		}
+		var m brokerv1alpha1.Measurement
+		if err := c.Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: "down"}, &m); err == nil {
+			return errors.New("down's measurement is still there")
+		}
+		return nil
+	})
+}
