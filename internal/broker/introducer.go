@@ -51,7 +51,7 @@ func (i *Introducer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	wanted := map[string]bool{}
 	if err == nil && sel.DeletionTimestamp.IsZero() {
-		for _, p := range slices.Concat(sel.Spec.Providers, sel.Spec.Introductions) {
+		for _, p := range slices.Concat(sel.InUse(), sel.Spec.Introductions) {
 			if p != consumer {
 				wanted[p] = true
 			}

@@ -31,6 +31,8 @@ import (
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/broker/decide"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 )
@@ -80,6 +82,15 @@ func init() { metrics.Registry.MustRegister(evictions) }
 type Orchestrator struct {
 	// Client reads (cached) and writes.
 	Client client.Client
+	// Namespace is the Liqo namespace, where the providers'
+	// Measurements are.
+	Namespace string
+	// FailoverAfter is how long a provider must fail the broker's health
+	// checks before a policy counts it failed (DefaultFailoverAfter when
+	// 0).
+	FailoverAfter time.Duration
+	// Now is injectable for tests.
+	Now func() time.Time
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -102,7 +113,6 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err := o.ensureLogin(ctx, consumer); err != nil {
 		return ctrl.Result{}, err
 	}
-	enabled := sel.Spec.Providers
 	var vnodes corev1.NodeList
 	if err := o.Client.List(ctx, &vnodes, client.MatchingLabels{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}); err != nil {
 		return ctrl.Result{}, err
@@ -115,22 +125,44 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		providerOf[n.Name] = p
 		ready[p] = ready[p] || node.Ready(n) == corev1.ConditionTrue
 	}
-	serving := slices.DeleteFunc(slices.Clone(enabled), func(p string) bool { return !ready[p] })
-
 	var namespaces corev1.NamespaceList
 	if err := o.Client.List(ctx, &namespaces, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer}); err != nil {
 		return ctrl.Result{}, err
 	}
+	namespaces.Items = slices.DeleteFunc(namespaces.Items, func(ns corev1.Namespace) bool {
+		return !ns.DeletionTimestamp.IsZero() || ns.Labels[discoveryv1alpha1.TenantLabel] != ""
+	})
+
+	// Without a policy, the providers are those the consumer enabled;
+	// under one, those the broker chooses (an invalid policy keeps the
+	// last choice).
+	enabled := sel.Spec.Providers
+	var result ctrl.Result
+	var ch *choice
+	invalid := ""
+	if sel.Spec.Policy != nil {
+		if errs := decide.Validate(&sel.Spec); len(errs) > 0 {
+			invalid = errs.ToAggregate().Error()
+			enabled = sel.InUse()
+		} else {
+			if ch, err = o.choose(ctx, sel, consumer, vnodes.Items, namespaces.Items); err != nil {
+				return ctrl.Result{}, err
+			}
+			enabled = ch.decision.Chosen
+			result.RequeueAfter = ch.recheck
+		}
+	}
+	serving := slices.DeleteFunc(slices.Clone(enabled), func(p string) bool { return !ready[p] })
+
 	pods := map[string]int32{}     // provider -> pods of the consumer there
 	draining := map[string]int32{} // disabled provider -> pods still there
 	held := map[string]int32{}     // disabled provider -> pods a budget keeps there
-	var result ctrl.Result
+	var failed map[string]bool
+	if ch != nil {
+		failed = ch.failed
+	}
 	for i := range namespaces.Items {
-		ns := &namespaces.Items[i]
-		if !ns.DeletionTimestamp.IsZero() || ns.Labels[discoveryv1alpha1.TenantLabel] != "" {
-			continue
-		}
-		r, err := o.orchestrate(ctx, ns, enabled, serving, providerOf, pods, draining, held)
+		r, err := o.orchestrate(ctx, &namespaces.Items[i], enabled, serving, providerOf, failed, pods, draining, held)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -138,7 +170,14 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			result = r
 		}
 	}
-	if err := o.report(ctx, sel, ready, pods, draining, held); err != nil {
+	var decision *brokerv1alpha1.Decision
+	switch {
+	case ch != nil:
+		decision = &ch.decision
+	case invalid != "":
+		decision = sel.Status.Decision
+	}
+	if err := o.report(ctx, sel, enabled, decision, invalid, ready, pods, draining, held); err != nil {
 		return ctrl.Result{}, err
 	}
 	return result, nil
@@ -232,7 +271,7 @@ func (o *Orchestrator) ensureBinding(ctx context.Context, want *rbacv1.RoleBindi
 // orchestrate keeps one namespace of the consumer: its labels, its
 // NamespaceOffloading, and the drain of disabled providers.
 func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, enabled, serving []string, providerOf map[string]string,
-	pods, draining, held map[string]int32) (ctrl.Result, error) {
+	failed map[string]bool, pods, draining, held map[string]int32) (ctrl.Result, error) {
 	want := strings.Join(serving, ",")
 	if ns.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue || ns.Annotations[brokerv1alpha1.ProvidersAnnotation] != want ||
 		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) {
@@ -290,6 +329,19 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 	var result ctrl.Result
 	for _, pod := range evict {
 		p := providerOf[pod.Spec.NodeName]
+		if failed[p] {
+			// Failed: no kubelet there confirms a graceful end, and the
+			// pod serves nothing. It goes at once, and the consumer's
+			// virtual kubelet creates it again, to land on a provider in
+			// use; the broker's virtual kubelet deletes what is left of
+			// it there once the provider answers again.
+			if err := o.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting %s/%s from failed provider %s: %w", pod.Namespace, pod.Name, p, err)
+			}
+			evictions.WithLabelValues(p, "failed-over").Inc()
+			ctrl.LoggerFrom(ctx).Info("Pod recreated off a failed provider", "pod", pod.Namespace+"/"+pod.Name, "provider", p)
+			continue
+		}
 		// The API server waits up to 10 s for a budget its disruption
 		// controller has not observed yet: the others are not held up.
 		ectx, cancel := context.WithTimeout(ctx, evictionTimeout)
@@ -350,11 +402,13 @@ func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, provider
 
 // report writes what the orchestrator does for the consumer into its
 // Selection's status.
-func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection, ready map[string]bool, pods, draining, held map[string]int32) error {
+func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection, enabled []string, decision *brokerv1alpha1.Decision, invalid string,
+	ready map[string]bool, pods, draining, held map[string]int32) error {
 	st := brokerv1alpha1.SelectionStatus{ObservedGeneration: sel.Generation, Conditions: slices.Clone(sel.Status.Conditions),
-		Introductions: sel.Status.Introductions} // the Introducer's
+		Introductions: sel.Status.Introductions, // the Introducer's
+		Decision:      decision}
 	var unavailable, drains []string
-	for _, p := range sel.Spec.Providers {
+	for _, p := range enabled {
 		state := brokerv1alpha1.ProviderServing
 		if !ready[p] {
 			state = brokerv1alpha1.ProviderUnavailable
@@ -374,8 +428,10 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 	slices.SortFunc(st.Providers, func(a, b brokerv1alpha1.SelectedProvider) int { return strings.Compare(a.ClusterID, b.ClusterID) })
 	slices.Sort(drains)
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonServing, ObservedGeneration: sel.Generation,
-		Message: fmt.Sprintf("the consumer's pods go to %s", strings.Join(sel.Spec.Providers, ", "))}
+		Message: fmt.Sprintf("the consumer's pods go to %s", strings.Join(enabled, ", "))}
 	switch {
+	case invalid != "":
+		cond = policyCondition(sel, invalid)
 	case len(drains) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonDraining
 		cond.Message = fmt.Sprintf("the consumer's pods are moving off %s, disabled", strings.Join(drains, ", "))
@@ -385,7 +441,10 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 	case len(unavailable) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonUnavailable
 		cond.Message = fmt.Sprintf("the broker has no Ready virtual node for %s: not peered, or unreachable", strings.Join(unavailable, ", "))
-	case len(sel.Spec.Providers) == 0:
+	case len(enabled) == 0 && sel.Spec.Policy != nil:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoProvider
+		cond.Message = "the policy chose no provider: its pods wait; " + decision.Message
+	case len(enabled) == 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoProvider
 		cond.Message = "the consumer enabled no provider: its pods wait (liqoctl broker enable)"
 	}
@@ -441,6 +500,9 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(consumerOfLabel)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(consumerOfLabel)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(everyConsumer), builder.WithPredicates(virtual, nodeReadiness())).
+		// What policies decide on: the providers' measurements and offers.
+		Watches(&brokerv1alpha1.Measurement{}, handler.EnqueueRequestsFromMapFunc(everyConsumer)).
+		Watches(&sharingv1alpha1.Advertisement{}, handler.EnqueueRequestsFromMapFunc(everyConsumer)).
 		Complete(o)
 }
 

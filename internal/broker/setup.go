@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,8 +27,11 @@ type Options struct {
 	// PublicCatalog lets anonymous callers read the catalog.
 	PublicCatalog bool
 	// Namespace is the Liqo namespace, where the broker keeps its
-	// introductions.
+	// introductions and reads the providers' Measurements.
 	Namespace string
+	// FailoverAfter is how long a provider must fail the health checks
+	// before a policy counts it failed.
+	FailoverAfter time.Duration
 }
 
 // ParseModes parses a comma-separated subset of the broker's services
@@ -82,7 +86,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
 		return nil, fmt.Errorf("setting up the introducer: %w", err)
 	}
 	if o.Modes.Orchestrator {
-		if err := (&Orchestrator{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		if err := (&Orchestrator{Client: mgr.GetClient(), Namespace: o.Namespace, FailoverAfter: o.FailoverAfter}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the orchestrator: %w", err)
 		}
 	}

@@ -93,7 +93,7 @@ func (b *Brokered) Sync(ctx context.Context, broker string) error {
 	}
 	want := map[string]brokerv1alpha1.IntroducedProvider{}
 	for _, in := range sel.Status.Introductions {
-		if in.State == brokerv1alpha1.IntroductionAccepted && slices.Contains(sel.Spec.Providers, in.ClusterID) &&
+		if in.State == brokerv1alpha1.IntroductionAccepted && slices.Contains(sel.InUse(), in.ClusterID) &&
 			ValidClusterID(in.ClusterID) && in.ClusterID != b.LocalClusterID && in.ClusterID != broker &&
 			auth.IntroducerOf(in.Token) == broker && in.AuthURL != "" {
 			want[in.ClusterID] = in

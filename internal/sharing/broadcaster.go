@@ -158,7 +158,7 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	var sel brokerv1alpha1.Selection
 	switch err := b.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel); {
 	case err == nil:
-		counted = OnProviders(sel.Spec.Providers)
+		counted = OnProviders(sel.InUse())
 		// Its PodDisruptionBudgets bound the moves of its pods here.
 		properties = map[string]string{brokerv1alpha1.OrchestratorProperty: "true"}
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
@@ -172,6 +172,10 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		Properties:      properties,
 		Timestamp:       metav1.NewTime(now),
 		TimeToLive:      metav1.NewTime(now.Add(b.ttl())),
+	}
+	if cc := b.Config(); cc != nil && cc.Spec.SharingConfig.Price != nil {
+		price := cc.Spec.SharingConfig.Price
+		want.Prices, want.Currency, want.PricePeriod = price.PerUnit.DeepCopy(), price.Currency, price.Period
 	}
 	// The consumer is asked only when the offer is new to this
 	// PeeringRequest, moved beyond the threshold, or due for a refresh.
@@ -193,7 +197,8 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 // stale reports whether written must be replaced by want.
 func (b *Broadcaster) stale(written, want *sharingv1alpha1.AdvertisementSpec, now time.Time) bool {
 	return ChangedBeyond(written.Resources, want.Resources, ChangeThreshold) || now.After(written.TimeToLive.Add(-b.ttl()/2)) ||
-		!equalStrings(written.Labels, want.Labels) || !equalStrings(written.Properties, want.Properties) || written.ClusterIdentity != want.ClusterIdentity
+		!equalStrings(written.Labels, want.Labels) || !equalStrings(written.Properties, want.Properties) || written.ClusterIdentity != want.ClusterIdentity ||
+		!equality.Semantic.DeepEqual(written.Prices, want.Prices) || written.Currency != want.Currency || written.PricePeriod != want.PricePeriod
 }
 
 // lastWritten returns what this process last wrote for pr, and whether it

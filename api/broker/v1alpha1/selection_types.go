@@ -178,3 +178,15 @@ type SelectionList struct {
 func init() {
 	register(&Selection{}, &SelectionList{})
 }
+
+// InUse are the providers the broker offloads the consumer's pods to:
+// under a policy, those of its last decision; otherwise those it enabled.
+func (s *Selection) InUse() []string {
+	if s.Spec.Policy != nil {
+		if s.Status.Decision == nil {
+			return nil
+		}
+		return s.Status.Decision.Chosen
+	}
+	return s.Spec.Providers
+}

@@ -188,12 +188,33 @@ type SharingConfig struct {
 	// +optional
 	AllowedRuntimeClasses []string `json:"allowedRuntimeClasses,omitempty"`
 
+	// Price is what this cluster asks for what it offers, shown in its
+	// offers, for brokers that compare providers.
+	// +optional
+	Price *Price `json:"price,omitempty"`
+
 	// ConsumerQuota bounds, for each consumer across all the namespaces
 	// this cluster makes for it, what an offer does not name: storage
 	// claims and object counts. (Pods, CPU and memory, requests and
 	// limits, and ephemeral storage are bounded by the offer itself.)
 	// +optional
 	ConsumerQuota ConsumerQuota `json:"consumerQuota,omitempty"`
+}
+
+// Price is a provider's price per unit of its resources.
+type Price struct {
+	// PerUnit is the price of a unit of each resource (a core of cpu, a
+	// GiB of memory, a pod, a GPU) per Period.
+	// +kubebuilder:validation:MinProperties=1
+	PerUnit corev1.ResourceList `json:"perUnit"`
+	// Currency of PerUnit (ISO 4217).
+	// +kubebuilder:validation:Pattern=`^[A-Z]{3}$`
+	Currency string `json:"currency"`
+	// Period PerUnit is per.
+	// +kubebuilder:validation:Enum=Hour;Month
+	// +kubebuilder:default=Hour
+	// +optional
+	Period string `json:"period,omitempty"`
 }
 
 // ConsumerQuota is what a consumer may keep here beyond its offer.

@@ -31,6 +31,16 @@ type AdvertisementSpec struct {
 	// +optional
 	Prices corev1.ResourceList `json:"prices,omitempty"`
 
+	// Currency of Prices (ISO 4217).
+	// +kubebuilder:validation:Pattern=`^[A-Z]{3}$`
+	// +optional
+	Currency string `json:"currency,omitempty"`
+
+	// PricePeriod is what Prices are per: Hour (when empty) or Month.
+	// +kubebuilder:validation:Enum=Hour;Month
+	// +optional
+	PricePeriod string `json:"pricePeriod,omitempty"`
+
 	// Timestamp is when the provider computed this offer.
 	Timestamp metav1.Time `json:"timestamp"`
 

@@ -4,6 +4,7 @@ package peering_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -109,6 +110,24 @@ func TestAdvertisement(t *testing.T) {
 	start := time.Now()
 	waitOffer(20, sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.ReasonAccepted)
 	t.Logf("a new share percentage reached the consumer in %s", time.Since(start).Round(time.Millisecond))
+
+	// The provider's price reaches its offer.
+	framework.SetClusterConfig(t, b, func(s *configv1alpha1.ClusterConfigSpec) {
+		s.SharingConfig.Price = &configv1alpha1.Price{Currency: "EUR", Period: "Month", PerUnit: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("12.5")}}
+	})
+	t.Cleanup(func() {
+		framework.SetClusterConfig(t, b, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.Price = nil })
+	})
+	framework.Eventually(t, 20*time.Second, func() error {
+		var adv sharingv1alpha1.Advertisement
+		if err := inA.Get(ctx, key, &adv); err != nil {
+			return err
+		}
+		if p := adv.Spec.Prices[corev1.ResourceCPU]; p.String() != "12500m" || adv.Spec.Currency != "EUR" || adv.Spec.PricePeriod != "Month" {
+			return fmt.Errorf("offer priced %v %q per %q, want cpu 12.5 EUR per Month", adv.Spec.Prices, adv.Spec.Currency, adv.Spec.PricePeriod)
+		}
+		return nil
+	})
 
 	limit := offerOf(10)
 	framework.SetClusterConfig(t, a, func(s *configv1alpha1.ClusterConfigSpec) {

@@ -1,0 +1,202 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/broker/decide"
+	"github.com/liqo-go/liqo/internal/broker/measure"
+	"github.com/liqo-go/liqo/internal/sharing"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
+)
+
+// DefaultFailoverAfter is how long a provider's API server must fail the
+// broker's health checks before the orchestrator counts it failed.
+const DefaultFailoverAfter = 20 * time.Second
+
+// ReasonPolicyInvalid is the Ready reason of a Selection whose policy has
+// an invalid field: the last decision stands.
+const ReasonPolicyInvalid = "PolicyInvalid"
+
+// choice is what the policy made of a consumer's providers.
+type choice struct {
+	decision brokerv1alpha1.Decision
+	// failed are the providers counted failed: their pods are recreated
+	// elsewhere at once, not evicted gracefully.
+	failed map[string]bool
+	// recheck is when the decision must be made again although nothing
+	// it watches changes (a hysteresis timer, a failover's deadline); 0:
+	// never.
+	recheck time.Duration
+}
+
+// choose decides the consumer's providers under its policy, from what the
+// broker measures of every provider.
+func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection, consumer string, vnodes []corev1.Node, namespaces []corev1.Namespace) (*choice, error) {
+	now := o.now()
+	failAfter := o.FailoverAfter
+	if failAfter <= 0 {
+		failAfter = DefaultFailoverAfter
+	}
+	providers, err := o.providerIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	vnodeOf := map[string]*corev1.Node{}
+	for i := range vnodes {
+		vnodeOf[vnodes[i].Labels[offloadingv1alpha1.RemoteClusterLabel]] = &vnodes[i]
+	}
+	out := &choice{failed: map[string]bool{}}
+	recheck := func(d time.Duration) {
+		if d > 0 && (out.recheck == 0 || d < out.recheck) {
+			out.recheck = d
+		}
+	}
+	var candidates []decide.Candidate
+	for _, id := range providers {
+		c := decide.Candidate{ClusterID: id}
+		var m brokerv1alpha1.Measurement
+		switch err := o.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: id}, &m); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading the measurement of %s: %w", id, err)
+		default:
+			c.Uptime = measure.Uptime(&m.Status, now)
+			if m.Status.LatencyMicros > 0 {
+				c.Latency, c.LatencyKnown = time.Duration(m.Status.LatencyMicros)*time.Microsecond, true
+			}
+			if since := m.Status.UnreachableSince; since != nil {
+				if down := now.Sub(since.Time); down >= failAfter {
+					// Said by when, not for how long: the same failure is the
+					// same decision, written once.
+					c.Down, c.Why = true, fmt.Sprintf("unreachable since %s (%s)", since.UTC().Format(time.RFC3339), m.Status.LastError)
+				} else {
+					recheck(failAfter - down)
+				}
+			}
+		}
+		vnode := vnodeOf[id]
+		if vnode == nil && !c.Down {
+			c.Down, c.Why = true, "no virtual node in the broker (no offer accepted)"
+		}
+		var adv sharingv1alpha1.Advertisement
+		switch err := o.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(id), Name: sharingv1alpha1.AdvertisementName(id)}, &adv); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading the offer of %s: %w", id, err)
+		default:
+			c.Labels, c.Prices = adv.Spec.Labels, adv.Spec.Prices
+			c.Currency, c.Period = adv.Spec.Currency, brokerv1alpha1.PricePeriod(adv.Spec.PricePeriod)
+		}
+		if vnode != nil {
+			var pods corev1.PodList
+			if err := o.Client.List(ctx, &pods, client.MatchingFields{node.PodsByNodeField: vnode.Name}); err != nil {
+				return nil, err
+			}
+			// What the others' pods leave: the consumer's own count as
+			// free to it, or it would fail MinFree by filling a provider.
+			c.Free = sharing.SharedOn([]corev1.Node{*vnode}, pods.Items, consumer, 100, sharing.OnProviders([]string{id}))
+		}
+		candidates = append(candidates, c)
+		if c.Down {
+			out.failed[id] = true
+		}
+	}
+	demand, err := o.demand(ctx, namespaces)
+	if err != nil {
+		return nil, err
+	}
+	policy := sel.Spec.Policy
+	d := decide.Decide(decide.Input{Now: now, Policy: policy, Pinned: sel.Spec.Providers, Excluded: sel.Spec.Excluded,
+		Candidates: candidates, Previous: sel.Status.Decision, Demand: demand})
+	// The same decision as before keeps its time: a status written only
+	// when something in it changed.
+	if prev := sel.Status.Decision; prev != nil {
+		same := d.DeepCopy()
+		same.Time = prev.Time
+		if equality.Semantic.DeepEqual(same, prev) {
+			d = *same
+		}
+	}
+	stableFor := decide.DefaultStableFor
+	if policy.StableFor != nil {
+		stableFor = policy.StableFor.Duration
+	}
+	for _, p := range d.Providers {
+		if p.Since != nil {
+			recheck(stableFor - now.Sub(p.Since.Time) + time.Second)
+		}
+	}
+	// A failed provider pinned by hand stays; its pods are not moved.
+	for _, id := range d.Chosen {
+		delete(out.failed, id)
+	}
+	out.decision = d
+	return out, nil
+}
+
+// providerIDs are the clusters the broker consumes.
+func (o *Orchestrator) providerIDs(ctx context.Context) ([]string, error) {
+	var fcs discoveryv1alpha1.ForeignClusterList
+	if err := o.Client.List(ctx, &fcs); err != nil {
+		return nil, fmt.Errorf("listing the ForeignClusters: %w", err)
+	}
+	var out []string
+	for i := range fcs.Items {
+		if id := fcs.Items[i].Spec.ClusterIdentity.ClusterID; id != "" && outgoingAccepted(&fcs.Items[i]) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// demand is what the consumer's pods in the namespaces it offloads to the
+// broker request.
+func (o *Orchestrator) demand(ctx context.Context, namespaces []corev1.Namespace) (corev1.ResourceList, error) {
+	sum := corev1.ResourceList{}
+	for i := range namespaces {
+		var pods corev1.PodList
+		if err := o.Client.List(ctx, &pods, client.InNamespace(namespaces[i].Name)); err != nil {
+			return nil, err
+		}
+		for j := range pods.Items {
+			p := &pods.Items[j]
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			for name, q := range sharing.PodRequests(p) {
+				cur := sum[name]
+				cur.Add(q)
+				sum[name] = cur
+			}
+		}
+	}
+	return sum, nil
+}
+
+func (o *Orchestrator) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// policyCondition is the Ready condition of a Selection whose policy is
+// invalid.
+func policyCondition(sel *brokerv1alpha1.Selection, msg string) metav1.Condition {
+	return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonPolicyInvalid, ObservedGeneration: sel.Generation,
+		Message: "the policy is invalid, the last decision stands: " + msg}
+}

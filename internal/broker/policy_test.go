@@ -1,0 +1,212 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
+	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/broker"
+	"github.com/liqo-go/liqo/internal/broker/decide"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+)
+
+// measured writes a provider's Measurement as the broker cluster's
+// controller manager would: reachable at latency, or unreachable since.
+func measured(t *testing.T, w *world, id string, latency time.Duration, unreachableSince *time.Time) {
+	t.Helper()
+	ctx := t.Context()
+	m := &brokerv1alpha1.Measurement{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: id}}
+	if err := w.c.Create(ctx, m); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if err := w.c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	m.Status = brokerv1alpha1.MeasurementStatus{LastProbe: &now, Reachable: unreachableSince == nil, LatencyMicros: latency.Microseconds(),
+		Minutes: []brokerv1alpha1.Bucket{{Start: metav1.NewTime(now.Truncate(time.Minute)), Probes: 10, Up: 10, LatencyMicros: latency.Microseconds()}}}
+	if unreachableSince != nil {
+		m.Status.UnreachableSince, m.Status.LastError = &metav1.Time{Time: *unreachableSince}, "connection refused"
+	}
+	if err := w.c.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func offer(id, cpuPrice string) []client.Object {
+	return []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(id)}},
+		&sharingv1alpha1.Advertisement{
+			ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(id), Name: sharingv1alpha1.AdvertisementName(id)},
+			Spec: sharingv1alpha1.AdvertisementSpec{
+				ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: id, ClusterName: id},
+				Resources:       corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi")},
+				Prices:          corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuPrice)},
+				Currency:        "EUR", PricePeriod: "Hour",
+				Timestamp: metav1.Now(), TimeToLive: metav1.NewTime(time.Now().Add(time.Hour)),
+			},
+		},
+	}
+}
+
+// TestOrchestratorPolicy, against a real API server: a consumer's policy
+// (two providers, under a price and a latency limit) makes the broker
+// choose, from the providers' measurements and offers, the two that pass;
+// the Selection's status explains, for the others, the criterion and the
+// measured value that ruled them out, and the consumer's namespace is
+// offloaded to the chosen. A chosen provider unreachable for the
+// failover time is replaced, and the consumer's pods there go at once
+// (recreated by the consumer's virtual kubelet elsewhere). An invalid
+// policy is reported naming the field, and the last decision stands.
+func TestOrchestratorPolicy(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}, Namespace: install.DefaultNamespace, FailoverAfter: 3 * time.Second})
+	ctx := t.Context()
+	const consumer, ns = "consumer-1", "web-3d4e5f"
+	tenant := discoveryv1alpha1.TenantNamespace(consumer)
+	latency := map[string]time.Duration{"near": 5 * time.Millisecond, "mid": 20 * time.Millisecond, "far": 80 * time.Millisecond, "dear": 4 * time.Millisecond}
+	price := map[string]string{"near": "0.03", "mid": "0.02", "far": "0.01", "dear": "0.09"}
+	for _, id := range []string{"dear", "far", "mid", "near"} {
+		w.create(t, peered(id, id, true, false), virtualNode("liqo-"+id, id))
+		w.create(t, offer(id, price[id])...)
+		measured(t, w, id, latency[id], nil)
+	}
+	w.create(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
+		&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName},
+			Spec: brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 2, Requirements: brokerv1alpha1.Requirements{
+				MaxLatency: &metav1.Duration{Duration: 50 * time.Millisecond},
+				MaxPrice:   &brokerv1alpha1.MaxPrice{Currency: "EUR", PerUnit: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.05")}},
+			}}}},
+	)
+	selection := func() (*brokerv1alpha1.Selection, error) {
+		var sel brokerv1alpha1.Selection
+		return &sel, w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.SelectionName}, &sel)
+	}
+	annotated := func(want string) error {
+		var n corev1.Namespace
+		if err := w.c.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+			return err
+		}
+		if got := n.Annotations[brokerv1alpha1.ProvidersAnnotation]; got != want {
+			return fmt.Errorf("namespace's providers %q, want %q", got, want)
+		}
+		return nil
+	}
+	verdict := func(d *brokerv1alpha1.Decision, id string) brokerv1alpha1.ProviderDecision {
+		for _, p := range d.Providers {
+			if p.ClusterID == id {
+				return p
+			}
+		}
+		return brokerv1alpha1.ProviderDecision{}
+	}
+
+	eventually(t, func() error {
+		sel, err := selection()
+		if err != nil {
+			return err
+		}
+		d := sel.Status.Decision
+		if d == nil || !slices.Equal(d.Chosen, []string{"mid", "near"}) {
+			return fmt.Errorf("decision %+v, want mid and near chosen", d)
+		}
+		if far := verdict(d, "far"); far.Verdict != brokerv1alpha1.VerdictFiltered || far.Criterion != decide.CriterionMaxLatency || far.Measured != "80.0ms" {
+			return fmt.Errorf("far: %+v, want filtered by %s at 80.0ms", far, decide.CriterionMaxLatency)
+		}
+		if dear := verdict(d, "dear"); dear.Verdict != brokerv1alpha1.VerdictFiltered || dear.Criterion != decide.CriterionMaxPrice || !strings.Contains(dear.Measured, "0.09 EUR/h") {
+			return fmt.Errorf("dear: %+v, want filtered by %s at 0.09 EUR/h", dear, decide.CriterionMaxPrice)
+		}
+		if c := meta.FindStatusCondition(sel.Status.Conditions, broker.ConditionReady); c == nil || c.Reason != broker.ReasonServing {
+			return fmt.Errorf("Ready %+v", c)
+		}
+		return annotated("mid,near")
+	})
+
+	// Two of the consumer's pods on near; near stops answering.
+	for i := range 2 {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
+			Spec:       corev1.PodSpec{NodeName: "liqo-near", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		}
+		w.create(t, pod)
+	}
+	down := time.Now()
+	measured(t, w, "near", 0, &down)
+	// Not before the failover time: pods stay, the decision stands.
+	envtest.Consistently(t, time.Second, func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := w.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(pods.Items) != 2 {
+			return fmt.Errorf("%d pods before the failover time, want 2", len(pods.Items))
+		}
+		return annotated("mid,near")
+	})
+	eventually(t, func() error {
+		sel, err := selection()
+		if err != nil {
+			return err
+		}
+		d := sel.Status.Decision
+		if near := verdict(d, "near"); near.Verdict != brokerv1alpha1.VerdictFiltered || near.Criterion != decide.CriterionAvailability ||
+			!strings.Contains(near.Measured, "unreachable since") {
+			return fmt.Errorf("near: %+v, want filtered as unreachable", near)
+		}
+		var pods corev1.PodList
+		if err := w.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(pods.Items) != 0 {
+			return fmt.Errorf("%d pods still on failed near", len(pods.Items))
+		}
+		return annotated("mid")
+	})
+	if time.Since(down) > 10*time.Second {
+		t.Errorf("failover took %s after the failure, with a failover time of 3 s", time.Since(down).Round(time.Second))
+	}
+
+	// An invalid policy: said, naming the field; the decision stands.
+	sel, err := selection()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel.Spec.Providers, sel.Spec.Excluded = []string{"far"}, []string{"far"}
+	if err := w.c.Update(ctx, sel); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		sel, err := selection()
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(sel.Status.Conditions, broker.ConditionReady)
+		if c == nil || c.Reason != broker.ReasonPolicyInvalid || !strings.Contains(c.Message, "spec.excluded[0]") || c.ObservedGeneration != sel.Generation {
+			return fmt.Errorf("Ready %+v, want %s naming spec.excluded[0]", c, broker.ReasonPolicyInvalid)
+		}
+		if sel.Status.Decision == nil || !slices.Equal(sel.Status.Decision.Chosen, []string{"mid"}) {
+			return errors.New("the last decision is gone")
+		}
+		return annotated("mid")
+	})
+}
