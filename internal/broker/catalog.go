@@ -16,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/broker/measure"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 )
@@ -72,6 +74,52 @@ type Cluster struct {
 	// Ready says whether the broker's virtual node for the cluster is
 	// Ready.
 	Ready bool `json:"ready"`
+	// KPIs are what the broker measures itself of a provider.
+	KPIs *KPIs `json:"kpis,omitempty"`
+}
+
+// KPIs are what the broker measures itself of a provider: its own health
+// checks of the provider's API server (internal/broker/measure), and the
+// pods it runs there.
+type KPIs struct {
+	// Measured is when the provider was last probed; AgeSeconds, how long
+	// before this answer. Absent before the first probe.
+	Measured   *metav1.Time `json:"measured,omitempty"`
+	AgeSeconds *float64     `json:"ageSeconds,omitempty"`
+	// Reachable says whether the last probe was answered ready;
+	// UnreachableSince when they began to fail, while they do.
+	Reachable        bool         `json:"reachable"`
+	UnreachableSince *metav1.Time `json:"unreachableSince,omitempty"`
+	LastError        string       `json:"lastError,omitempty"`
+	// Uptime over each window (1h, 24h, 7d), from 0 to 1: the share of
+	// the probes answered. A window without probes is absent.
+	Uptime map[brokerv1alpha1.UptimeWindow]float64 `json:"uptime,omitempty"`
+	// LatencyMillis is the median round trip of the last minute's
+	// answered probes.
+	LatencyMillis *float64 `json:"latencyMillis,omitempty"`
+	// History is the last hour, a point a minute, oldest first.
+	History []Point `json:"history,omitempty"`
+	// Pods are the broker's pods there, by phase.
+	Pods PodHealth `json:"pods"`
+}
+
+// Point is a minute of a provider's history.
+type Point struct {
+	Start metav1.Time `json:"start"`
+	// Up is the share of the minute's probes answered, from 0 to 1.
+	Up float64 `json:"up"`
+	// LatencyMillis is the median round trip of those answered.
+	LatencyMillis float64 `json:"latencyMillis"`
+}
+
+// PodHealth is how the broker's pods fare at a provider.
+type PodHealth struct {
+	Running int `json:"running"`
+	Pending int `json:"pending"`
+	Failed  int `json:"failed"`
+	// StartMillis is the median time from a pod's creation to its
+	// readiness, over those Ready now.
+	StartMillis *float64 `json:"startMillis,omitempty"`
 }
 
 // Offer is a provider's Advertisement as the catalog shows it.
@@ -80,7 +128,10 @@ type Offer struct {
 	Labels     map[string]string   `json:"labels,omitempty"`
 	Properties map[string]string   `json:"properties,omitempty"`
 	Prices     corev1.ResourceList `json:"prices,omitempty"`
-	Expires    metav1.Time         `json:"expires"`
+	// Currency and Period of Prices.
+	Currency string      `json:"currency,omitempty"`
+	Period   string      `json:"period,omitempty"`
+	Expires  metav1.Time `json:"expires"`
 }
 
 // ClusterList is the v1 catalog.
@@ -224,6 +275,9 @@ func (s *Server) catalog(ctx context.Context) ([]entry, error) {
 			Provider: provider, Consumer: fc.Status.IncomingPeering,
 		}
 		if provider {
+			if err := s.kpis(ctx, &c); err != nil {
+				return nil, err
+			}
 			if err := s.offer(ctx, &c, byProvider[id]); err != nil {
 				return nil, err
 			}
@@ -254,7 +308,10 @@ func (s *Server) offer(ctx context.Context, c *Cluster, vnode *corev1.Node) erro
 	}
 	c.Offer = &Offer{
 		Resources: adv.Spec.Resources, Labels: adv.Spec.Labels, Properties: adv.Spec.Properties,
-		Prices: adv.Spec.Prices, Expires: adv.Spec.TimeToLive,
+		Prices: adv.Spec.Prices, Currency: adv.Spec.Currency, Period: adv.Spec.PricePeriod, Expires: adv.Spec.TimeToLive,
+	}
+	if len(adv.Spec.Prices) > 0 && c.Offer.Period == "" {
+		c.Offer.Period = string(brokerv1alpha1.PerHour)
 	}
 	if vnode == nil {
 		return nil
@@ -267,5 +324,68 @@ func (s *Server) offer(ctx context.Context, c *Cluster, vnode *corev1.Node) erro
 	// What the broker's own pods leave free of it, as its Broadcaster
 	// counts a share: effective requests, finished pods freed.
 	c.Free = sharing.SharedOn([]corev1.Node{*vnode}, pods.Items, "", 100, sharing.OnProviders([]string{c.ClusterID}))
+	c.KPIs.Pods = podHealth(pods.Items)
 	return nil
+}
+
+// kpis fills what the broker measured of provider c.
+func (s *Server) kpis(ctx context.Context, c *Cluster) error {
+	c.KPIs = &KPIs{}
+	var m brokerv1alpha1.Measurement
+	switch err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: c.ClusterID}, &m); {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the measurement of %s: %w", c.ClusterID, err)
+	}
+	now := s.now()
+	k, st := c.KPIs, &m.Status
+	k.Reachable, k.UnreachableSince, k.LastError = st.Reachable, st.UnreachableSince, st.LastError
+	if st.LastProbe != nil {
+		k.Measured = st.LastProbe
+		age := now.Sub(st.LastProbe.Time).Seconds()
+		k.AgeSeconds = &age
+	}
+	if len(st.Minutes) > 0 {
+		k.Uptime = measure.Uptime(st, now)
+	}
+	if st.LatencyMicros > 0 {
+		ms := float64(st.LatencyMicros) / 1000
+		k.LatencyMillis = &ms
+	}
+	for _, b := range st.Minutes {
+		p := Point{Start: b.Start, LatencyMillis: float64(b.LatencyMicros) / 1000}
+		if b.Probes > 0 {
+			p.Up = float64(b.Up) / float64(b.Probes)
+		}
+		k.History = append(k.History, p)
+	}
+	return nil
+}
+
+// podHealth counts the pods by phase, and their median start.
+func podHealth(pods []corev1.Pod) PodHealth {
+	var h PodHealth
+	var starts []float64
+	for i := range pods {
+		p := &pods[i]
+		switch p.Status.Phase {
+		case corev1.PodRunning, corev1.PodSucceeded:
+			h.Running++
+		case corev1.PodFailed:
+			h.Failed++
+		default:
+			h.Pending++
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+				starts = append(starts, float64(c.LastTransitionTime.Sub(p.CreationTimestamp.Time).Milliseconds()))
+			}
+		}
+	}
+	if len(starts) > 0 {
+		slices.Sort(starts)
+		h.StartMillis = &starts[len(starts)/2]
+	}
+	return h
 }

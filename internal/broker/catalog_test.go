@@ -21,12 +21,14 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/broker"
+	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
@@ -168,7 +170,7 @@ func peered(id, name string, outgoing, incoming bool) *discoveryv1alpha1.Foreign
 // of it; only callers the broker cluster's API server allows read it, and
 // every error is a JSON Status naming what is wrong.
 func TestCatalog(t *testing.T) {
-	w := startBroker(t, broker.Options{Modes: broker.Modes{Catalog: true, Orchestrator: true}})
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Catalog: true, Orchestrator: true}, Namespace: install.DefaultNamespace})
 	ctx := t.Context()
 	w.create(t,
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "catalog-reader"}, Rules: []rbacv1.PolicyRule{{
@@ -273,6 +275,59 @@ func TestCatalog(t *testing.T) {
 		var one broker.Cluster
 		if a := w.get(t, "/api/v1/clusters/provider-1", reader); a.code != http.StatusOK || json.Unmarshal(a.body, &one) != nil || one.ClusterID != "provider-1" {
 			t.Errorf("GET /api/v1/clusters/provider-1: %d %s", a.code, a.body)
+		}
+	})
+
+	t.Run("v1: what the broker measures, and as metrics", func(t *testing.T) {
+		measured(t, w, "provider-1", 12*time.Millisecond, nil)
+		var p broker.Cluster
+		eventually(t, func() error {
+			a := w.get(t, "/api/v1/clusters/provider-1", reader)
+			if a.code != http.StatusOK {
+				return fmt.Errorf("%d %s", a.code, a.body)
+			}
+			p = broker.Cluster{}
+			if err := json.Unmarshal(a.body, &p); err != nil {
+				return err
+			}
+			if p.KPIs == nil || p.KPIs.LatencyMillis == nil {
+				return fmt.Errorf("no latency yet: %s", a.body)
+			}
+			return nil
+		})
+		k := p.KPIs
+		if !k.Reachable || *k.LatencyMillis != 12 || k.Uptime[brokerv1alpha1.Window1h] != 1 || len(k.History) != 1 || k.History[0].Up != 1 ||
+			k.AgeSeconds == nil || *k.AgeSeconds < 0 || *k.AgeSeconds > 60 || k.Measured == nil {
+			t.Errorf("provider-1's KPIs %+v, want reachable at 12 ms, up the whole hour, measured just now", k)
+		}
+		if k.Pods.Pending != 2 || k.Pods.Running != 0 {
+			t.Errorf("provider-1's pods %+v, want the two pending", k.Pods)
+		}
+		families, err := ctrlmetrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				key := f.GetName()
+				for _, l := range m.GetLabel() {
+					key += "," + l.GetName() + "=" + l.GetValue()
+				}
+				got[key] = m.GetGauge().GetValue()
+			}
+		}
+		for key, want := range map[string]float64{
+			"liqo_broker_provider_reachable,provider=provider-1":                                1,
+			"liqo_broker_provider_latency_seconds,provider=provider-1":                          0.012,
+			"liqo_broker_provider_uptime_ratio,provider=provider-1,window=1h":                   1,
+			"liqo_broker_provider_pods,phase=pending,provider=provider-1":                       2,
+			"liqo_broker_provider_free,provider=provider-1,resource=cpu":                        5,
+			"liqo_broker_provider_price,currency=,period=Hour,provider=provider-1,resource=cpu": 0.03,
+		} {
+			if v, ok := got[key]; !ok || v != want {
+				t.Errorf("%s: %v (exported: %v), want %v", key, v, ok, want)
+			}
 		}
 	})
 

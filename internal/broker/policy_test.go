@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
@@ -187,12 +188,14 @@ func TestOrchestratorPolicy(t *testing.T) {
 	}
 
 	// An invalid policy: said, naming the field; the decision stands.
-	sel, err := selection()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sel.Spec.Providers, sel.Spec.Excluded = []string{"far"}, []string{"far"}
-	if err := w.c.Update(ctx, sel); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sel, err := selection()
+		if err != nil {
+			return err
+		}
+		sel.Spec.Providers, sel.Spec.Excluded = []string{"far"}, []string{"far"}
+		return w.c.Update(ctx, sel)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, func() error {

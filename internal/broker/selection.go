@@ -22,6 +22,7 @@ import (
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	"github.com/liqo-go/liqo/internal/broker/decide"
 	"github.com/liqo-go/liqo/internal/kubeauth"
 )
 
@@ -91,8 +92,13 @@ type SelectionView struct {
 	Consumer   string   `json:"consumer"`
 	Providers  []string `json:"providers"`
 	// Introductions the consumer asked besides its providers.
-	Introductions []string                       `json:"introductions,omitempty"`
-	Status        brokerv1alpha1.SelectionStatus `json:"status"`
+	Introductions []string `json:"introductions,omitempty"`
+	// Policy, when set, has the broker choose the providers
+	// (status.decision); Providers and Excluded then pin providers in
+	// and out.
+	Policy   *brokerv1alpha1.Policy         `json:"policy,omitempty"`
+	Excluded []string                       `json:"excluded,omitempty"`
+	Status   brokerv1alpha1.SelectionStatus `json:"status"`
 }
 
 func view(consumer string, sel *brokerv1alpha1.Selection) SelectionView {
@@ -100,6 +106,7 @@ func view(consumer string, sel *brokerv1alpha1.Selection) SelectionView {
 	if sel != nil {
 		v.Providers = append(v.Providers, sel.Spec.Providers...)
 		v.Introductions = sel.Spec.Introductions
+		v.Policy, v.Excluded = sel.Spec.Policy, sel.Spec.Excluded
 		v.Status = sel.Status
 	}
 	return v
@@ -173,7 +180,62 @@ func (s *Server) putSelection(w http.ResponseWriter, r *http.Request) error {
 	}
 	slices.Sort(body.Providers)
 	body.Providers = slices.Compact(body.Providers)
-	sel, err := s.changeSelection(r.Context(), consumer, func(spec *brokerv1alpha1.SelectionSpec) { spec.Providers = body.Providers })
+	sel, err := s.changeSelection(r.Context(), consumer, func(spec *brokerv1alpha1.SelectionSpec) {
+		spec.Providers = body.Providers
+		spec.Excluded = slices.DeleteFunc(spec.Excluded, func(p string) bool { return slices.Contains(body.Providers, p) })
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view(consumer, sel))
+	return nil
+}
+
+// putPolicy answers PUT /api/v1/selection/policy: the broker chooses the
+// consumer's providers under this policy from now on.
+func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) error {
+	consumer, err := s.selectionFor(r, "update")
+	if err != nil {
+		return err
+	}
+	var policy brokerv1alpha1.Policy
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&policy); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		return errBadRequest(fmt.Sprintf("body: want a policy (docs/broker.md): %v", err))
+	}
+	current, err := s.readSelection(r.Context(), consumer)
+	if err != nil {
+		return err
+	}
+	spec := brokerv1alpha1.SelectionSpec{}
+	if current != nil {
+		spec = *current.Spec.DeepCopy()
+	}
+	spec.Policy = &policy
+	if errs := decide.Validate(&spec); len(errs) > 0 {
+		return errBadRequest(errs.ToAggregate().Error())
+	}
+	sel, err := s.changeSelection(r.Context(), consumer, func(spec *brokerv1alpha1.SelectionSpec) { spec.Policy = policy.DeepCopy() })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view(consumer, sel))
+	return nil
+}
+
+// deletePolicy answers DELETE /api/v1/selection/policy: back to the
+// providers enabled by hand (spec.providers).
+func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request) error {
+	consumer, err := s.selectionFor(r, "update")
+	if err != nil {
+		return err
+	}
+	sel, err := s.changeSelection(r.Context(), consumer, func(spec *brokerv1alpha1.SelectionSpec) { spec.Policy, spec.Excluded = nil, nil })
 	if err != nil {
 		return err
 	}
@@ -212,9 +274,15 @@ func (s *Server) toggle(w http.ResponseWriter, r *http.Request) error {
 	}
 	sel, err := s.changeSelection(r.Context(), consumer, func(spec *brokerv1alpha1.SelectionSpec) {
 		spec.Providers = slices.DeleteFunc(spec.Providers, func(p string) bool { return p == id })
-		if enable {
+		spec.Excluded = slices.DeleteFunc(spec.Excluded, func(p string) bool { return p == id })
+		switch {
+		case enable:
 			spec.Providers = append(spec.Providers, id)
 			slices.Sort(spec.Providers)
+		case spec.Policy != nil:
+			// Under a policy, disabling pins the provider out.
+			spec.Excluded = append(spec.Excluded, id)
+			slices.Sort(spec.Excluded)
 		}
 	})
 	if err != nil {

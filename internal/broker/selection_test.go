@@ -121,3 +121,76 @@ func TestSelection(t *testing.T) {
 		t.Errorf("a refused request changed consumer-1's selection: %+v", v)
 	}
 }
+
+// TestSelectionPolicy: a consumer sets a policy through the API, and the
+// broker refuses an invalid one naming its fields, changing nothing;
+// under a policy, disabling a provider pins it out and enabling pins it
+// in; dropping the policy returns to the providers enabled by hand.
+// Another consumer can do none of it to the first one's selection.
+func TestSelectionPolicy(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}})
+	w.create(t, peered("provider-1", "rome", true, false), peered("provider-2", "paris", true, false),
+		peered("consumer-1", "milan", false, true), peered("consumer-2", "lyon", false, true))
+	one, two := w.consumerToken(t, "consumer-1"), w.consumerToken(t, "consumer-2")
+	const policy = `{"count": 1, "weights": {"latency": 3, "price": 1}, "requirements": {"maxLatency": "50ms",
+		"maxPrice": {"currency": "EUR", "perUnit": {"cpu": "0.05"}}}}`
+	var v broker.SelectionView
+	eventually(t, func() error {
+		a := w.do(t, http.MethodPut, "/api/v1/selection/policy", one, policy)
+		if a.code != http.StatusOK {
+			return fmt.Errorf("setting the policy: %d %s", a.code, a.body)
+		}
+		v = a.selection(t)
+		return nil
+	})
+	if v.Policy == nil || v.Policy.Count != 1 || v.Policy.Weights.Latency != 3 || v.Policy.Requirements.MaxLatency.Duration.String() != "50ms" {
+		t.Errorf("the policy read back: %+v", v.Policy)
+	}
+	for _, tc := range []struct {
+		name, body, token string
+		code              int
+		mentions          []string
+	}{
+		{"invalid fields", `{"count": 300, "weights": {"price": 101}, "requirements": {"minUptime": {"window": "2h", "percent": "101"}}}`, one,
+			http.StatusBadRequest, []string{"spec.policy.count", "spec.policy.weights.price", "spec.policy.requirements.minUptime.window", "spec.policy.requirements.minUptime.percent"}},
+		{"an unknown field", `{"cuont": 1}`, one, http.StatusBadRequest, []string{"body:", "cuont"}},
+		{"another consumer's", policy, two, http.StatusForbidden, []string{"liqo-tenant-consumer-1"}},
+	} {
+		path := "/api/v1/selection/policy"
+		if tc.token == two {
+			path += "?consumer=consumer-1"
+		}
+		a := w.do(t, http.MethodPut, path, tc.token, tc.body)
+		if a.code != tc.code {
+			t.Errorf("%s: %d %s, want %d", tc.name, a.code, a.body, tc.code)
+			continue
+		}
+		for _, m := range tc.mentions {
+			if s := a.status(t); !strings.Contains(s.Message, m) {
+				t.Errorf("%s: message %q does not name %q", tc.name, s.Message, m)
+			}
+		}
+	}
+	if got := w.get(t, "/api/v1/selection", one).selection(t); got.Policy == nil || got.Policy.Count != 1 {
+		t.Errorf("a refused policy changed the selection: %+v", got.Policy)
+	}
+
+	// Under the policy: disable pins out, enable pins in (and no longer
+	// out).
+	if v := w.do(t, http.MethodPost, "/api/toggle?id=provider-1&enable=false", one, "").selection(t); !slices.Equal(v.Excluded, []string{"provider-1"}) {
+		t.Errorf("disabled under a policy: excluded %v, want provider-1", v.Excluded)
+	}
+	if v := w.do(t, http.MethodPost, "/api/toggle?id=provider-1&enable=true", one, "").selection(t); len(v.Excluded) != 0 || !slices.Equal(v.Providers, []string{"provider-1"}) {
+		t.Errorf("enabled again: providers %v excluded %v, want provider-1 pinned in only", v.Providers, v.Excluded)
+	}
+	if v := w.do(t, http.MethodDelete, "/api/v1/selection/policy?consumer=consumer-1", two, ""); v.code != http.StatusForbidden {
+		t.Errorf("another consumer dropping the policy: %d %s", v.code, v.body)
+	}
+	if v := w.do(t, http.MethodDelete, "/api/v1/selection/policy", one, "").selection(t); v.Policy != nil || !slices.Equal(v.Providers, []string{"provider-1"}) {
+		t.Errorf("policy dropped: %+v, want provider-1 enabled by hand", v)
+	}
+	// Without a policy, disabling only un-enables.
+	if v := w.do(t, http.MethodPost, "/api/toggle?id=provider-2&enable=false", one, "").selection(t); len(v.Excluded) != 0 {
+		t.Errorf("disabled without a policy: excluded %v", v.Excluded)
+	}
+}

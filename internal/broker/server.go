@@ -72,6 +72,11 @@ const CatalogResource = "catalog"
 
 // Server is the broker's HTTP API, a manager.Runnable.
 type Server struct {
+	// Namespace is the Liqo namespace, where the providers'
+	// Measurements are.
+	Namespace string
+	// Now is injectable for tests.
+	Now func() time.Time
 	// Reader reads the broker cluster's ForeignClusters, Advertisements,
 	// nodes, pods and Selections (cached).
 	Reader client.Reader
@@ -129,6 +134,8 @@ func (s *Server) routes() []route {
 		{"POST /api/toggle", "toggle", orchestrator, s.toggle},
 		{"GET /api/v1/selection", "v1.selection", orchestrator, s.getSelection},
 		{"PUT /api/v1/selection", "v1.selection", orchestrator, s.putSelection},
+		{"PUT /api/v1/selection/policy", "v1.policy", orchestrator, s.putPolicy},
+		{"DELETE /api/v1/selection/policy", "v1.policy", orchestrator, s.deletePolicy},
 		{"GET /api/v1/clusters", "v1.clusters", catalog, s.v1Clusters},
 		{"GET /api/v1/clusters/{id}", "v1.cluster", catalog, s.v1Cluster},
 		{"GET /api/v1/clusters/{id}/introduction", "v1.introduction", catalog, s.getIntroduction},
@@ -334,4 +341,11 @@ func serveOpenAPI(w http.ResponseWriter, _ *http.Request) error {
 	w.Header().Set("Content-Type", "application/json")
 	_, err := w.Write(openAPI)
 	return err
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }

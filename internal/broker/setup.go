@@ -76,8 +76,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
 	}
 	s := &Server{
 		Reader: mgr.GetClient(), Writer: direct, Reviewer: kubeauth.NewReviewer(direct),
-		Modes: o.Modes, PublicCatalog: o.PublicCatalog, Listener: ln,
+		Modes: o.Modes, PublicCatalog: o.PublicCatalog, Listener: ln, Namespace: o.Namespace,
 	}
+	exportKPIs(s)
 	if err := mgr.Add(s); err != nil {
 		_ = ln.Close()
 		return nil, err
