@@ -4,6 +4,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -144,18 +145,32 @@ type ClusterList struct {
 // APIVersion of the broker's v1 API objects.
 const APIVersion = "broker.liqo.io/v1"
 
-// readCatalog checks the caller may read the catalog.
-func (s *Server) readCatalog(r *http.Request) error {
+// readCatalog checks the caller may read the catalog. A consumer of the
+// orchestrator, which may read its own selection, reads the providers it
+// chooses among (providersOnly), without the catalog's right.
+func (s *Server) readCatalog(r *http.Request) (providersOnly bool, err error) {
 	if s.PublicCatalog {
-		return nil
+		return false, nil
 	}
-	return s.authorize(r, "get", CatalogResource, "", "")
+	err = s.authorize(r, "get", CatalogResource, "", "")
+	var forbidden *apiError
+	if err == nil || !s.Modes.Orchestrator || !errors.As(err, &forbidden) || forbidden.code != http.StatusForbidden {
+		return false, err
+	}
+	if r.URL.Query().Has("consumer") {
+		return false, err
+	}
+	if _, serr := s.selectionFor(r, "get"); serr != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // clusters answers the original GET /api/clusters: the broker's peers as
 // ForeignClusters (in orchestrator mode alone, the providers).
 func (s *Server) clusters(w http.ResponseWriter, r *http.Request) error {
-	if err := s.readCatalog(r); err != nil {
+	providersOnly, err := s.readCatalog(r)
+	if err != nil {
 		return err
 	}
 	cs, err := s.catalog(r.Context())
@@ -164,7 +179,7 @@ func (s *Server) clusters(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]pocCluster, 0, len(cs))
 	for _, c := range cs {
-		if !s.Modes.Catalog && !c.Provider {
+		if (!s.Modes.Catalog || providersOnly) && !c.Provider {
 			continue
 		}
 		fc := c.fc
@@ -201,7 +216,8 @@ func orAuto(p discoveryv1alpha1.PeeringEnabled) string {
 
 // v1Clusters answers GET /api/v1/clusters.
 func (s *Server) v1Clusters(w http.ResponseWriter, r *http.Request) error {
-	if err := s.readCatalog(r); err != nil {
+	providersOnly, err := s.readCatalog(r)
+	if err != nil {
 		return err
 	}
 	cs, err := s.catalog(r.Context())
@@ -210,7 +226,7 @@ func (s *Server) v1Clusters(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := ClusterList{Kind: "ClusterList", APIVersion: APIVersion, Items: make([]Cluster, 0, len(cs))}
 	for _, c := range cs {
-		if !s.Modes.Catalog && !c.Provider {
+		if (!s.Modes.Catalog || providersOnly) && !c.Provider {
 			continue
 		}
 		out.Items = append(out.Items, c.Cluster)
@@ -221,7 +237,8 @@ func (s *Server) v1Clusters(w http.ResponseWriter, r *http.Request) error {
 
 // v1Cluster answers GET /api/v1/clusters/{id}.
 func (s *Server) v1Cluster(w http.ResponseWriter, r *http.Request) error {
-	if err := s.readCatalog(r); err != nil {
+	providersOnly, err := s.readCatalog(r)
+	if err != nil {
 		return err
 	}
 	id := r.PathValue("id")
@@ -233,7 +250,7 @@ func (s *Server) v1Cluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for _, c := range cs {
-		if c.ClusterID == id && (s.Modes.Catalog || c.Provider) {
+		if c.ClusterID == id && ((s.Modes.Catalog && !providersOnly) || c.Provider) {
 			writeJSON(w, http.StatusOK, c.Cluster)
 			return nil
 		}

@@ -128,10 +128,33 @@ func TestSelection(t *testing.T) {
 // in; dropping the policy returns to the providers enabled by hand.
 // Another consumer can do none of it to the first one's selection.
 func TestSelectionPolicy(t *testing.T) {
-	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}})
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true, Catalog: true}})
 	w.create(t, peered("provider-1", "rome", true, false), peered("provider-2", "paris", true, false),
 		peered("consumer-1", "milan", false, true), peered("consumer-2", "lyon", false, true))
 	one, two := w.consumerToken(t, "consumer-1"), w.consumerToken(t, "consumer-2")
+	// A consumer reads the providers it chooses among, not the other
+	// consumers, without the catalog's right.
+	eventually(t, func() error {
+		var list broker.ClusterList
+		a := w.get(t, "/api/v1/clusters", one)
+		if a.code != http.StatusOK || json.Unmarshal(a.body, &list) != nil {
+			return fmt.Errorf("a consumer listing the providers: %d %s", a.code, a.body)
+		}
+		var ids []string
+		for _, c := range list.Items {
+			ids = append(ids, c.ClusterID)
+		}
+		if !slices.Equal(ids, []string{"provider-1", "provider-2"}) {
+			return fmt.Errorf("a consumer sees %v, want the two providers only", ids)
+		}
+		return nil
+	})
+	if a := w.get(t, "/api/v1/clusters/consumer-2", one); a.code != http.StatusNotFound {
+		t.Errorf("a consumer reading another consumer in the catalog: %d %s, want 404", a.code, a.body)
+	}
+	if a := w.get(t, "/api/v1/clusters?consumer=consumer-2", one); a.code != http.StatusForbidden {
+		t.Errorf("a consumer reading the catalog as another: %d %s, want 403", a.code, a.body)
+	}
 	const policy = `{"count": 1, "weights": {"latency": 3, "price": 1}, "requirements": {"maxLatency": "50ms",
 		"maxPrice": {"currency": "EUR", "perUnit": {"cpu": "0.05"}}}}`
 	var v broker.SelectionView

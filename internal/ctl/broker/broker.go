@@ -8,6 +8,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -90,14 +91,16 @@ func NewCommand(ctx context.Context) *cobra.Command {
 			},
 		}
 	}
+	var output string
 	selection := &cobra.Command{
 		Use:   "selection",
 		Short: "Show the providers the broker orchestrates this cluster's pods to, and how each serves",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.Show(ctx, cmd.OutOrStdout())
+			return o.Show(ctx, output, cmd.OutOrStdout())
 		},
 	}
+	selection.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: a table)")
 	wait := time.Minute
 	peer := &cobra.Command{
 		Use:   "peer PROVIDER-ID",
@@ -112,7 +115,7 @@ for this cluster alone. No token is copied by hand.`,
 		},
 	}
 	peer.Flags().DurationVar(&wait, "wait", wait, "How long to wait for the peering to be requested (0: do not wait)")
-	cmd.AddCommand(login, toggle(true), toggle(false), selection, peer)
+	cmd.AddCommand(login, toggle(true), toggle(false), selection, peer, o.clustersCommand(ctx), o.explainCommand(ctx), o.policyCommand(ctx))
 	return cmd
 }
 
@@ -186,11 +189,17 @@ func (o *Options) Toggle(ctx context.Context, provider string, enable bool, out 
 	return err
 }
 
-// Show prints the selection.
-func (o *Options) Show(ctx context.Context, out io.Writer) error {
+// Show prints the selection: a table, or the whole as json or yaml.
+func (o *Options) Show(ctx context.Context, output string, out io.Writer) error {
+	if err := checkOutput(output, false); err != nil {
+		return err
+	}
 	v, err := o.call(ctx, http.MethodGet, "/api/v1/selection")
 	if err != nil {
 		return err
+	}
+	if output != "" {
+		return printObject(out, output, v)
 	}
 	return printSelection(out, v)
 }
@@ -214,11 +223,23 @@ func (o *Options) call(ctx context.Context, method, path string) (*brokerapi.Sel
 // ask calls the broker's API with token and decodes a 200 or 202 answer
 // into out.
 func (o *Options) ask(ctx context.Context, token, method, path string, out any) error {
+	return o.askWith(ctx, token, method, path, nil, out)
+}
+
+// askWith is ask with a JSON body.
+func (o *Options) askWith(ctx context.Context, token, method, path string, body []byte, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(o.URL, "/")+path, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(o.URL, "/")+path, rd)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
@@ -226,18 +247,18 @@ func (o *Options) ask(ctx context.Context, token, method, path string, out any) 
 		return fmt.Errorf("asking the broker at %s: %w", o.URL, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
 		var st metav1.Status
-		if json.Unmarshal(body, &st) == nil && st.Message != "" {
+		if json.Unmarshal(answer, &st) == nil && st.Message != "" {
 			return fmt.Errorf("the broker answered %d: %s", resp.StatusCode, st.Message)
 		}
 		return fmt.Errorf("the broker answered %d", resp.StatusCode)
 	}
-	if err := json.Unmarshal(body, out); err != nil {
+	if err := json.Unmarshal(answer, out); err != nil {
 		return fmt.Errorf("the broker's answer: %w", err)
 	}
 	return nil
