@@ -72,6 +72,9 @@ type Cluster struct {
 	Offer *Offer `json:"offer,omitempty"`
 	// Free is the offer less what the broker's pods use of it now.
 	Free corev1.ResourceList `json:"free,omitempty"`
+	// Reserved is what consumers' policies hold of the offer (their
+	// share of their requests, whether their pods run there yet or not).
+	Reserved corev1.ResourceList `json:"reserved,omitempty"`
 	// Ready says whether the broker's virtual node for the cluster is
 	// Ready.
 	Ready bool `json:"ready"`
@@ -295,6 +298,9 @@ func (s *Server) catalog(ctx context.Context) ([]entry, error) {
 			if err := s.kpis(ctx, &c); err != nil {
 				return nil, err
 			}
+			if err := s.reserved(ctx, &c); err != nil {
+				return nil, err
+			}
 			if err := s.offer(ctx, &c, byProvider[id]); err != nil {
 				return nil, err
 			}
@@ -377,6 +383,19 @@ func (s *Server) kpis(ctx context.Context, c *Cluster) error {
 		}
 		k.History = append(k.History, p)
 	}
+	return nil
+}
+
+// reserved fills what consumers' policies hold of provider c.
+func (s *Server) reserved(ctx context.Context, c *Cluster) error {
+	var r brokerv1alpha1.Reservation
+	switch err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: c.ClusterID}, &r); {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the reservations of %s: %w", c.ClusterID, err)
+	}
+	c.Reserved = r.Status.Reserved
 	return nil
 }
 

@@ -91,6 +91,9 @@ type Orchestrator struct {
 	FailoverAfter time.Duration
 	// Now is injectable for tests.
 	Now func() time.Time
+	// Live reads through to the API server (the reservations' ledger);
+	// Client when nil.
+	Live client.Reader
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -103,6 +106,17 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if sel == nil {
 		if sel, err = o.firstSelection(ctx, consumer); err != nil {
 			return ctrl.Result{}, err
+		}
+	}
+	if sel == nil || sel.Spec.Policy == nil {
+		// No policy (or no consumer any more): it holds nothing.
+		if held, err := o.holds(ctx, consumer); err != nil || held {
+			if err == nil {
+				err = o.release(ctx, consumer)
+			}
+			if err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	if sel == nil {
@@ -503,6 +517,7 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 		// What policies decide on: the providers' measurements and offers.
 		Watches(&brokerv1alpha1.Measurement{}, handler.EnqueueRequestsFromMapFunc(everyConsumer)).
 		Watches(&sharingv1alpha1.Advertisement{}, handler.EnqueueRequestsFromMapFunc(everyConsumer)).
+		Watches(&brokerv1alpha1.Reservation{}, handler.EnqueueRequestsFromMapFunc(everyConsumer)).
 		Complete(o)
 }
 

@@ -59,6 +59,11 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 	for i := range vnodes {
 		vnodeOf[vnodes[i].Labels[offloadingv1alpha1.RemoteClusterLabel]] = &vnodes[i]
 	}
+	l, err := o.readLedger(ctx)
+	if err != nil {
+		return nil, err
+	}
+	free := map[string]corev1.ResourceList{}
 	out := &choice{failed: map[string]bool{}}
 	recheck := func(d time.Duration) {
 		if d > 0 && (out.recheck == 0 || d < out.recheck) {
@@ -106,9 +111,24 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 			if err := o.Client.List(ctx, &pods, client.MatchingFields{node.PodsByNodeField: vnode.Name}); err != nil {
 				return nil, err
 			}
-			// What the others' pods leave: the consumer's own count as
-			// free to it, or it would fail MinFree by filling a provider.
-			c.Free = sharing.SharedOn([]corev1.Node{*vnode}, pods.Items, consumer, 100, sharing.OnProviders([]string{id}))
+			// What the others' pods leave, less what other consumers hold
+			// beyond their pods: the consumer's own count as free to it,
+			// or it would fail MinFree by filling a provider.
+			use := map[string]corev1.ResourceList{}
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+					continue
+				}
+				owner := p.Labels[offloadingv1alpha1.OriginClusterLabel]
+				if use[owner] == nil {
+					use[owner] = corev1.ResourceList{}
+				}
+				addAll(use[owner], sharing.PodRequests(p))
+			}
+			c.Free = minus(sharing.SharedOn([]corev1.Node{*vnode}, pods.Items, consumer, 100, sharing.OnProviders([]string{id})),
+				l.heldByOthers(id, consumer, use))
+			free[id] = c.Free
 		}
 		candidates = append(candidates, c)
 		if c.Down {
@@ -144,8 +164,39 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 	for _, id := range d.Chosen {
 		delete(out.failed, id)
 	}
+	// What the consumer holds of each chosen provider, written over the
+	// ledger read: a conflict is a decision made meanwhile, decided over.
+	if err := o.reserve(ctx, l, consumer, shares(&d, policy.Count, demand, free)); err != nil {
+		return nil, err
+	}
 	out.decision = d
 	return out, nil
+}
+
+// addAll adds b to a.
+func addAll(a, b corev1.ResourceList) {
+	for name, q := range b {
+		cur := a[name]
+		cur.Add(q)
+		a[name] = cur
+	}
+}
+
+// holds says whether the cached ledger shows the consumer holding part of
+// a provider (then release reads it live and drops that).
+func (o *Orchestrator) holds(ctx context.Context, consumer string) (bool, error) {
+	var list brokerv1alpha1.ReservationList
+	if err := o.Client.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		for _, e := range list.Items[i].Status.Consumers {
+			if e.Consumer == consumer {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // providerIDs are the clusters the broker consumes.
@@ -177,11 +228,7 @@ func (o *Orchestrator) demand(ctx context.Context, namespaces []corev1.Namespace
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			for name, q := range sharing.PodRequests(p) {
-				cur := sum[name]
-				cur.Add(q)
-				sum[name] = cur
-			}
+			addAll(sum, sharing.PodRequests(p))
 		}
 	}
 	return sum, nil

@@ -4,14 +4,17 @@ package broker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -212,4 +215,132 @@ func TestOrchestratorPolicy(t *testing.T) {
 		}
 		return annotated("mid")
 	})
+}
+
+// TestOrchestratorReservations, against a real API server: two consumers
+// whose policies both prefer a provider that fits only one of them: one
+// holds it, the other gets the next best, never both; the ledger and the
+// catalog show what each holds; a consumer that drops its policy holds
+// nothing any more.
+func TestOrchestratorReservations(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true, Catalog: true}, Namespace: install.DefaultNamespace})
+	ctx := t.Context()
+	for id, latency := range map[string]time.Duration{"big": 5 * time.Millisecond, "next": 20 * time.Millisecond} {
+		vn := virtualNode("liqo-"+id, id)
+		vn.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+		w.create(t, peered(id, id, true, false), vn)
+		w.create(t, offer(id, "0.01")...)
+		measured(t, w, id, latency, nil)
+	}
+	w.create(t,
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "catalog-reader"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{brokerv1alpha1.GroupVersion.Group}, Resources: []string{broker.CatalogResource}, Verbs: []string{"get"}}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "users"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "users", Name: "default"}})
+	reader := w.token(t, "users", "reader", "catalog-reader")
+	consumers := []string{"consumer-1", "consumer-2"}
+	for i, consumer := range consumers {
+		ns := fmt.Sprintf("app-%d", i)
+		w.create(t,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(consumer)}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}}},
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
+			// 3 cores asked, not scheduled yet: of 4 free at each provider.
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}}},
+		)
+	}
+	// Both at once.
+	for _, consumer := range consumers {
+		w.create(t, &brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName},
+			Spec: brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Latency: 1}}}})
+	}
+	chosen := func(ctx context.Context) (map[string]string, error) {
+		out := map[string]string{}
+		for _, consumer := range consumers {
+			var sel brokerv1alpha1.Selection
+			if err := w.c.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+				return nil, err
+			}
+			if d := sel.Status.Decision; d != nil && len(d.Chosen) == 1 {
+				out[consumer] = d.Chosen[0]
+			}
+		}
+		return out, nil
+	}
+	neverBoth := func(ctx context.Context) error {
+		got, err := chosen(ctx)
+		if err != nil {
+			return err
+		}
+		if got["consumer-1"] == "big" && got["consumer-2"] == "big" {
+			return errors.New("both consumers hold big, which fits one")
+		}
+		return nil
+	}
+	eventually(t, func() error {
+		got, err := chosen(ctx)
+		if err != nil {
+			return err
+		}
+		if len(got) != 2 || got["consumer-1"] == got["consumer-2"] {
+			return fmt.Errorf("chosen %v, want big for one and next for the other", got)
+		}
+		var big, next brokerv1alpha1.Reservation
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: "big"}, &big); err != nil {
+			return err
+		}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: "next"}, &next); err != nil {
+			return err
+		}
+		for _, r := range []*brokerv1alpha1.Reservation{&big, &next} {
+			if len(r.Status.Consumers) != 1 || r.Status.Consumers[0].Consumer != consumerOn(got, r.Name) || r.Status.Reserved.Cpu().Value() != 3 {
+				return fmt.Errorf("the ledger of %s: %+v, want %s holding 3 cores", r.Name, r.Status, consumerOn(got, r.Name))
+			}
+		}
+		return nil
+	})
+	envtest.Consistently(t, 2*time.Second, neverBoth)
+	a := w.get(t, "/api/v1/clusters/big", reader)
+	var c broker.Cluster
+	if a.code != http.StatusOK || json.Unmarshal(a.body, &c) != nil || c.Reserved.Cpu().Value() != 3 {
+		t.Errorf("the catalog's big: %d %s, want 3 cores reserved", a.code, a.body)
+	}
+
+	// consumer-1 drops its policy: it holds nothing any more.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var sel brokerv1alpha1.Selection
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace("consumer-1"), Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+			return err
+		}
+		sel.Spec.Policy = nil
+		return w.c.Update(ctx, &sel)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		var list brokerv1alpha1.ReservationList
+		if err := w.c.List(ctx, &list); err != nil {
+			return err
+		}
+		for _, r := range list.Items {
+			for _, e := range r.Status.Consumers {
+				if e.Consumer == "consumer-1" {
+					return fmt.Errorf("consumer-1 still holds %v of %s", e.Resources, r.Name)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// consumerOn returns the consumer whose choice is provider.
+func consumerOn(chosen map[string]string, provider string) string {
+	for c, p := range chosen {
+		if p == provider {
+			return c
+		}
+	}
+	return ""
 }

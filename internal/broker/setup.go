@@ -87,7 +87,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
 		return nil, fmt.Errorf("setting up the introducer: %w", err)
 	}
 	if o.Modes.Orchestrator {
-		if err := (&Orchestrator{Client: mgr.GetClient(), Namespace: o.Namespace, FailoverAfter: o.FailoverAfter}).SetupWithManager(mgr); err != nil {
+		if err := (&Orchestrator{Client: mgr.GetClient(), Live: direct, Namespace: o.Namespace, FailoverAfter: o.FailoverAfter}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the orchestrator: %w", err)
 		}
 	}

@@ -32,6 +32,7 @@ func TestCRDsAreComplete(t *testing.T) {
 		"tunnelendpoints.net.liqo.io":             true,
 		"selections.broker.liqo.io":               true,
 		"measurements.broker.liqo.io":             true,
+		"reservations.broker.liqo.io":             true,
 	}
 	for _, crd := range crds {
 		if !want[crd.Name] {

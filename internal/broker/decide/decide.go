@@ -50,6 +50,10 @@ const (
 	CriterionMaxPrice     = "requirements.maxPrice"
 	CriterionRequired     = "requirements.requiredLabels"
 	CriterionForbidden    = "requirements.forbiddenLabels"
+	// CriterionCapacity: a provider must hold its share of the
+	// consumer's requests (with Count N, a Nth of them; with Count 0,
+	// some of each), after what other consumers use and hold.
+	CriterionCapacity = "capacity"
 )
 
 // Candidate is what the broker knows of one provider when it decides.
@@ -128,6 +132,7 @@ func Decide(in Input) brokerv1alpha1.Decision {
 	}
 	pin := p.Toggles != brokerv1alpha1.TogglesIgnore
 	now := metav1.NewTime(in.Now)
+	share := Share(in.Demand, p.Count)
 
 	all := make([]*judged, 0, len(in.Candidates))
 	for i := range in.Candidates {
@@ -140,6 +145,9 @@ func Decide(in Input) brokerv1alpha1.Decision {
 		}
 		j.pinned = pin && slices.Contains(in.Pinned, c.ClusterID)
 		f := check(&p, c)
+		if f == nil {
+			f = capacity(c, share)
+		}
 		switch {
 		case f == nil:
 			j.eligible = true
@@ -401,6 +409,34 @@ func check(p *brokerv1alpha1.Policy, c *Candidate) *failure {
 		v, ok := c.Labels[k]
 		if ok && (r.ForbiddenLabels[k] == "" || v == r.ForbiddenLabels[k]) {
 			return &failure{CriterionForbidden, label(k, v, ok), "not " + label(k, r.ForbiddenLabels[k], true)}
+		}
+	}
+	return nil
+}
+
+// Share is what each provider must hold of demand: with count N, a Nth of
+// each resource; with count 0, some of each (a milli-unit).
+func Share(demand corev1.ResourceList, count int32) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range demand {
+		if q.Sign() <= 0 {
+			continue
+		}
+		if count <= 0 {
+			out[name] = *resource.NewMilliQuantity(1, q.Format)
+			continue
+		}
+		out[name] = *resource.NewMilliQuantity((q.MilliValue()+int64(count)-1)/int64(count), q.Format)
+	}
+	return out
+}
+
+// capacity returns the failure of a candidate that cannot hold share.
+func capacity(c *Candidate, share corev1.ResourceList) *failure {
+	for _, name := range sortedNames(share) {
+		want := share[name]
+		if got := c.Free[name]; got.Cmp(want) < 0 {
+			return &failure{CriterionCapacity, fmt.Sprintf("%s %s free", name, got.String()), fmt.Sprintf("%s %s, its share of the consumer's requests", name, want.String())}
 		}
 	}
 	return nil

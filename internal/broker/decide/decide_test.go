@@ -352,6 +352,30 @@ func TestDecideCriteria(t *testing.T) {
 	}
 }
 
+// A provider that cannot hold its share of the consumer's requests is
+// filtered out, naming what is free and what was needed.
+func TestDecideCapacity(t *testing.T) {
+	cands := []Candidate{
+		candidate("best-full", 1*time.Millisecond, "0.01", res("1", "8Gi")),
+		candidate("next", 9*time.Millisecond, "0.02", res("4", "8Gi")),
+	}
+	d := Decide(Input{Now: t0, Policy: &brokerv1alpha1.Policy{Count: 1}, Candidates: cands, Demand: res("3", "1Gi")})
+	if !slices.Equal(d.Chosen, []string{"next"}) {
+		t.Fatalf("3 cores asked of one provider: chose %v, want next", d.Chosen)
+	}
+	if f := find(d, "best-full"); f.Verdict != brokerv1alpha1.VerdictFiltered || f.Criterion != CriterionCapacity || f.Measured != "cpu 1 free" || !strings.HasPrefix(f.Limit, "cpu 3") {
+		t.Errorf("best-full: %+v", f)
+	}
+	// Two providers asked: each holds half.
+	d = Decide(Input{Now: t0, Policy: &brokerv1alpha1.Policy{Count: 2}, Candidates: cands, Demand: res("2", "1Gi")})
+	if !slices.Equal(d.Chosen, []string{"best-full", "next"}) {
+		t.Errorf("2 cores asked of two providers: chose %v, want both", d.Chosen)
+	}
+	if got := Share(res("3", "1Gi"), 2); got.Cpu().MilliValue() != 1500 || got.Memory().Value() != 512<<20 {
+		t.Errorf("a half of 3 cores and 1Gi: %v", got)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	bad := &brokerv1alpha1.SelectionSpec{Providers: []string{"a"}, Excluded: []string{"a"}, Policy: &brokerv1alpha1.Policy{
 		Count: -1, Margin: 2000, Toggles: "Sometimes", StableFor: &metav1.Duration{Duration: 2 * time.Hour},
