@@ -98,8 +98,8 @@ type KPIs struct {
 	// Uptime over each window (1h, 24h, 7d), from 0 to 1: the share of
 	// the probes answered. A window without probes is absent.
 	Uptime map[brokerv1alpha1.UptimeWindow]float64 `json:"uptime,omitempty"`
-	// LatencyMillis is the median round trip of the last minute's
-	// answered probes.
+	// LatencyMillis is the median round trip of the answered probes of
+	// the last 15 s.
 	LatencyMillis *float64 `json:"latencyMillis,omitempty"`
 	// History is the last hour, a point a minute, oldest first.
 	History []Point `json:"history,omitempty"`

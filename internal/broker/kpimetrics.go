@@ -19,7 +19,7 @@ var (
 	kpiReachable = prometheus.NewDesc("liqo_broker_provider_reachable",
 		"1 when the broker's last health check of the provider's API server was answered ready, else 0.", []string{"provider"}, nil)
 	kpiLatency = prometheus.NewDesc("liqo_broker_provider_latency_seconds",
-		"Median round trip of the last minute's health checks of the provider's API server.", []string{"provider"}, nil)
+		"Median round trip of the last 15 s's health checks of the provider's API server.", []string{"provider"}, nil)
 	kpiUptime = prometheus.NewDesc("liqo_broker_provider_uptime_ratio",
 		"Share of the health checks the provider answered over a window (1h, 24h, 7d).", []string{"provider", "window"}, nil)
 	kpiAge = prometheus.NewDesc("liqo_broker_provider_measurement_age_seconds",

@@ -140,8 +140,15 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 		return nil, err
 	}
 	policy := sel.Spec.Policy
+	// A consumer that changed its selection (its policy, its toggles)
+	// asked for a choice anew: hysteresis keeps a choice from flapping
+	// with the measurements, not from following the consumer.
+	previous := sel.Status.Decision
+	if sel.Status.ObservedGeneration != sel.Generation {
+		previous = nil
+	}
 	d := decide.Decide(decide.Input{Now: now, Policy: policy, Pinned: sel.Spec.Providers, Excluded: sel.Spec.Excluded,
-		Candidates: candidates, Previous: sel.Status.Decision, Demand: demand})
+		Candidates: candidates, Previous: previous, Demand: demand})
 	// The same decision as before keeps its time: a status written only
 	// when something in it changed.
 	if prev := sel.Status.Decision; prev != nil {

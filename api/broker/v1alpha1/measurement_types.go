@@ -43,8 +43,8 @@ type MeasurementStatus struct {
 	// LastError is the last failed probe's error.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
-	// LatencyMicros is the median round trip of the last minute's
-	// answered probes, in microseconds.
+	// LatencyMicros is the median round trip of the answered probes of
+	// the last 15 seconds, in microseconds.
 	// +optional
 	LatencyMicros int64 `json:"latencyMicros,omitempty"`
 	// Minutes are the last hour's one-minute buckets, oldest first.

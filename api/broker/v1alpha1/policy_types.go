@@ -84,7 +84,7 @@ type Requirements struct {
 	// +optional
 	MinUptime *MinUptime `json:"minUptime,omitempty"`
 	// MaxLatency from the broker to the provider's API server (the median
-	// of the last minute's health checks).
+	// of the last 15 s's health checks).
 	// +optional
 	MaxLatency *metav1.Duration `json:"maxLatency,omitempty"`
 	// MinFree resources of the provider's offer, less what is in use and

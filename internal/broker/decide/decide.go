@@ -67,8 +67,8 @@ type Candidate struct {
 	// Uptime by window, from 0 to 1; a window absent has no health check
 	// yet.
 	Uptime map[brokerv1alpha1.UptimeWindow]float64
-	// Latency is the median round trip of the last minute's health
-	// checks; unknown while LatencyKnown is false.
+	// Latency is the median round trip of the last 15 s's health checks;
+	// unknown while LatencyKnown is false.
 	Latency      time.Duration
 	LatencyKnown bool
 	// Free is what the provider's offer leaves to this consumer: the

@@ -34,6 +34,9 @@ const (
 	DefaultWriteEvery = 30 * time.Second
 	// parallel bounds the probes in flight.
 	parallel = 16
+	// LatencyWindow is how far back the latency's median reaches: a
+	// change shows within half of it.
+	LatencyWindow = 15 * time.Second
 )
 
 // +kubebuilder:rbac:groups=broker.liqo.io,namespace=liqo,resources=measurements,verbs=get;list;watch;create;delete
@@ -63,11 +66,13 @@ type Prober struct {
 
 // tracker is one provider's measurement, as it is being made.
 type tracker struct {
-	status    brokerv1alpha1.MeasurementStatus
-	written   time.Time
-	loaded    bool
-	recent    []sample // the last minute's answered probes
-	minuteLat []int64  // the current minute's latencies
+	status  brokerv1alpha1.MeasurementStatus
+	written time.Time
+	// writtenLatency is the latency last written.
+	writtenLatency int64
+	loaded         bool
+	recent         []sample // the last minute's answered probes
+	minuteLat      []int64  // the current minute's latencies
 }
 
 type sample struct {
@@ -158,12 +163,12 @@ func (p *Prober) Round(ctx context.Context) error {
 			continue
 		}
 		changed := t.record(r.at, r.latency, r.err)
-		if changed || r.at.Sub(t.written) >= p.WriteEvery {
+		if changed || significant(t.status.LatencyMicros, t.writtenLatency) || r.at.Sub(t.written) >= p.WriteEvery {
 			if err := p.write(ctx, r.id, t); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			t.written = r.at
+			t.written, t.writtenLatency = r.at, t.status.LatencyMicros
 		}
 	}
 	// A provider no longer consumed loses its measurement.
@@ -250,7 +255,7 @@ func (t *tracker) record(at time.Time, latency time.Duration, err error) bool {
 			st.LastError = st.LastError[:256]
 		}
 	}
-	t.recent = slices.DeleteFunc(t.recent, func(s sample) bool { return at.Sub(s.at) > time.Minute })
+	t.recent = slices.DeleteFunc(t.recent, func(s sample) bool { return at.Sub(s.at) > LatencyWindow })
 	var lats []int64
 	for _, s := range t.recent {
 		lats = append(lats, s.latency.Microseconds())
@@ -291,6 +296,17 @@ func (t *tracker) record(at time.Time, latency time.Duration, err error) bool {
 	}
 	h.LatencyMicros = median(mins)
 	return changed
+}
+
+// significant says whether the latency moved, since last written, by a
+// fifth and by 2 ms at least: written at once, so that a provider
+// becoming far shows within LatencyWindow/2, not at the next WriteEvery.
+func significant(now, written int64) bool {
+	d := now - written
+	if d < 0 {
+		d = -d
+	}
+	return d >= 2000 && d*5 >= written
 }
 
 // trim drops the buckets that started before since, and the oldest

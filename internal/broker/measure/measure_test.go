@@ -88,6 +88,21 @@ func TestTrackerBoundsItsHistory(t *testing.T) {
 	}
 }
 
+// A latency moving by a fifth and 2 ms is written at once; jitter is not.
+func TestSignificant(t *testing.T) {
+	for _, tc := range []struct {
+		now, written int64
+		want         bool
+	}{
+		{20000, 20000, false}, {21000, 20000, false}, {60000, 20000, true}, {20000, 60000, true},
+		{1500, 500, false}, {3000, 500, true}, {102000, 100000, false}, {125000, 100000, true},
+	} {
+		if got := significant(tc.now, tc.written); got != tc.want {
+			t.Errorf("from %d µs to %d µs: significant %v, want %v", tc.written, tc.now, got, tc.want)
+		}
+	}
+}
+
 func peer(id string) *discoveryv1alpha1.ForeignCluster {
 	return &discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id},
 		Spec: discoveryv1alpha1.ForeignClusterSpec{ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: id, ClusterName: id}}}
