@@ -177,7 +177,7 @@ func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clus
 		return nil, nil, err
 	}
 	if o.MeasureProviders {
-		if err := mgr.Add(&measure.Prober{Client: mgr.GetClient(), Namespace: o.Namespace, Health: router, Interval: o.ProbeInterval}); err != nil {
+		if err := mgr.Add(&measure.Prober{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.Namespace, Health: router, Interval: o.ProbeInterval}); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -110,24 +110,24 @@ type Requirements struct {
 // The score is the weighted mean of the terms, each from 0 to 1000.
 type Weights struct {
 	// Price: the cheapest of the providers passing the criteria scores
-	// 1000, the dearest 0.
+	// 1000, one twice as dear 500.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Price int32 `json:"price,omitempty"`
-	// Latency: the nearest scores 1000, the farthest 0.
+	// Latency: the nearest scores 1000, one twice as far 500.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Latency int32 `json:"latency,omitempty"`
-	// Uptime over the policy's window (24h without MinUptime): the
-	// steadiest scores 1000, the least 0.
+	// Uptime over the policy's window (24h without MinUptime): its
+	// share of the steadiest's, out of 1000.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Uptime int32 `json:"uptime,omitempty"`
 	// Free capacity (the mean over cpu and memory): the emptiest scores
-	// 1000, the fullest 0.
+	// 1000, one with half as much free 500.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +optional

@@ -545,8 +545,8 @@ func score(p *brokerv1alpha1.Policy, demand corev1.ResourceList, js []*judged) {
 		lat[i], measured[i] = float64(j.c.Latency), j.c.LatencyKnown
 		up[i], known[i] = j.c.Uptime[window]
 	}
-	// Free capacity: the mean over cpu and memory of each one's place
-	// between the fullest and the emptiest.
+	// Free capacity: the mean over cpu and memory of each one's share of
+	// the emptiest's.
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		vals := make([]float64, len(js))
 		for i, j := range js {
@@ -695,15 +695,20 @@ func bounds(vals []float64, ok []bool) (lo, hi float64) {
 	return lo, hi
 }
 
-// place is where v lies between lo and hi, from 0 to 1, 1 at hi when
-// more is better, at lo when less is; 1 when all are equal.
+// place scores v against the best of its kind, from 0 to 1: v/hi when
+// more is better (twice the free capacity, twice the score), lo/v when
+// less is (twice the latency or the price, half the score). A ratio, not
+// a place between the worst and the best: a difference of noise (9.1 ms
+// against 9.8) is worth its size, not the whole scale.
 func place(v, lo, hi float64, more bool) float64 {
-	if hi <= lo {
-		return 1
-	}
-	x := (v - lo) / (hi - lo)
-	if !more {
-		x = 1 - x
+	var x float64
+	switch {
+	case more && hi <= 0, !more && v <= 0:
+		x = 1
+	case more:
+		x = v / hi
+	default:
+		x = lo / v
 	}
 	return min(max(x, 0), 1)
 }

@@ -126,11 +126,13 @@ func TestDecideWeightsChangeTheChoice(t *testing.T) {
 		t.Fatalf("by price %v, by latency %v: want far-cheap, then near-dear", byPrice.Chosen, byLatency.Chosen)
 	}
 	nd := find(byPrice, "near-dear")
-	if nd.Verdict != brokerv1alpha1.VerdictOutscored || term(nd, TermPrice).Score != 0 || term(nd, TermPrice).Weight != 10 {
-		t.Errorf("by price, near-dear: %+v; want Outscored with a price term of 0 weighing 10", nd)
+	// Eight times as dear: an eighth of the price term; twenty times as
+	// far: a twentieth of the latency term.
+	if nd.Verdict != brokerv1alpha1.VerdictOutscored || term(nd, TermPrice).Score != 125 || term(nd, TermPrice).Weight != 10 {
+		t.Errorf("by price, near-dear: %+v; want Outscored with a price term of 125 weighing 10", nd)
 	}
-	if fc := find(byLatency, "far-cheap"); term(fc, TermLatency).Score != 0 || term(fc, TermLatency).Weight != 10 || fc.Score >= find(byLatency, "near-dear").Score {
-		t.Errorf("by latency, far-cheap: %+v; want a latency term of 0 weighing 10, outscored", fc)
+	if fc := find(byLatency, "far-cheap"); term(fc, TermLatency).Score != 50 || term(fc, TermLatency).Weight != 10 || fc.Score >= find(byLatency, "near-dear").Score {
+		t.Errorf("by latency, far-cheap: %+v; want a latency term of 50 weighing 10, outscored", fc)
 	}
 }
 

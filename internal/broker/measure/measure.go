@@ -48,6 +48,10 @@ const (
 type Prober struct {
 	// Client reads ForeignClusters (cached) and writes Measurements.
 	Client client.Client
+	// Reader reads Measurements through to the API server (the
+	// controller manager may read them in the Liqo namespace only, which
+	// a cluster-wide cache could not); Client when nil.
+	Reader client.Reader
 	// Namespace is the Liqo namespace.
 	Namespace string
 	// Health pings a provider's API server (the virtual kubelet's).
@@ -62,6 +66,8 @@ type Prober struct {
 	Now func() time.Time
 
 	trackers map[string]*tracker
+	// swept is when Measurements of providers gone were last removed.
+	swept time.Time
 }
 
 // tracker is one provider's measurement, as it is being made.
@@ -163,7 +169,7 @@ func (p *Prober) Round(ctx context.Context) error {
 			continue
 		}
 		changed := t.record(r.at, r.latency, r.err)
-		if changed || significant(t.status.LatencyMicros, t.writtenLatency) || r.at.Sub(t.written) >= p.WriteEvery {
+		if changed || significant(t.status.LatencyMicros, t.writtenLatency) || r.at.Sub(t.written) >= p.writeEvery() {
 			if err := p.write(ctx, r.id, t); err != nil {
 				errs = append(errs, err)
 				continue
@@ -177,8 +183,16 @@ func (p *Prober) Round(ctx context.Context) error {
 			delete(p.trackers, id)
 		}
 	}
+	if len(errs) > 0 {
+		return fmt.Errorf("writing measurements: %v", errs)
+	}
+	now := p.Now()
+	if now.Sub(p.swept) < p.writeEvery() {
+		return nil
+	}
+	p.swept = now
 	var list brokerv1alpha1.MeasurementList
-	if err := p.Client.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+	if err := p.reader().List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
 		return err
 	}
 	for i := range list.Items {
@@ -192,6 +206,20 @@ func (p *Prober) Round(ctx context.Context) error {
 		return fmt.Errorf("writing measurements: %v", errs)
 	}
 	return nil
+}
+
+func (p *Prober) reader() client.Reader {
+	if p.Reader != nil {
+		return p.Reader
+	}
+	return p.Client
+}
+
+func (p *Prober) writeEvery() time.Duration {
+	if p.WriteEvery > 0 {
+		return p.WriteEvery
+	}
+	return DefaultWriteEvery
 }
 
 // providers are the clusters this one consumes: its PeeringRequest
@@ -223,7 +251,7 @@ func (p *Prober) tracker(ctx context.Context, id string) (*tracker, error) {
 	}
 	if !t.loaded {
 		var m brokerv1alpha1.Measurement
-		switch err := p.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: id}, &m); {
+		switch err := p.reader().Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: id}, &m); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return nil, fmt.Errorf("reading the measurement of %s: %w", id, err)
@@ -332,7 +360,7 @@ func median(vs []int64) int64 {
 func (p *Prober) write(ctx context.Context, id string, t *tracker) error {
 	var m brokerv1alpha1.Measurement
 	key := client.ObjectKey{Namespace: p.Namespace, Name: id}
-	err := p.Client.Get(ctx, key, &m)
+	err := p.reader().Get(ctx, key, &m)
 	if apierrors.IsNotFound(err) {
 		m = brokerv1alpha1.Measurement{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: id,
 			Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: id}}}

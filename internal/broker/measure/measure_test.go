@@ -193,7 +193,9 @@ func TestProber(t *testing.T) {
 		t.Errorf("near's uptime %v, want 0.75 over each window", up)
 	}
 
-	// No longer consumed: its Measurement goes.
+	// No longer consumed: its Measurement goes, at the next sweep
+	// (every WriteEvery).
+	now = t0.Add(30 * time.Second)
 	if err := c.Delete(ctx, peer("down")); err != nil {
 		t.Fatal(err)
 	}
