@@ -671,6 +671,78 @@ func TestOrphanProviderPodIsDeleted(t *testing.T) {
 	}
 }
 
+// TestPodMadeAnewAlthoughItsOrphanCannotGo: a pod made anew in another
+// provider (a broker's failover) is reflected there at once, although
+// the provider pod its name had in a provider that does not answer cannot
+// be deleted yet; that orphan goes once the provider answers.
+func TestPodMadeAnewAlthoughItsOrphanCannotGo(t *testing.T) {
+	const other, otherNode = "provider-2", "liqo-provider-2"
+	w := startReflectors(t)
+	ctx := t.Context()
+	vnode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: otherNode, Labels: map[string]string{
+		offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue, offloadingv1alpha1.RemoteClusterLabel: other,
+	}}}
+	if err := w.c.Create(ctx, vnode); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.c.Delete(context.Background(), vnode) })
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.localNS, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+		t.Fatal(err)
+	}
+	no.Status.RemoteNamespaces = append(no.Status.RemoteNamespaces, offloadingv1alpha1.RemoteNamespaceStatus{
+		ClusterID: other, Namespace: w.remoteNS, Phase: offloadingv1alpha1.RemoteNamespaceReady})
+	if err := w.c.Status().Update(ctx, &no); err != nil {
+		t.Fatal(err)
+	}
+	// web-1 ran at provider-1, which stops answering; the broker deleted
+	// it and the consumer made it anew, now at provider-2.
+	old := w.offloadedPod(t, "web-1")
+	w.remotePod(t, old.Name, nil)
+	t.Cleanup(func() { w.mem.Refuse(testProvider, nil) })
+	w.mem.Refuse(testProvider, errors.New("connection refused"))
+	if err := w.c.Delete(ctx, old, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(old), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the old pod is still there (%w)", err)
+		}
+		return nil
+	})
+	anew := w.offloadedPod(t, "web-1", func(p *corev1.Pod) { p.Spec.NodeName = otherNode })
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		obj := w.mem.Object(other, provider.Pods, w.remoteNS, anew.Name)
+		if obj == nil {
+			return errors.New("the pod made anew is not in provider-2, held up by its orphan in provider-1")
+		}
+		if uid := obj.GetAnnotations()[offloadingv1alpha1.OriginUIDAnnotation]; uid != string(anew.UID) {
+			return fmt.Errorf("provider-2's pod is for UID %s, want %s", uid, anew.UID)
+		}
+		return nil
+	})
+	if w.mem.Object(testProvider, provider.Pods, w.remoteNS, old.Name) == nil {
+		t.Fatal("the orphan in provider-1 went although provider-1 refuses every write")
+	}
+	// provider-1 answers again: its watch, established anew, shows the
+	// orphan again, as a relist does.
+	w.mem.Refuse(testProvider, nil)
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, old.Name, func(o client.Object) {
+		a := o.GetAnnotations()
+		a["relisted"] = "true"
+		o.SetAnnotations(a)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		// Deleted: gone, or going (the provider's kubelet stops it).
+		if o := w.mem.Object(testProvider, provider.Pods, w.remoteNS, old.Name); o != nil && o.GetDeletionTimestamp() == nil {
+			return errors.New("the orphan in provider-1 is still there once it answers")
+		}
+		return nil
+	})
+}
+
 // TestRefusedPodFails: a pod the provider refuses for good (an invalid
 // spec, its Pod Security level) fails with reason ProviderRejected instead
 // of being retried forever; a refusal that may pass later is retried.

@@ -81,9 +81,9 @@ type Reflector struct {
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	var pod corev1.Pod
-	err := r.Client.Get(ctx, req.NamespacedName, &pod)
+	err = r.Client.Get(ctx, req.NamespacedName, &pod)
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, r.deleteOrphans(ctx, req.Namespace, req.Name, "", "")
 	}
@@ -95,9 +95,15 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	// A provider pod of an older pod of this name, or in another provider,
-	// goes.
-	if err := r.deleteOrphans(ctx, pod.Namespace, pod.Name, providerID, pod.UID); err != nil {
-		return ctrl.Result{}, err
+	// goes. One that cannot go now (its provider does not answer: a
+	// failover made this pod anew elsewhere) does not hold this one up:
+	// the pod is reflected all the same, and the orphan goes at a retry.
+	if oerr := r.deleteOrphans(ctx, pod.Namespace, pod.Name, providerID, pod.UID); oerr != nil {
+		defer func() {
+			if err == nil {
+				err = oerr
+			}
+		}()
 	}
 	var no offloadingv1alpha1.NamespaceOffloading
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
