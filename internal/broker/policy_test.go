@@ -344,3 +344,48 @@ func consumerOn(chosen map[string]string, provider string) string {
 	}
 	return ""
 }
+
+// TestOrchestratorPolicyChange: a consumer changing its policy's weights
+// gets the choice the new weights make at once, not after the
+// hysteresis that holds back changes the measurements make.
+func TestOrchestratorPolicyChange(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}, Namespace: install.DefaultNamespace})
+	ctx := t.Context()
+	for id, cpu := range map[string]string{"near": "16", "dear": "32"} {
+		vn := virtualNode("liqo-"+id, id)
+		vn.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(cpu + "Gi"), corev1.ResourcePods: resource.MustParse("110")}
+		w.create(t, peered(id, id, true, false), vn)
+		w.create(t, offer(id, map[string]string{"near": "0.02", "dear": "0.04"}[id])...)
+		measured(t, w, id, 5*time.Millisecond, nil)
+	}
+	const consumer = "consumer-1"
+	tenant := discoveryv1alpha1.TenantNamespace(consumer)
+	w.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
+		&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName},
+			Spec: brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Price: 10}}}})
+	chosen := func(want string) {
+		t.Helper()
+		eventually(t, func() error {
+			var sel brokerv1alpha1.Selection
+			if err := w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+				return err
+			}
+			if d := sel.Status.Decision; sel.Status.ObservedGeneration != sel.Generation || d == nil || !slices.Equal(d.Chosen, []string{want}) {
+				return fmt.Errorf("generation %d (observed %d): decision %+v, want %s", sel.Generation, sel.Status.ObservedGeneration, d, want)
+			}
+			return nil
+		})
+	}
+	chosen("near")
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var sel brokerv1alpha1.Selection
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+			return err
+		}
+		sel.Spec.Policy.Weights = brokerv1alpha1.Weights{Free: 10}
+		return w.c.Update(ctx, &sel)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	chosen("dear")
+}
