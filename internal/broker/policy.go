@@ -214,8 +214,9 @@ func (o *Orchestrator) providerIDs(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for i := range fcs.Items {
-		if id := fcs.Items[i].Spec.ClusterIdentity.ClusterID; id != "" && outgoingAccepted(&fcs.Items[i]) {
-			out = append(out, id)
+		// A provider down stays one: its failure is what a policy acts on.
+		if measure.Consumed(&fcs.Items[i]) {
+			out = append(out, fcs.Items[i].Spec.ClusterIdentity.ClusterID)
 		}
 	}
 	return out, nil

@@ -156,6 +156,21 @@ func TestOrchestratorPolicy(t *testing.T) {
 	}
 	down := time.Now()
 	measured(t, w, "near", 0, &down)
+	// As the broker's peering sees it then: its request fails, its
+	// virtual node is NotReady. A provider down is still one.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var fc discoveryv1alpha1.ForeignCluster
+		if err := w.c.Get(ctx, client.ObjectKey{Name: "near"}, &fc); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{Type: discoveryv1alpha1.ConditionPeeringRequested, Status: metav1.ConditionFalse,
+			Reason: discoveryv1alpha1.ReasonRequestFailed, Message: "connection refused"})
+		meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{Type: discoveryv1alpha1.ConditionVirtualNodeReady, Status: metav1.ConditionFalse,
+			Reason: discoveryv1alpha1.ReasonProviderUnreachable, Message: "connection refused"})
+		return w.c.Status().Update(ctx, &fc)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// Not before the failover time: pods stay, the decision stands.
 	envtest.Consistently(t, time.Second, func(ctx context.Context) error {
 		var pods corev1.PodList

@@ -222,8 +222,7 @@ func (p *Prober) writeEvery() time.Duration {
 	return DefaultWriteEvery
 }
 
-// providers are the clusters this one consumes: its PeeringRequest
-// accepted.
+// providers are the clusters this one consumes (Consumed).
 func (p *Prober) providers(ctx context.Context) ([]string, error) {
 	var fcs discoveryv1alpha1.ForeignClusterList
 	if err := p.Client.List(ctx, &fcs); err != nil {
@@ -231,14 +230,29 @@ func (p *Prober) providers(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for i := range fcs.Items {
-		fc := &fcs.Items[i]
-		c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
-		if id := fc.Spec.ClusterIdentity.ClusterID; id != "" && c != nil && c.Status == metav1.ConditionTrue && c.Reason == discoveryv1alpha1.ReasonAccepted {
-			out = append(out, id)
+		if Consumed(&fcs.Items[i]) {
+			out = append(out, fcs.Items[i].Spec.ClusterIdentity.ClusterID)
 		}
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// Consumed says whether this cluster consumes fc: its PeeringRequest was
+// accepted, or it still wants the peering (join) and has a virtual node
+// for it while the provider does not answer (the request then fails: a
+// provider down is still one this cluster consumes, and must be measured
+// down, not forgotten).
+func Consumed(fc *discoveryv1alpha1.ForeignCluster) bool {
+	if fc.Spec.ClusterIdentity.ClusterID == "" {
+		return false
+	}
+	c := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionPeeringRequested)
+	if c != nil && c.Status == metav1.ConditionTrue && c.Reason == discoveryv1alpha1.ReasonAccepted {
+		return true
+	}
+	return fc.Spec.Join && c != nil && c.Reason == discoveryv1alpha1.ReasonRequestFailed &&
+		meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady) != nil
 }
 
 // tracker returns id's tracker, its history read back from its

@@ -103,6 +103,37 @@ func TestSignificant(t *testing.T) {
 	}
 }
 
+// A provider that stops answering is still one the cluster consumes (its
+// peering request fails, its virtual node is there); one never accepted,
+// or unpeered, is not.
+func TestConsumed(t *testing.T) {
+	cond := func(typ, reason string, status metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: typ, Reason: reason, Status: status}
+	}
+	requested := func(reason string, status metav1.ConditionStatus) metav1.Condition {
+		return cond(discoveryv1alpha1.ConditionPeeringRequested, reason, status)
+	}
+	vnode := cond(discoveryv1alpha1.ConditionVirtualNodeReady, discoveryv1alpha1.ReasonProviderUnreachable, metav1.ConditionFalse)
+	for _, tc := range []struct {
+		name  string
+		join  bool
+		conds []metav1.Condition
+		want  bool
+	}{
+		{"accepted", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonAccepted, metav1.ConditionTrue)}, true},
+		{"down, with its virtual node", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonRequestFailed, metav1.ConditionFalse), vnode}, true},
+		{"never accepted", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonRequestFailed, metav1.ConditionFalse)}, false},
+		{"unpeered", false, []metav1.Condition{requested(discoveryv1alpha1.ReasonRequestFailed, metav1.ConditionFalse), vnode}, false},
+		{"pending", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonPending, metav1.ConditionTrue)}, false},
+	} {
+		fc := peer("p")
+		fc.Spec.Join, fc.Status.Conditions = tc.join, tc.conds
+		if got := Consumed(fc); got != tc.want {
+			t.Errorf("%s: consumed %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func peer(id string) *discoveryv1alpha1.ForeignCluster {
 	return &discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: id},
 		Spec: discoveryv1alpha1.ForeignClusterSpec{ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: id, ClusterName: id}}}
