@@ -196,8 +196,43 @@ func TestNamespaceOffloadingAcrossClusters(t *testing.T) {
 		t.Errorf("the provider was asked for kube-system: mappings %v", nm.Spec.Mappings)
 	}
 
+	// A pod this cluster's virtual kubelet left there (its provider did
+	// not answer when the pod was moved) goes with the release, whatever
+	// the provider's own namespace deletion does; the provider's own pod
+	// there is not this cluster's to delete.
+	left := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: remoteName, Name: "left", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumerID}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}
+	theirs := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: remoteName, Name: "theirs"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}
+	if err := inProvider.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: remoteName, Name: "default"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// As the provider's admin, past the offer's quota (no offer here).
+	if err := inProvider.DeleteAllOf(ctx, &corev1.ResourceQuota{}, client.InNamespace(remoteName)); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range []*corev1.Pod{left, theirs} {
+		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			err := inProvider.Create(ctx, pod.DeepCopy())
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		})
+	}
 	if err := inConsumer.Delete(ctx, web); err != nil {
 		t.Fatal(err)
+	}
+	envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		var pod corev1.Pod
+		if err := inProvider.Get(ctx, client.ObjectKeyFromObject(left), &pod); err == nil && pod.DeletionTimestamp.IsZero() {
+			return errors.New("this cluster's pod left in the provider is still there after the release")
+		}
+		return nil
+	})
+	var own corev1.Pod
+	if err := inProvider.Get(ctx, client.ObjectKeyFromObject(theirs), &own); err != nil || !own.DeletionTimestamp.IsZero() {
+		t.Errorf("the provider's own pod in the namespace: %v, deleting %v; the release deleted it", err, own.DeletionTimestamp)
 	}
 	envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
 		err := inProvider.Get(ctx, client.ObjectKey{Name: remoteName}, &ns)

@@ -181,11 +181,51 @@ func (p *PeerNamespaces) Release(ctx context.Context, provider, local string) er
 	nm := &offloadingv1alpha1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: discoveryv1alpha1.TenantNamespace(p.LocalClusterID), Name: offloadingv1alpha1.NamespaceMapName,
 	}}
+	// The pods this cluster still has there go first, while its virtual
+	// kubelet may still delete them: those of a provider released while
+	// it did not answer (a broker's failover) would otherwise wait on the
+	// provider's own namespace deletion, however slow.
+	if err := p.deleteLeftPods(ctx, c, nm, local); err != nil {
+		return err
+	}
 	err = patchMapping(ctx, c, nm, local, nil, nil)
 	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 		return nil
 	}
 	return err
+}
+
+// deleteLeftPods deletes the pods this cluster made in the provider
+// namespace local maps to, but those already going.
+func (p *PeerNamespaces) deleteLeftPods(ctx context.Context, c client.Client, nm *offloadingv1alpha1.NamespaceMap, local string) error {
+	var current offloadingv1alpha1.NamespaceMap
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(nm), &current); {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	remote := current.Spec.Mappings[local]
+	if remote == "" {
+		return nil
+	}
+	var pods corev1.PodList
+	switch err := c.List(ctx, &pods, client.InNamespace(remote), client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: p.LocalClusterID}); {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("listing this cluster's pods left in %s: %w", remote, err)
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := c.Delete(ctx, pod); client.IgnoreNotFound(err) != nil && !apierrors.IsForbidden(err) {
+			return fmt.Errorf("deleting pod %s/%s left in the provider: %w", remote, pod.Name, err)
+		}
+	}
+	return nil
 }
 
 // patchMapping sets (or, with a nil remote, removes) one key of the
