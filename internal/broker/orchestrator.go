@@ -65,7 +65,14 @@ var evictions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Pods the orchestrator evicted from a provider their consumer disabled, by provider and result: evicted, or held (a PodDisruptionBudget, or the API server, held it for now; tried again).",
 }, []string{"provider", "result"})
 
-func init() { metrics.Registry.MustRegister(evictions) }
+// decisionSeconds times the decisions under a policy.
+var decisionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "liqo_broker_decision_seconds",
+	Help:    "How long a decision under a consumer's policy took: reading the providers' measurements, offers and pods, deciding, and holding the reservations.",
+	Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+})
+
+func init() { metrics.Registry.MustRegister(evictions, decisionSeconds) }
 
 // Orchestrator re-offloads each consumer's pods to the providers the
 // consumer enabled (its Selection). A consumer offloads a namespace to
@@ -94,6 +101,10 @@ type Orchestrator struct {
 	// Live reads through to the API server (the reservations' ledger);
 	// Client when nil.
 	Live client.Reader
+	// Decided, when set, is told how long each decision under a policy
+	// took: reading the measurements, offers and pods, deciding and
+	// holding the reservations, before the Selection's status is written.
+	Decided func(time.Duration)
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -159,8 +170,13 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			invalid = errs.ToAggregate().Error()
 			enabled = sel.InUse()
 		} else {
+			start := time.Now()
 			if ch, err = o.choose(ctx, sel, consumer, vnodes.Items, namespaces.Items); err != nil {
 				return ctrl.Result{}, err
+			}
+			decisionSeconds.Observe(time.Since(start).Seconds())
+			if o.Decided != nil {
+				o.Decided(time.Since(start))
 			}
 			enabled = ch.decision.Chosen
 			result.RequeueAfter = ch.recheck
