@@ -1,0 +1,495 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package policy_test runs the broker's measured choice on real clusters:
+// cluster-1 consumes through the broker; cluster-2, cluster-3 and
+// cluster-4 provide to it, each behind a loopback proxy on the path its
+// peers reach its API server by (its --api-server-url), whose delay the
+// test sets. The broker measures them itself, a consumer's policy
+// chooses among them and explains why, and a provider whose API server
+// stops is replaced, its pods recreated elsewhere.
+package policy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/broker"
+	"github.com/liqo-go/liqo/internal/broker/decide"
+	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
+	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/test/e2e/framework"
+)
+
+var suite *framework.Suite
+
+// proxies stand on the path to each provider's API server, by cluster.
+var proxies = map[string]*framework.DelayProxy{}
+
+// ns is the consumer's namespace offloaded to the broker.
+const ns = "chosen"
+
+func TestMain(m *testing.M) {
+	for i := 2; i <= 4; i++ {
+		p, err := framework.NewDelayProxy()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		proxies[playground.ClusterName(i)] = p
+	}
+	code := framework.Main(m, framework.Options{
+		Clusters: 4,
+		Broker:   []string{"catalog", "orchestrator"},
+		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
+			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
+			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
+			spec.PeeringConfig.ReconcilePeriodSeconds = 3
+		},
+		// Peers reach a provider's API server through its proxy.
+		ControllerManagerArgsFor: func(name string) []string {
+			if p := proxies[name]; p != nil {
+				return []string{"--api-server-url=https://" + p.Addr()}
+			}
+			return nil
+		},
+		OnReady: func(s *framework.Suite) error {
+			for _, m := range s.Members {
+				if p := proxies[m.Name]; p != nil {
+					u, err := url.Parse(m.RESTConfig.Host)
+					if err != nil {
+						return err
+					}
+					p.SetTarget(u.Host)
+				}
+			}
+			return nil
+		},
+	}, &suite)
+	for _, p := range proxies {
+		p.Close()
+	}
+	os.Exit(code)
+}
+
+// catalog returns the broker's v1 catalog (public in the playground), by
+// ClusterID.
+func catalog(t *testing.T) map[string]broker.Cluster {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, suite.Broker.BrokerURL+"/api/v1/clusters", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list broker.ClusterList
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil {
+		t.Fatalf("GET /api/v1/clusters: %d %s", resp.StatusCode, body)
+	}
+	out := map[string]broker.Cluster{}
+	for _, c := range list.Items {
+		out[c.ClusterID] = c
+	}
+	return out
+}
+
+// liqoctl is `liqoctl broker` as the consumer's user runs it.
+func liqoctl(consumer *playground.Member) *ctlbroker.Options {
+	return &ctlbroker.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, Broker: suite.Broker.ClusterID,
+		URL: suite.Broker.BrokerURL, TTL: time.Hour, Timeout: 20 * time.Second}
+}
+
+// setPolicy sets the consumer's policy with liqoctl broker policy set.
+func setPolicy(t *testing.T, consumer *playground.Member, policy string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(file, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := liqoctl(consumer).SetPolicy(t.Context(), file, nil, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// decision reads the consumer's Selection's decision in the broker.
+func decision(t *testing.T, consumer *playground.Member) (*brokerv1alpha1.Selection, error) {
+	t.Helper()
+	var sel brokerv1alpha1.Selection
+	err := framework.Client(t, suite.Broker).Get(t.Context(), client.ObjectKey{Namespace: "liqo-tenant-" + consumer.ClusterID, Name: brokerv1alpha1.SelectionName}, &sel)
+	return &sel, err
+}
+
+func verdict(d *brokerv1alpha1.Decision, id string) brokerv1alpha1.ProviderDecision {
+	for _, p := range d.Providers {
+		if p.ClusterID == id {
+			return p
+		}
+	}
+	return brokerv1alpha1.ProviderDecision{}
+}
+
+// chose waits until the consumer's decision chose want (by ClusterID)
+// for the policy's generation, and returns it.
+func chose(t *testing.T, consumer *playground.Member, want ...string) *brokerv1alpha1.Decision {
+	t.Helper()
+	slices.Sort(want)
+	var d *brokerv1alpha1.Decision
+	framework.Eventually(t, time.Minute, func() error {
+		sel, err := decision(t, consumer)
+		if err != nil {
+			return err
+		}
+		if sel.Status.ObservedGeneration != sel.Generation || sel.Status.Decision == nil {
+			return fmt.Errorf("no decision for generation %d yet", sel.Generation)
+		}
+		d = sel.Status.Decision
+		if !slices.Equal(d.Chosen, want) {
+			var why []string
+			for _, p := range d.Providers {
+				why = append(why, fmt.Sprintf("%s %s %d: %s", p.ClusterID, p.Verdict, p.Score, p.Message))
+			}
+			return fmt.Errorf("generation %d: chose %v, want %v: %s\n%s", sel.Generation, d.Chosen, want, d.Message, strings.Join(why, "\n"))
+		}
+		return nil
+	})
+	return d
+}
+
+// brokerPods counts the broker's Running pods of the consumer, by virtual
+// node, and those not Running.
+func brokerPods(t *testing.T, consumer *playground.Member) (running map[string]int, other int) {
+	t.Helper()
+	var list corev1.PodList
+	if err := framework.Client(t, suite.Broker).List(t.Context(), &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
+		t.Fatal(err)
+	}
+	running = map[string]int{}
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running[p.Spec.NodeName]++
+		} else {
+			other++
+		}
+	}
+	return running, other
+}
+
+// providerPods counts the pods a provider runs for the broker.
+func providerPods(t *testing.T, p *playground.Member) (int, error) {
+	t.Helper()
+	var list corev1.PodList
+	if err := framework.Client(t, p).List(t.Context(), &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: suite.Broker.ClusterID}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, pod := range list.Items {
+		if pod.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func price(cpu string) *configv1alpha1.Price {
+	return &configv1alpha1.Price{Currency: "EUR", Period: "Hour", PerUnit: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
+}
+
+// TestPolicy runs, in order: what the broker measures of three providers
+// (injected latency, prices, free resources), and its history kept over
+// a restart; a policy choosing two of them under a price and a latency
+// limit, explained; a weight changing the choice; a chosen provider's API
+// server stopped, its pods recreated on the others (the time printed).
+func TestPolicy(t *testing.T) {
+	consumer, near, far, dear := suite.Members[0], suite.Members[1], suite.Members[2], suite.Members[3]
+	b := suite.Broker
+	framework.LogOnFailure(t, consumer, near, far, dear, b)
+	ctx := t.Context()
+
+	// near: cheap, half of its resources; far: cheapest, all, and 60 ms
+	// away; dear: dearer, all.
+	framework.SetClusterConfig(t, near, func(s *configv1alpha1.ClusterConfigSpec) {
+		s.SharingConfig.Price, s.SharingConfig.SharePercentage = price("0.02"), 50
+	})
+	framework.SetClusterConfig(t, far, func(s *configv1alpha1.ClusterConfigSpec) {
+		s.SharingConfig.Price, s.SharingConfig.SharePercentage = price("0.01"), 100
+	})
+	framework.SetClusterConfig(t, dear, func(s *configv1alpha1.ClusterConfigSpec) {
+		s.SharingConfig.Price, s.SharingConfig.SharePercentage = price("0.04"), 100
+	})
+	for _, p := range []*playground.Member{near, far, dear} {
+		framework.AddWithToken(t, b, p)
+	}
+	framework.WaitVirtualNodesReady(t, b, near, far, dear)
+	framework.AddWithToken(t, consumer, b)
+	framework.WaitVirtualNodesReady(t, consumer, b)
+	if t.Failed() {
+		return
+	}
+
+	t.Run("each KPI shows the injected difference, and the history survives a restart", func(t *testing.T) {
+		start := time.Now()
+		proxies[far.Name].SetDelay(60 * time.Millisecond)
+		t.Cleanup(func() { proxies[far.Name].SetDelay(0) })
+		framework.Eventually(t, time.Minute, func() error {
+			cs := catalog(t)
+			n, f, d := cs[near.ClusterID], cs[far.ClusterID], cs[dear.ClusterID]
+			for _, c := range []broker.Cluster{n, f, d} {
+				if c.KPIs == nil || c.KPIs.LatencyMillis == nil || !c.KPIs.Reachable || c.Offer == nil {
+					return fmt.Errorf("%s: not measured yet (%+v)", c.ClusterID, c.KPIs)
+				}
+				if up := c.KPIs.Uptime[brokerv1alpha1.Window1h]; up != 1 {
+					return fmt.Errorf("%s: uptime over 1h %v, want 1", c.ClusterID, up)
+				}
+			}
+			if gap := *f.KPIs.LatencyMillis - max(*n.KPIs.LatencyMillis, *d.KPIs.LatencyMillis); gap < 50 {
+				return fmt.Errorf("latency near %.1f ms, far %.1f, dear %.1f: want far 50 ms more", *n.KPIs.LatencyMillis, *f.KPIs.LatencyMillis, *d.KPIs.LatencyMillis)
+			}
+			for c, want := range map[*broker.Cluster]float64{&n: 0.02, &f: 0.01, &d: 0.04} {
+				if got := c.Offer.Prices.Cpu().AsApproximateFloat64(); got != want || c.Offer.Currency != "EUR" || c.Offer.Period != "Hour" {
+					return fmt.Errorf("%s priced %v %s/%s, want %v EUR/Hour", c.ClusterID, got, c.Offer.Currency, c.Offer.Period, want)
+				}
+			}
+			if fn, fd := n.Free.Cpu().MilliValue(), d.Free.Cpu().MilliValue(); fn*3 > fd*2 {
+				return fmt.Errorf("free cpu near %dm, dear %dm: want near's half share well under dear's whole", fn, fd)
+			}
+			return nil
+		})
+		t.Logf("the broker's KPIs showed the injected latency, the prices and the shares %s after the delay was set (goal 30 s)", time.Since(start).Round(100*time.Millisecond))
+
+		var wide bytes.Buffer
+		if err := liqoctl(consumer).Clusters(ctx, "wide", &wide); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []*playground.Member{near, far, dear} {
+			if !strings.Contains(wide.String(), p.ClusterID) {
+				t.Errorf("liqoctl broker clusters -o wide does not list %s:\n%s", p.Name, wide.String())
+			}
+		}
+		t.Logf("liqoctl broker clusters -o wide:\n%s", wide.String())
+
+		// The broker cluster's controller manager (the prober) and
+		// liqo-broker start again: the history goes on from what was kept.
+		probes := func() (int32, error) {
+			var m brokerv1alpha1.Measurement
+			if err := framework.Client(t, b).Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: near.ClusterID}, &m); err != nil {
+				return 0, err
+			}
+			var n int32
+			for _, h := range m.Status.Hours {
+				n += h.Probes
+			}
+			return n, nil
+		}
+		before, err := probes()
+		if err != nil || before == 0 {
+			t.Fatalf("near's measurement before the restart: %d probes (%v)", before, err)
+		}
+		if err := b.StopControllerManager(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.StartControllerManager(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := suite.RestartBroker(ctx); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, 60*time.Second, func() error {
+			after, err := probes()
+			if err != nil {
+				return err
+			}
+			if after <= before {
+				return fmt.Errorf("%d probes in near's history after the restart, %d before: want it to go on from them", after, before)
+			}
+			if up := catalog(t)[near.ClusterID].KPIs; up == nil || up.Uptime[brokerv1alpha1.Window1h] != 1 {
+				return fmt.Errorf("near's uptime after the restart: %+v", up)
+			}
+			return nil
+		})
+	})
+
+	framework.Offload(t, consumer, []*playground.Member{b}, ns, offloadingv1alpha1.NamespaceOffloadingSpec{
+		PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote,
+		ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{b.ClusterID}},
+		}}}},
+	}, 1)
+
+	t.Run("a policy for two providers under a price and a latency limit picks the right two, and says why not the third", func(t *testing.T) {
+		proxies[far.Name].SetDelay(60 * time.Millisecond)
+		t.Cleanup(func() { proxies[far.Name].SetDelay(0) })
+		setPolicy(t, consumer, `count: 2
+requirements:
+  maxLatency: 30ms
+  maxPrice: {currency: EUR, perUnit: {cpu: "0.05"}}
+`)
+		d := chose(t, consumer, near.ClusterID, dear.ClusterID)
+		f := verdict(d, far.ClusterID)
+		if f.Verdict != brokerv1alpha1.VerdictFiltered || f.Criterion != decide.CriterionMaxLatency || !strings.HasSuffix(f.Measured, "ms") || f.Limit != "30.0ms" {
+			t.Errorf("far: %+v, want filtered by %s with its measured latency", f, decide.CriterionMaxLatency)
+		}
+		var out bytes.Buffer
+		if err := liqoctl(consumer).Explain(ctx, "", &out); err != nil {
+			t.Fatal(err)
+		}
+		// The latency measured moves between two reads: the line names
+		// the criterion and a value, whatever it is now.
+		if !regexp.MustCompile(far.ClusterID + `\s+Filtered\s.*requirements\.maxLatency: [0-9.]+ms, limit 30\.0ms`).MatchString(out.String()) {
+			t.Errorf("liqoctl broker explain does not say why far was ruled out:\n%s", out.String())
+		}
+		t.Logf("liqoctl broker explain:\n%s", out.String())
+
+		// One provider, by price: near (0.02 EUR) over dear (0.04).
+		setPolicy(t, consumer, `count: 1
+weights: {price: 10}
+requirements: {maxLatency: 30ms}
+`)
+		d = chose(t, consumer, near.ClusterID)
+		if tm := term(verdict(d, dear.ClusterID), "price"); tm.Score != 500 || tm.Weight != 10 {
+			t.Errorf("by price, dear's price term %+v, want 500 (twice as dear) weighing 10", tm)
+		}
+		// By free capacity: dear (all of it) over near (half).
+		setPolicy(t, consumer, `count: 1
+weights: {free: 10}
+requirements: {maxLatency: 30ms}
+`)
+		d = chose(t, consumer, dear.ClusterID)
+		n := verdict(d, near.ClusterID)
+		if tm := term(n, "free"); tm.Score < 450 || tm.Score > 550 || tm.Weight != 10 || n.Verdict != brokerv1alpha1.VerdictOutscored {
+			t.Errorf("by free capacity, near: %+v, want outscored with a free term of about 500 (half the free) weighing 10", n)
+		}
+	})
+
+	t.Run("a chosen provider's API server stops: its pods run on the others, the third provider taken in, none lost or duplicated", func(t *testing.T) {
+		// Two providers, the nearest; far (60 ms away) is the third. A
+		// provider back does not replace one in use for 10 minutes.
+		proxies[far.Name].SetDelay(60 * time.Millisecond)
+		t.Cleanup(func() { proxies[far.Name].SetDelay(0) })
+		setPolicy(t, consumer, `count: 2
+weights: {latency: 10}
+stableFor: 10m
+`)
+		chose(t, consumer, near.ClusterID, dear.ClusterID)
+		const replicas = 6
+		labels := map[string]string{"app": "web"}
+		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "web", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+			}}}},
+		}}
+		if err := framework.Client(t, consumer).Create(ctx, dep); err != nil {
+			t.Fatal(err)
+		}
+		vnode := func(p *playground.Member) string {
+			n, err := framework.VirtualNode(framework.Client(t, b), p.ClusterID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n.Name
+		}
+		onNear, onFar, onDear := vnode(near), vnode(far), vnode(dear)
+		framework.Eventually(t, 2*time.Minute, func() error {
+			running, _ := brokerPods(t, consumer)
+			if running[onNear]+running[onDear] != replicas || running[onFar] != 0 {
+				return fmt.Errorf("the broker runs the consumer's pods on %v, want all %d on %s and %s", running, replicas, onNear, onDear)
+			}
+			return nil
+		})
+		// The provider that fails is the chosen one with more of the
+		// pods (the scheduler decides where they went).
+		before, _ := brokerPods(t, consumer)
+		victim, onVictim, stays, onStays := dear, onDear, near, onNear
+		if before[onNear] > before[onDear] {
+			victim, onVictim, stays, onStays = near, onNear, dear, onDear
+		}
+		moved := before[onVictim]
+
+		stopped := time.Now()
+		framework.StopAPIServer(t, victim) // started again at cleanup
+		var took time.Duration
+		framework.Eventually(t, 2*time.Minute, func() error {
+			running, other := brokerPods(t, consumer)
+			if running[onVictim] != 0 || running[onStays]+running[onFar] != replicas || other != 0 {
+				return fmt.Errorf("the consumer's pods: %v Running, %d not, want all %d Running on %s and %s", running, other, replicas, onStays, onFar)
+			}
+			var pods corev1.PodList
+			if err := framework.Client(t, consumer).List(ctx, &pods, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			ready := 0
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+					ready++
+				}
+			}
+			if ready != replicas || len(pods.Items) != replicas {
+				return fmt.Errorf("the consumer sees %d pods, %d Running, want %d", len(pods.Items), ready, replicas)
+			}
+			// None duplicated: the providers that answer run each once.
+			total := 0
+			for _, p := range []*playground.Member{stays, far} {
+				n, err := providerPods(t, p)
+				if err != nil {
+					return err
+				}
+				total += n
+			}
+			if total != replicas {
+				return fmt.Errorf("%s and far run %d of the broker's pods, want %d", stays.Name, total, replicas)
+			}
+			took = time.Since(stopped)
+			return nil
+		})
+		// A figure, not an assertion: speed is the benchmarks' to judge.
+		t.Logf("failover: %d pods of the stopped provider Running elsewhere %s after its API server stopped (goal 60 s, failover after 20 s)", moved, took.Round(100*time.Millisecond))
+		sel, err := decision(t, consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := verdict(sel.Status.Decision, victim.ClusterID); v.Criterion != decide.CriterionAvailability || !slices.Contains(sel.Status.Decision.Chosen, far.ClusterID) {
+			t.Errorf("after the failover: %s %+v, chosen %v; want it filtered as unreachable, far chosen", victim.Name, v, sel.Status.Decision.Chosen)
+		}
+
+		// Not asserted yet: the broker's leftovers at the provider back
+		// gone within 60 s. On real clusters they stayed (docs/broker.md,
+		// Failover); the provider's API server is started again at cleanup.
+	})
+}
+
+func term(p brokerv1alpha1.ProviderDecision, name string) brokerv1alpha1.Term {
+	for _, t := range p.Terms {
+		if t.Name == name {
+			return t
+		}
+	}
+	return brokerv1alpha1.Term{}
+}
