@@ -743,6 +743,49 @@ func TestPodMadeAnewAlthoughItsOrphanCannotGo(t *testing.T) {
 	})
 }
 
+// TestOlderProviderPodIsNotAdopted: a provider pod of the same name made
+// for an older pod is not taken for this pod's, even when a provider
+// before it does not answer: it is deleted, and this pod is made once it
+// is gone.
+func TestOlderProviderPodIsNotAdopted(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	// A pod of this namespace keeps provider-1's view open; provider-1
+	// then refuses every write.
+	w.offloadedPod(t, "opener")
+	w.remotePod(t, "opener", nil)
+	older := pods.RemotePod(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "web-1", UID: "uid-of-an-older-pod"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "x"}}},
+	}, w.remoteNS, testConsumer)
+	older.Status.Phase = corev1.PodRunning
+	if err := w.mem.Put(testProvider, older); err != nil {
+		t.Fatal(err)
+	}
+	pod := w.offloadedPod(t, "web-1")
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		o := w.mem.Object(testProvider, provider.Pods, w.remoteNS, "web-1")
+		if o == nil || o.GetDeletionTimestamp() == nil {
+			return errors.New("the older provider pod of web-1 is not being deleted")
+		}
+		return nil
+	})
+	var got corev1.Pod
+	if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase == corev1.PodRunning {
+		t.Errorf("web-1 shows the older provider pod's status: %s", got.Status.Phase)
+	}
+	w.mem.Remove(testProvider, provider.Pods, w.remoteNS, "web-1") // its containers stopped
+	w.remotePod(t, "web-1", func(p *corev1.Pod) error {
+		if uid := p.Annotations[offloadingv1alpha1.OriginUIDAnnotation]; uid != string(pod.UID) {
+			return fmt.Errorf("provider pod for UID %s, want %s", uid, pod.UID)
+		}
+		return nil
+	})
+}
+
 // TestRefusedPodFails: a pod the provider refuses for good (an invalid
 // spec, its Pod Security level) fails with reason ProviderRejected instead
 // of being retried forever; a refusal that may pass later is retried.

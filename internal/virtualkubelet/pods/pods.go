@@ -126,6 +126,18 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		return ctrl.Result{}, err
 	}
 	remote, _ := pns.Get(provider.Pods, pod.Name).(*corev1.Pod)
+	// A provider pod of this name made for another (older) pod is not
+	// this one's, even when its deletion above could not be tried yet (a
+	// provider before it did not answer): it goes, and this pod is made
+	// once it is gone.
+	if remote != nil && remote.Annotations[offloadingv1alpha1.OriginUIDAnnotation] != string(pod.UID) && pod.DeletionTimestamp == nil {
+		if remote.DeletionTimestamp == nil {
+			if err := r.deleteRemote(ctx, pns, remote, nil); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{}, nil // the provider pod's deletion wakes this up again
+	}
 
 	if pod.DeletionTimestamp != nil {
 		switch {
@@ -491,6 +503,8 @@ func (r *Reflector) confirmDeletion(ctx context.Context, pod *corev1.Pod) error 
 // deleteOrphans deletes the provider pods named name made for local
 // namespace ns, except the one in provider keepProvider made for keepUID.
 func (r *Reflector) deleteOrphans(ctx context.Context, ns, name, keepProvider string, keepUID types.UID) error {
+	// A provider that does not answer does not keep the others' orphans.
+	var errs []error
 	for _, pns := range r.Providers.Open(ns) {
 		remote, ok := pns.Get(provider.Pods, name).(*corev1.Pod)
 		if !ok {
@@ -504,11 +518,12 @@ func (r *Reflector) deleteOrphans(ctx context.Context, ns, name, keepProvider st
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleting orphan provider pod", "provider", pns.Provider(), "pod", remote.Namespace+"/"+remote.Name)
 		if err := r.deleteRemote(ctx, pns, remote, nil); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
 	// A token no pod of this name and UID uses any more goes too.
-	return token.Delete(ctx, r.Providers, ns, name, keepProvider, string(keepUID))
+	errs = append(errs, token.Delete(ctx, r.Providers, ns, name, keepProvider, string(keepUID)))
+	return errors.Join(errs...)
 }
 
 // SetupWithManager registers the reflector.
