@@ -180,12 +180,11 @@ func init() {
 }
 
 // InUse are the providers the broker offloads the consumer's pods to:
-// under a policy, those of its last decision; otherwise those it enabled.
+// under a policy, those of its last decision; otherwise, and under a
+// policy not decided on yet (being made, or invalid from the start),
+// those it enabled: never none for want of a decision.
 func (s *Selection) InUse() []string {
-	if s.Spec.Policy != nil {
-		if s.Status.Decision == nil {
-			return nil
-		}
+	if s.Spec.Policy != nil && s.Status.Decision != nil {
 		return s.Status.Decision.Chosen
 	}
 	return s.Spec.Providers

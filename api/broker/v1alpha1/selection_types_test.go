@@ -1,0 +1,27 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package v1alpha1
+
+import (
+	"slices"
+	"testing"
+)
+
+// Under a policy the providers in use are the last decision's; before
+// any decision (or under a policy invalid from the start), those enabled
+// by hand, never none.
+func TestInUse(t *testing.T) {
+	hand := Selection{Spec: SelectionSpec{Providers: []string{"a"}}}
+	if got := hand.InUse(); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("without a policy: %v", got)
+	}
+	undecided := Selection{Spec: SelectionSpec{Providers: []string{"a"}, Policy: &Policy{Count: 1}}}
+	if got := undecided.InUse(); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("a policy not decided on yet: %v, want the providers enabled by hand", got)
+	}
+	decided := undecided
+	decided.Status.Decision = &Decision{Chosen: []string{"b", "c"}}
+	if got := decided.InUse(); !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("a policy decided on: %v", got)
+	}
+}
