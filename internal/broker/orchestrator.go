@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -361,15 +362,27 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 		p := providerOf[pod.Spec.NodeName]
 		if failed[p] {
 			// Failed: no kubelet there confirms a graceful end, and the
-			// pod serves nothing. It goes at once, and the consumer's
-			// virtual kubelet creates it again, to land on a provider in
-			// use; the broker's virtual kubelet deletes what is left of
-			// it there once the provider answers again.
-			if err := o.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("deleting %s/%s from failed provider %s: %w", pod.Namespace, pod.Name, p, err)
+			// pod serves nothing. It is evicted with no grace (gone at
+			// once, as a lost node's pods), and the consumer's virtual
+			// kubelet creates it again, to land on a provider in use; the
+			// broker deletes what is left of it there once the provider
+			// answers. A budget may still hold it (then tried again).
+			ectx, cancel := context.WithTimeout(ctx, evictionTimeout)
+			err := o.Client.SubResource("eviction").Create(ectx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+				DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}}})
+			cancel()
+			switch {
+			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			case apierrors.IsTooManyRequests(err) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil):
+				evictions.WithLabelValues(p, "held").Inc()
+				held[p]++
+				result.RequeueAfter = drainRetry
+			case err != nil:
+				return ctrl.Result{}, fmt.Errorf("evicting %s/%s from failed provider %s: %w", pod.Namespace, pod.Name, p, err)
+			default:
+				evictions.WithLabelValues(p, "failed-over").Inc()
+				ctrl.LoggerFrom(ctx).Info("Pod recreated off a failed provider", "pod", pod.Namespace+"/"+pod.Name, "provider", p)
 			}
-			evictions.WithLabelValues(p, "failed-over").Inc()
-			ctrl.LoggerFrom(ctx).Info("Pod recreated off a failed provider", "pod", pod.Namespace+"/"+pod.Name, "provider", p)
 			continue
 		}
 		// The API server waits up to 10 s for a budget its disruption
