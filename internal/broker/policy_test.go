@@ -404,3 +404,26 @@ func TestOrchestratorPolicyChange(t *testing.T) {
 	}
 	chosen("dear")
 }
+
+// TestProviderPricesChecked: a provider cannot win every price
+// comparison by offering at a negative price, nor name more priced
+// resources than a decision should weigh: its Advertisement is refused,
+// naming the field.
+func TestProviderPricesChecked(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Catalog: true}, Namespace: install.DefaultNamespace})
+	objs := offer("cheat", "-0.01")
+	w.create(t, objs[0])
+	err := w.c.Create(t.Context(), objs[1])
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.prices") || !strings.Contains(err.Error(), "never negative") {
+		t.Errorf("a negative price: %v, want refused naming spec.prices", err)
+	}
+	objs = offer("greedy", "0.01")
+	adv := objs[1].(*sharingv1alpha1.Advertisement)
+	for i := range 40 {
+		adv.Spec.Prices[corev1.ResourceName(fmt.Sprintf("example.com/r%d", i))] = resource.MustParse("1")
+	}
+	w.create(t, objs[0])
+	if err := w.c.Create(t.Context(), adv); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.prices") {
+		t.Errorf("41 prices: %v, want refused naming spec.prices", err)
+	}
+}

@@ -65,6 +65,7 @@ type MaxPrice struct {
 	// A provider with no price for a resource named here is taken as free
 	// of charge for it.
 	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=32
 	PerUnit corev1.ResourceList `json:"perUnit"`
 	// Currency of PerUnit (ISO 4217): a provider priced in another
 	// currency is filtered out.
@@ -89,6 +90,7 @@ type Requirements struct {
 	MaxLatency *metav1.Duration `json:"maxLatency,omitempty"`
 	// MinFree resources of the provider's offer, less what is in use and
 	// reserved for other consumers: cpu, memory, pods, nvidia.com/gpu...
+	// +kubebuilder:validation:MaxProperties=32
 	// +optional
 	MinFree corev1.ResourceList `json:"minFree,omitempty"`
 	// MaxPrice per unit.

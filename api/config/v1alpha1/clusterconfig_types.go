@@ -204,8 +204,10 @@ type SharingConfig struct {
 // Price is a provider's price per unit of its resources.
 type Price struct {
 	// PerUnit is the price of a unit of each resource (a core of cpu, a
-	// GiB of memory, a pod, a GPU) per Period.
+	// GiB of memory, a pod, a GPU) per Period; never negative.
 	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="a price is never negative"
 	PerUnit corev1.ResourceList `json:"perUnit"`
 	// Currency of PerUnit (ISO 4217).
 	// +kubebuilder:validation:Pattern=`^[A-Z]{3}$`

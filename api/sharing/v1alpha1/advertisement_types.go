@@ -27,7 +27,10 @@ type AdvertisementSpec struct {
 	// +optional
 	Properties map[string]string `json:"properties,omitempty"`
 
-	// Prices per unit of each resource, for brokers that compare providers.
+	// Prices per unit of each resource, for brokers that compare providers;
+	// never negative.
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="a price is never negative"
 	// +optional
 	Prices corev1.ResourceList `json:"prices,omitempty"`
 

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 )
@@ -405,6 +406,24 @@ func TestValidate(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("fields named:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// As many resources as a caller likes: refused past the bound, not
+	// carried into every decision.
+	many := corev1.ResourceList{}
+	for i := range MaxResources + 1 {
+		many[corev1.ResourceName(fmt.Sprintf("example.com/r%d", i))] = resource.MustParse("1")
+	}
+	huge := &brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Requirements: brokerv1alpha1.Requirements{
+		MinFree: many, MaxPrice: &brokerv1alpha1.MaxPrice{Currency: "EUR", PerUnit: many},
+	}}}
+	got = nil
+	for _, e := range Validate(huge) {
+		if e.Type == field.ErrorTypeTooMany {
+			got = append(got, e.Field)
+		}
+	}
+	if want := []string{"spec.policy.requirements.maxPrice.perUnit", "spec.policy.requirements.minFree"}; !slices.Equal(got, want) {
+		t.Errorf("too many resources: fields %v, want %v", got, want)
 	}
 	good := &brokerv1alpha1.SelectionSpec{Providers: []string{"a"}, Excluded: []string{"b"}, Policy: &brokerv1alpha1.Policy{
 		Count: 2, Weights: brokerv1alpha1.Weights{Price: 100},

@@ -20,6 +20,10 @@ import (
 // criterion is kept no longer.
 const MaxStableFor = time.Hour
 
+// MaxResources bounds the resources a policy names in minFree and in
+// maxPrice.perUnit, as the Selection's schema does.
+const MaxResources = 32
+
 var currency = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // Validate checks a Selection's spec as the broker reads it, naming the
@@ -72,6 +76,9 @@ func Validate(spec *brokerv1alpha1.SelectionSpec) field.ErrorList {
 	if r.MaxLatency != nil && r.MaxLatency.Duration <= 0 {
 		errs = append(errs, field.Invalid(rp.Child("maxLatency"), r.MaxLatency.Duration.String(), "more than 0"))
 	}
+	if len(r.MinFree) > MaxResources {
+		errs = append(errs, field.TooMany(rp.Child("minFree"), len(r.MinFree), MaxResources))
+	}
 	for _, name := range sortedNames(r.MinFree) {
 		if q := r.MinFree[name]; q.Sign() < 0 {
 			errs = append(errs, field.Invalid(rp.Child("minFree").Key(string(name)), q.String(), "0 or more"))
@@ -86,6 +93,9 @@ func Validate(spec *brokerv1alpha1.SelectionSpec) field.ErrorList {
 		}
 		if len(m.PerUnit) == 0 {
 			errs = append(errs, field.Required(rp.Child("maxPrice", "perUnit"), "at least one resource's price"))
+		}
+		if len(m.PerUnit) > MaxResources {
+			errs = append(errs, field.TooMany(rp.Child("maxPrice", "perUnit"), len(m.PerUnit), MaxResources))
 		}
 		for _, name := range sortedNames(m.PerUnit) {
 			if q := m.PerUnit[name]; q.Sign() < 0 {
