@@ -19,6 +19,14 @@ if [ -n "$left" ]; then
   echo "$left" >&2
   exit 1
 fi
+# The headless Chromium of the dashboard's tests (internal/testenv/browser),
+# and the processes it forks.
+left=$(pgrep -a -f "^[^ ]*/(chrom(e|ium)[^ ]* .*(--headless|--type=)|chrome_crashpad_handler )" || true)
+if [ -n "$left" ]; then
+  echo "Browsers left behind by the tests:" >&2
+  echo "$left" >&2
+  exit 1
+fi
 left=$(pgrep -a -f "(dnsmasq|named) .*liqo-(dnsmasq|named)-" || true)
 if [ -n "$left" ]; then
   echo "DNS servers left behind by the tests:" >&2

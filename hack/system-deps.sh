@@ -8,7 +8,8 @@
 # reference wireguard-go by hand and measures throughput), busybox-static,
 # bind9-dnsutils, curl and netcat-openbsd (make conformance builds the
 # suite's images from them: busybox's shell and applets; dig, curl and nc,
-# which the suite calls).
+# which the suite calls), and chromium (the broker's dashboard is tested in
+# a real headless browser).
 # Needs root and apt-get; says what is missing otherwise. No service is
 # started: the tests run named and dnsmasq themselves, on loopback ports,
 # and each real node its own containerd.
@@ -27,6 +28,7 @@ command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
 command -v dig >/dev/null 2>&1 || missing+=(bind9-dnsutils)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 [ -x /bin/nc.openbsd ] || missing+=(netcat-openbsd)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

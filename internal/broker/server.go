@@ -91,6 +91,9 @@ type Server struct {
 	PublicCatalog bool
 	// Listener is where the API is served.
 	Listener net.Listener
+	// EventsInterval is how often an event stream looks for a change;
+	// EventsLifetime how long one lasts (defaults when zero).
+	EventsInterval, EventsLifetime time.Duration
 
 	handlerOnce sync.Once
 	handler     http.Handler
@@ -120,6 +123,9 @@ type route struct {
 	name    string // for metrics
 	mode    func(Modes) bool
 	handle  func(w http.ResponseWriter, r *http.Request) error
+	// stream is an answer that lasts (server-sent events): bounded by
+	// the stream's lifetime, not requestTimeout.
+	stream bool
 }
 
 // routes are the API's endpoints; the OpenAPI document lists the same
@@ -129,18 +135,19 @@ func (s *Server) routes() []route {
 	orchestrator := func(m Modes) bool { return m.Orchestrator }
 	always := func(Modes) bool { return true }
 	return []route{
-		{"GET /api/clusters", "clusters", catalog, s.clusters},
-		{"GET /api/toggle", "toggle", orchestrator, s.toggle},
-		{"POST /api/toggle", "toggle", orchestrator, s.toggle},
-		{"GET /api/v1/selection", "v1.selection", orchestrator, s.getSelection},
-		{"PUT /api/v1/selection", "v1.selection", orchestrator, s.putSelection},
-		{"PUT /api/v1/selection/policy", "v1.policy", orchestrator, s.putPolicy},
-		{"DELETE /api/v1/selection/policy", "v1.policy", orchestrator, s.deletePolicy},
-		{"GET /api/v1/clusters", "v1.clusters", catalog, s.v1Clusters},
-		{"GET /api/v1/clusters/{id}", "v1.cluster", catalog, s.v1Cluster},
-		{"GET /api/v1/clusters/{id}/introduction", "v1.introduction", catalog, s.getIntroduction},
-		{"POST /api/v1/clusters/{id}/introduction", "v1.introduction", catalog, s.postIntroduction},
-		{"GET /api/v1/openapi.json", "openapi", always, serveOpenAPI},
+		{pattern: "GET /api/clusters", name: "clusters", mode: catalog, handle: s.clusters},
+		{pattern: "GET /api/toggle", name: "toggle", mode: orchestrator, handle: s.toggle},
+		{pattern: "POST /api/toggle", name: "toggle", mode: orchestrator, handle: s.toggle},
+		{pattern: "GET /api/v1/selection", name: "v1.selection", mode: orchestrator, handle: s.getSelection},
+		{pattern: "PUT /api/v1/selection", name: "v1.selection", mode: orchestrator, handle: s.putSelection},
+		{pattern: "PUT /api/v1/selection/policy", name: "v1.policy", mode: orchestrator, handle: s.putPolicy},
+		{pattern: "DELETE /api/v1/selection/policy", name: "v1.policy", mode: orchestrator, handle: s.deletePolicy},
+		{pattern: "GET /api/v1/clusters", name: "v1.clusters", mode: catalog, handle: s.v1Clusters},
+		{pattern: "GET /api/v1/clusters/{id}", name: "v1.cluster", mode: catalog, handle: s.v1Cluster},
+		{pattern: "GET /api/v1/clusters/{id}/introduction", name: "v1.introduction", mode: catalog, handle: s.getIntroduction},
+		{pattern: "POST /api/v1/clusters/{id}/introduction", name: "v1.introduction", mode: catalog, handle: s.postIntroduction},
+		{pattern: "GET /api/v1/events", name: "v1.events", mode: catalog, handle: s.events, stream: true},
+		{pattern: "GET /api/v1/openapi.json", name: "openapi", mode: always, handle: serveOpenAPI},
 	}
 }
 
@@ -153,7 +160,7 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) buildHandler() http.Handler {
 	mux := http.NewServeMux()
-	for _, rt := range s.routes() {
+	for _, rt := range append(s.routes(), s.dashboardRoutes()...) {
 		if !rt.mode(s.Modes) {
 			continue
 		}
@@ -218,6 +225,10 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (flushes and
+// deadlines of event streams).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
 		r.code = http.StatusOK
@@ -231,7 +242,12 @@ func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		timeout := requestTimeout
+		if rt.stream {
+			_, lifetime := s.eventsTiming()
+			timeout = lifetime + streamWriteTimeout
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 		r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)

@@ -555,7 +555,7 @@ func (p *Playground) startBroker(ctx context.Context, opts Options) error {
 		return err
 	}
 	m.BrokerURL = "http://127.0.0.1:" + strconv.Itoa(apiPort)
-	fmt.Fprintf(opts.Out, "  %s: liqo-broker (%s) at %s\n", m.Name, strings.Join(opts.Broker, ", "), m.BrokerURL)
+	fmt.Fprintf(opts.Out, "  %s: liqo-broker (%s) at %s (its dashboard at /)\n", m.Name, strings.Join(opts.Broker, ", "), m.BrokerURL)
 	return os.WriteFile(filepath.Join(p.Dir, BrokerURLFile), []byte(m.BrokerURL+"\n"), 0o600)
 }
 

@@ -1,0 +1,184 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+// Package browser runs web pages' tests in a real headless Chromium
+// (Debian's chromium), driven by chromedp. The browser can reach loopback
+// only: every other address goes to a proxy that is not there, and no
+// name is resolved, so a page (or the browser's own services) cannot send
+// a packet off the machine. A test that fails saves a screenshot of the
+// page under _output/artifacts.
+package browser
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/liqo-go/liqo/internal/testenv"
+)
+
+// Width and Height are the window's: a laptop's screen.
+const (
+	Width  = 1366
+	Height = 768
+)
+
+// executable finds Chromium.
+func executable() (string, bool) {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// Page is a tab of the browser a test drives.
+type Page struct {
+	T   *testing.T
+	Ctx context.Context
+}
+
+// Timeout bounds each step of a Page.
+const Timeout = 30 * time.Second
+
+// Run runs chromedp actions, failing the test on error.
+func (p *Page) Run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	p.T.Helper()
+	ctx, cancel := context.WithTimeout(p.Ctx, Timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		p.T.Fatalf("%s: %v", what, err)
+	}
+}
+
+// Eval evaluates the JavaScript expression js in p's page.
+func Eval[T any](p *Page, js string) T {
+	p.T.Helper()
+	ctx, cancel := context.WithTimeout(p.Ctx, Timeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		p.T.Fatalf("evaluating %s: %v", js, err)
+	}
+	return v
+}
+
+// Until waits, for at most Timeout, for the JavaScript expression js to
+// be true in the page, and fails the test with the page's text if not.
+func (p *Page) Until(what, js string) {
+	p.T.Helper()
+	ctx, cancel := context.WithTimeout(p.Ctx, Timeout)
+	defer cancel()
+	if ok, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil || !ok {
+		text, _ := chromedp.Run(p.Ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		p.T.Fatalf("%s: not within %s (%v); the page reads:\n%s", what, Timeout, err, text)
+	}
+}
+
+// Text is the page's text as a reader sees it.
+func (p *Page) Text() string {
+	p.T.Helper()
+	return Eval[string](p, `document.body.innerText`)
+}
+
+// New starts a headless Chromium for t and returns a tab in it; the
+// browser stops when t ends. On t's failure, the tab's page is saved as
+// a screenshot first (the test's log says where).
+func New(t *testing.T) *Page {
+	t.Helper()
+	path, ok := executable()
+	if !ok {
+		testenv.Unsupported(t, "no chromium (apt-get install chromium; make system-deps does)")
+	}
+	home := t.TempDir()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(filepath.Join(home, "profile")),
+		// Nothing written outside the test's directory (Debian's
+		// wrapper turns a crash reporter on, with its database in
+		// the user's configuration directory).
+		chromedp.Env("HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_CACHE_HOME="+filepath.Join(home, "cache")),
+		chromedp.Flag("disable-crash-reporter", true),
+		chromedp.WindowSize(Width, Height),
+		// Root runs the tests, and Chromium's sandbox refuses root.
+		chromedp.NoSandbox,
+		// Loopback only: Chromium bypasses a proxy for loopback, and
+		// sends everything else to this one, where nothing listens.
+		chromedp.ProxyServer("http://127.0.0.1:9"),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1, EXCLUDE [::1]"),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-domain-reliability", true),
+		chromedp.Flag("no-pings", true),
+		chromedp.Flag("metrics-recording-only", true),
+		chromedp.Flag("safebrowsing-disable-auto-update", true),
+		chromedp.Flag("disable-gpu", true),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(t.Context()), opts...)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// Start the browser now, so that a failure to is the test's first.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	t.Cleanup(func() { // runs before the browser stops
+		if t.Failed() {
+			screenshot(ctx, t)
+		}
+	})
+	return &Page{T: t, Ctx: ctx}
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// screenshot saves the tab's whole page as a PNG under
+// _output/artifacts of the module.
+func screenshot(ctx context.Context, t *testing.T) {
+	t.Helper()
+	dir := ArtifactsDir()
+	file := filepath.Join(dir, unsafeName.ReplaceAllString(t.Name(), "_")+".png")
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("no screenshot of the page: %v", err)
+		return
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Logf("no screenshot of the page: %v", err)
+		return
+	}
+	if err := os.WriteFile(file, png, 0o644); err != nil { //nolint:gosec // an artifact for people to read
+		t.Logf("no screenshot of the page: %v", err)
+		return
+	}
+	t.Logf("the page as it was: %s", file)
+}
+
+// ArtifactsDir is where failing tests leave what helps to see why:
+// $LIQO_TEST_ARTIFACTS, or _output/artifacts in the module's root.
+func ArtifactsDir() string {
+	if d := os.Getenv("LIQO_TEST_ARTIFACTS"); d != "" {
+		return d
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "liqo-artifacts")
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "_output", "artifacts")
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(os.TempDir(), "liqo-artifacts")
+		}
+	}
+}
