@@ -185,35 +185,51 @@ func (p *PeerNamespaces) Release(ctx context.Context, provider, local string) er
 	// kubelet may still delete them: those of a provider released while
 	// it did not answer (a broker's failover) would otherwise wait on the
 	// provider's own namespace deletion, however slow.
-	if err := p.deleteLeftPods(ctx, c, nm, local); err != nil {
+	if err := p.refused(ctx, provider, p.deleteLeftPods(ctx, c, nm, local)); err != nil {
 		return err
 	}
 	err = patchMapping(ctx, c, nm, local, nil, nil)
-	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return err
+	// Refused: the provider no longer lets this cluster in, and let the
+	// namespace go with the peering.
+	return p.refused(ctx, provider, err)
+}
+
+// refused returns nil for err nil, or a refusal (Forbidden) by a provider
+// that is ready: it no longer lets this cluster do that. A provider
+// that is only starting again refuses everyone until its authorizer's
+// caches are synced (its /readyz says so); taking that for its word
+// would leave this cluster's pods running there for good, so that is an
+// error, to ask again.
+func (p *PeerNamespaces) refused(ctx context.Context, provider string, err error) error {
+	if err == nil || !apierrors.IsForbidden(err) {
+		return err
+	}
+	cfg, cerr := p.Remotes.Config(ctx, provider)
+	if cerr != nil {
+		return cerr
+	}
+	if rerr := identity.Readyz(ctx, cfg); rerr != nil {
+		return fmt.Errorf("the provider refuses (%w) and is not ready (%w): asking again", err, rerr)
+	}
+	return nil
 }
 
 // deleteLeftPods deletes the pods this cluster made in the provider
 // namespace local maps to, but those already going.
 func (p *PeerNamespaces) deleteLeftPods(ctx context.Context, c client.Client, nm *offloadingv1alpha1.NamespaceMap, local string) error {
 	var current offloadingv1alpha1.NamespaceMap
-	switch err := c.Get(ctx, client.ObjectKeyFromObject(nm), &current); {
-	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
-		return nil
-	case err != nil:
-		return err
+	if err := c.Get(ctx, client.ObjectKeyFromObject(nm), &current); err != nil {
+		return client.IgnoreNotFound(err)
 	}
 	remote := current.Spec.Mappings[local]
 	if remote == "" {
 		return nil
 	}
 	var pods corev1.PodList
-	switch err := c.List(ctx, &pods, client.InNamespace(remote), client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: p.LocalClusterID}); {
-	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
-		return nil
-	case err != nil:
+	if err := c.List(ctx, &pods, client.InNamespace(remote), client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: p.LocalClusterID}); err != nil {
 		return fmt.Errorf("listing this cluster's pods left in %s: %w", remote, err)
 	}
 	for i := range pods.Items {
@@ -221,7 +237,7 @@ func (p *PeerNamespaces) deleteLeftPods(ctx context.Context, c client.Client, nm
 		if !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := c.Delete(ctx, pod); client.IgnoreNotFound(err) != nil && !apierrors.IsForbidden(err) {
+		if err := c.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting pod %s/%s left in the provider: %w", remote, pod.Name, err)
 		}
 	}
