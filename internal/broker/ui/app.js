@@ -187,6 +187,8 @@ function sparkline(values, max, label) {
   const title = document.createElementNS(SVG, 'title');
   title.textContent = label;
   svg.append(title);
+  // One minute of history yet: a level line.
+  if (values.length === 1) values = [values[0], values[0]];
   if (values.length > 1 && max > 0) {
     const pts = values.map((v, i) => {
       const x = (i / (values.length - 1)) * (w - 2) + 1;
