@@ -97,13 +97,17 @@ func New(t *testing.T) *Page {
 		testenv.Unsupported(t, "no chromium (apt-get install chromium; make system-deps does)")
 	}
 	home := t.TempDir()
+	tmp := filepath.Join(home, "tmp") // where it keeps its shared memory (disable-dev-shm-usage)
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(filepath.Join(home, "profile")),
 		// Nothing written outside the test's directory (Debian's
 		// wrapper turns a crash reporter on, with its database in
 		// the user's configuration directory).
-		chromedp.Env("HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_CACHE_HOME="+filepath.Join(home, "cache")),
+		chromedp.Env("HOME="+home, "TMPDIR="+tmp, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_CACHE_HOME="+filepath.Join(home, "cache")),
 		chromedp.Flag("disable-crash-reporter", true),
 		chromedp.WindowSize(Width, Height),
 		// Root runs the tests, and Chromium's sandbox refuses root.
