@@ -28,8 +28,17 @@ const (
 	Height = 768
 )
 
-// executable finds Chromium.
+// executable finds Chromium. Debian's binary is run directly rather
+// than through its /usr/bin/chromium wrapper: the wrapper tests the free
+// space of /dev/shm with findmnt, which prints a line per mount where
+// /dev/shm is mounted twice (as on these machines), breaks its shell test,
+// and adds flags of its own (a crash reporter, GPU rasterization).
 func executable() (string, bool) {
+	for _, p := range []string{"/usr/lib/chromium/chromium"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, true
+		}
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, true
@@ -96,19 +105,48 @@ func New(t *testing.T) *Page {
 	if !ok {
 		testenv.Unsupported(t, "no chromium (apt-get install chromium; make system-deps does)")
 	}
-	home := t.TempDir()
-	tmp := filepath.Join(home, "tmp") // where it keeps its shared memory (disable-dev-shm-usage)
+	ctx, err := start(t, path)
+	if err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	t.Cleanup(func() { // runs before the browser stops
+		if t.Failed() {
+			screenshot(ctx, t)
+		}
+	})
+	return &Page{T: t, Ctx: ctx}
+}
+
+// start starts a headless Chromium in a directory of its own under t's and
+// returns a tab's context in it. Its error holds what the browser printed.
+// The browser stops when t ends.
+func start(t *testing.T, path string) (context.Context, error) {
+	t.Helper()
+	// Not t.TempDir(): its name, made of the test's, can be long, and
+	// Chromium makes Unix sockets under TMPDIR, whose paths may not
+	// exceed 107 bytes. A subtest with a long name made it exit
+	// without a word.
+	home, err := os.MkdirTemp("", "chromium-") //nolint:usetesting // t.TempDir() is too long a path (above)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(home); err != nil {
+			t.Errorf("removing the browser's directory: %v", err)
+		}
+	})
+	tmp := filepath.Join(home, "tmp") // where it keeps its shared memory (disable-dev-shm-usage) and its sockets
 	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(filepath.Join(home, "profile")),
-		// Nothing written outside the test's directory (Debian's
-		// wrapper turns a crash reporter on, with its database in
-		// the user's configuration directory).
+		// Nothing written outside the test's directory.
 		chromedp.Env("HOME="+home, "TMPDIR="+tmp, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_CACHE_HOME="+filepath.Join(home, "cache")),
 		chromedp.Flag("disable-crash-reporter", true),
+		chromedp.Flag("disable-breakpad", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(Width, Height),
 		// Root runs the tests, and Chromium's sandbox refuses root.
 		chromedp.NoSandbox,
@@ -131,14 +169,11 @@ func New(t *testing.T) *Page {
 	})
 	// Start the browser now, so that a failure to is the test's first.
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", path, err)
+		cancel()
+		cancelAlloc()
+		return nil, err
 	}
-	t.Cleanup(func() { // runs before the browser stops
-		if t.Failed() {
-			screenshot(ctx, t)
-		}
-	})
-	return &Page{T: t, Ctx: ctx}
+	return ctx, nil
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
