@@ -463,15 +463,18 @@ requirements: {maxLatency: 30ms}
 	})
 
 	t.Run("a latency oscillating around the limit does not make the selection flap", func(t *testing.T) {
-		// dear, in use, is 20 ms away for 15 s, then 45 ms for 15 s,
-		// and so on, around a limit of 30 ms: it fails the criterion
+		// dear, in use, is 100 ms away for 15 s, then 300 ms for 15 s,
+		// and so on, around a limit of 200 ms: it fails the criterion
 		// half of the time, never for stableFor (60 s) at a stretch.
-		// far, 60 ms away, is no better choice to move to.
-		proxies[far.Name].SetDelay(60 * time.Millisecond)
+		// far, 400 ms away, is no better choice to move to. The
+		// figures leave 100 ms to the noise: in a CI run beside
+		// another suite, near, with no delay at all, measured 53 ms.
+		const fast, limit, slowDelay, farDelay = 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 400 * time.Millisecond
+		proxies[far.Name].SetDelay(farDelay)
 		t.Cleanup(func() { proxies[far.Name].SetDelay(0) })
 		setPolicy(t, consumer, `count: 2
 weights: {latency: 10}
-requirements: {maxLatency: 30ms}
+requirements: {maxLatency: 200ms}
 `)
 		chose(t, consumer, near.ClusterID, dear.ClusterID)
 		const watch, half = 2 * time.Minute, 15 * time.Second
@@ -483,9 +486,9 @@ requirements: {maxLatency: 30ms}
 			slow := false
 			for range int(watch/half) + 1 { // bounded: the watch's length
 				slow = !slow
-				d := 20 * time.Millisecond
+				d := fast
 				if slow {
-					d = 45 * time.Millisecond
+					d = slowDelay
 				}
 				proxies[dear.Name].SetDelay(d)
 				select {
@@ -516,7 +519,7 @@ requirements: {maxLatency: 30ms}
 					kept++
 				}
 			}
-			if c := catalog(t)[dear.ClusterID]; c.KPIs != nil && c.KPIs.LatencyMillis != nil && *c.KPIs.LatencyMillis > 30 {
+			if c := catalog(t)[dear.ClusterID]; c.KPIs != nil && c.KPIs.LatencyMillis != nil && *c.KPIs.LatencyMillis > float64(limit.Milliseconds()) {
 				sawSlow = true
 			}
 			select {
