@@ -1,8 +1,8 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
 // Package policy_test runs the broker's measured choice on real clusters:
-// cluster-1 consumes through the broker; cluster-2, cluster-3 and
-// cluster-4 provide to it, each behind a loopback proxy on the path its
+// cluster-1 consumes through the broker, and cluster-5 too at the end;
+// cluster-2, cluster-3 and cluster-4 provide to it, each behind a loopback proxy on the path its
 // peers reach its API server by (its --api-server-url), whose delay the
 // test sets. The broker measures them itself, a consumer's policy
 // chooses among them and explains why, and a provider whose API server
@@ -12,6 +12,7 @@ package policy_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,7 +64,7 @@ func TestMain(m *testing.M) {
 		proxies[playground.ClusterName(i)] = p
 	}
 	code := framework.Main(m, framework.Options{
-		Clusters: 4,
+		Clusters: 5,
 		Broker:   []string{"catalog", "orchestrator"},
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
@@ -174,15 +176,23 @@ func chose(t *testing.T, consumer *playground.Member, want ...string) *brokerv1a
 		}
 		d = sel.Status.Decision
 		if !slices.Equal(d.Chosen, want) {
-			var why []string
-			for _, p := range d.Providers {
-				why = append(why, fmt.Sprintf("%s %s %d: %s", p.ClusterID, p.Verdict, p.Score, p.Message))
-			}
-			return fmt.Errorf("generation %d: chose %v, want %v: %s\n%s", sel.Generation, d.Chosen, want, d.Message, strings.Join(why, "\n"))
+			return fmt.Errorf("generation %d: chose %v, want %v: %s", sel.Generation, d.Chosen, want, explain(d))
 		}
 		return nil
 	})
 	return d
+}
+
+// explain is a decision's message and its verdict on each provider.
+func explain(d *brokerv1alpha1.Decision) string {
+	if d == nil {
+		return "no decision"
+	}
+	why := []string{d.Message}
+	for _, p := range d.Providers {
+		why = append(why, fmt.Sprintf("%s %s %d: %s", p.ClusterID, p.Verdict, p.Score, p.Message))
+	}
+	return strings.Join(why, "\n")
 }
 
 // brokerPods counts the broker's Running pods of the consumer, by virtual
@@ -227,8 +237,10 @@ func price(cpu string) *configv1alpha1.Price {
 // TestPolicy runs, in order: what the broker measures of three providers
 // (injected latency, prices, free resources), and its history kept over
 // a restart; a policy choosing two of them under a price and a latency
-// limit, explained; a weight changing the choice; a chosen provider's API
-// server stopped, its pods recreated on the others (the time printed).
+// limit, explained; a weight changing the choice; the dashboard; a
+// latency oscillating around a limit; a chosen provider's API server
+// stopped, its pods recreated on the others (the time printed); two
+// consumers choosing at once the provider that fits one of them.
 func TestPolicy(t *testing.T) {
 	consumer, near, far, dear := suite.Members[0], suite.Members[1], suite.Members[2], suite.Members[3]
 	b := suite.Broker
@@ -661,6 +673,186 @@ stableFor: 10m
 		t.Logf("the broker's leftovers at %s gone %s after its API server was started again (%s of which until it was ready)", victim.Name,
 			time.Since(restarted).Round(100*time.Millisecond), back.Sub(restarted).Round(100*time.Millisecond))
 	})
+
+	t.Run("two consumers choosing at once the one provider that fits one: one gets it, the other the next best, never both", func(t *testing.T) {
+		// Each consumer runs 20 cores, 4 pods of 5. By price, far (32
+		// cores free, 0.01 EUR) comes first: it holds one of them, not
+		// both. near (16 free) holds neither; dear (32) holds one. The
+		// pods start away from far: the consumer whose pods run on
+		// dear by hand, the other's on near and dear. Then both set the
+		// same policy at once (the policy alone choosing: what they
+		// enabled by hand no longer counts); only the ledger keeps them
+		// from both choosing far, before any pod moves.
+		second := suite.Members[4]
+		framework.LogOnFailure(t, second)
+		bc := framework.Client(t, b)
+		// The broker offers its consumers all that its providers offer it.
+		framework.SetClusterConfig(t, b, func(s *configv1alpha1.ClusterConfigSpec) { s.SharingConfig.SharePercentage = 100 })
+		if err := framework.Client(t, consumer).Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+		framework.AddWithToken(t, second, b)
+		framework.WaitVirtualNodesReady(t, second, b)
+		byHand(t, bc, consumer, dear.ClusterID)
+		const bigNS = "big"
+		consumers := []*playground.Member{consumer, second}
+		for _, c := range consumers {
+			framework.Offload(t, c, []*playground.Member{b}, bigNS, offloadingv1alpha1.NamespaceOffloadingSpec{
+				PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote,
+				ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{b.ClusterID}},
+				}}}},
+			}, 1)
+		}
+		vnode := func(p *playground.Member) string {
+			n, err := framework.VirtualNode(bc, p.ClusterID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n.Name
+		}
+		onFar, onDear := vnode(far), vnode(dear)
+		const replicas = 4
+		running := func(c *playground.Member, where ...string) error {
+			got, other := brokerPods(t, c)
+			n := 0
+			for _, w := range where {
+				n += got[w]
+			}
+			if n != replicas || other != 0 {
+				return fmt.Errorf("the broker runs %s's pods on %v (%d not Running), want all %d on %v", c.Name, got, other, replicas, where)
+			}
+			return nil
+		}
+		// The first consumer's pods on dear; then the second's, on near
+		// and dear (what dear has left).
+		framework.Eventually(t, time.Minute, func() error {
+			if _, err := decision(t, second); err != nil {
+				return fmt.Errorf("the second consumer's Selection: %w", err)
+			}
+			return nil
+		})
+		byHand(t, bc, second, near.ClusterID, dear.ClusterID)
+		for i, c := range consumers {
+			labels := map[string]string{"app": "big"}
+			if err := framework.Client(t, c).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: bigNS, Name: "big"}, Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "big", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5")}},
+				}}}},
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			where := []string{onDear}
+			if i == 1 {
+				where = append(where, vnode(near))
+			}
+			framework.Eventually(t, 2*time.Minute, func() error { return running(c, where...) })
+		}
+
+		// Both at once, from each consumer's own liqoctl.
+		file := filepath.Join(t.TempDir(), "policy.yaml")
+		if err := os.WriteFile(file, []byte("count: 1\nweights: {price: 10}\ntoggles: Ignore\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, len(consumers))
+		for _, c := range consumers {
+			go func() { errs <- liqoctl(c).SetPolicy(ctx, file, nil, io.Discard) }()
+		}
+		for range consumers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		set := time.Now()
+		chosen := func() (map[string]string, error) {
+			out := map[string]string{}
+			for _, c := range consumers {
+				sel, err := decision(t, c)
+				if err != nil {
+					return nil, err
+				}
+				if d := sel.Status.Decision; d != nil && sel.Status.ObservedGeneration == sel.Generation && len(d.Chosen) == 1 {
+					out[c.Name] = d.Chosen[0]
+				}
+			}
+			if out[consumer.Name] == far.ClusterID && out[second.Name] == far.ClusterID {
+				return nil, errors.New("both consumers chose far, which holds one")
+			}
+			return out, nil
+		}
+		var onFarC, onDearC *playground.Member
+		framework.Eventually(t, 3*time.Minute, func() error {
+			got, err := chosen()
+			if err != nil {
+				t.Fatal(err) // not retried: it is what the test is about
+			}
+			onFarC, onDearC = nil, nil
+			for _, c := range consumers {
+				switch got[c.Name] {
+				case far.ClusterID:
+					onFarC = c
+				case dear.ClusterID:
+					onDearC = c
+				}
+			}
+			if onFarC == nil || onDearC == nil {
+				var why []string
+				for _, c := range consumers {
+					sel, err := decision(t, c)
+					if err != nil {
+						return err
+					}
+					why = append(why, fmt.Sprintf("%s (generation %d, observed %d): %s", c.Name, sel.Generation, sel.Status.ObservedGeneration, explain(sel.Status.Decision)))
+				}
+				return fmt.Errorf("chosen %v, want far (%s) for one consumer and dear (%s) for the other:\n%s", got, far.ClusterID, dear.ClusterID, strings.Join(why, "\n"))
+			}
+			if err := running(onFarC, onFar); err != nil {
+				return err
+			}
+			if err := running(onDearC, onDear); err != nil {
+				return err
+			}
+			var r brokerv1alpha1.Reservation
+			if err := bc.Get(ctx, client.ObjectKey{Namespace: install.DefaultNamespace, Name: far.ClusterID}, &r); err != nil {
+				return err
+			}
+			if len(r.Status.Consumers) != 1 || r.Status.Consumers[0].Consumer != onFarC.ClusterID || r.Status.Reserved.Cpu().Value() != 20 {
+				return fmt.Errorf("far's ledger: %+v, want %s holding 20 cores", r.Status, onFarC.Name)
+			}
+			return nil
+		})
+		t.Logf("two consumers at once: %s got far, %s dear, their pods Running there %s after the policies were set",
+			onFarC.Name, onDearC.Name, time.Since(set).Round(100*time.Millisecond))
+		framework.Consistently(t, 10*time.Second, func() error { _, err := chosen(); return err })
+		if c := catalog(t)[far.ClusterID]; c.Reserved.Cpu().Value() != 20 {
+			t.Errorf("the catalog shows %v reserved at far, want 20 cores", c.Reserved)
+		}
+		// The one on dear was told why not far.
+		sel, err := decision(t, onDearC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := verdict(sel.Status.Decision, far.ClusterID); v.Verdict != brokerv1alpha1.VerdictFiltered || v.Criterion != decide.CriterionCapacity {
+			t.Errorf("%s's decision on far: %+v, want filtered by %s", onDearC.Name, v, decide.CriterionCapacity)
+		}
+	})
+}
+
+// byHand sets the consumer's Selection in the broker to the providers
+// given, by hand, with no policy.
+func byHand(t *testing.T, bc client.Client, consumer *playground.Member, providers ...string) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sel, err := decision(t, consumer)
+		if err != nil {
+			return err
+		}
+		sel.Spec.Policy, sel.Spec.Providers, sel.Spec.Excluded = nil, providers, nil
+		return bc.Update(t.Context(), sel)
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func term(p brokerv1alpha1.ProviderDecision, name string) brokerv1alpha1.Term {
