@@ -328,11 +328,11 @@ func printSelection(out io.Writer, v *brokerapi.SelectionView) error {
 	seen := map[string]bool{}
 	for _, p := range v.Status.Providers {
 		seen[p.ClusterID] = true
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\n", p.ClusterID, p.State, p.Pods, p.Held)
+		writeRow(w, p.ClusterID, string(p.State), fmt.Sprint(p.Pods), fmt.Sprint(p.Held))
 	}
 	for _, p := range v.Providers {
 		if !seen[p] {
-			fmt.Fprintf(w, "%s\t%s\t-\t-\n", p, "(not reported yet)")
+			writeRow(w, p, "(not reported yet)", "-", "-")
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -340,7 +340,7 @@ func printSelection(out io.Writer, v *brokerapi.SelectionView) error {
 	}
 	for _, c := range v.Status.Conditions {
 		if c.Type == brokerapi.ConditionReady {
-			_, err := fmt.Fprintf(out, "Ready=%s (%s): %s\n", c.Status, c.Reason, c.Message)
+			_, err := fmt.Fprintf(out, "Ready=%s (%s): %s\n", c.Status, terminalSafe(c.Reason), terminalSafe(c.Message))
 			return err
 		}
 	}

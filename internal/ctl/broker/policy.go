@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -139,9 +141,32 @@ func printClusters(out io.Writer, cs []brokerapi.Cluster, wide bool) error {
 			row = append(row, uptime(k.Uptime, brokerv1alpha1.Window1h), uptime(k.Uptime, brokerv1alpha1.Window7d),
 				fmt.Sprintf("%d/%d/%d", k.Pods.Running, k.Pods.Pending, k.Pods.Failed), start, zone, measured)
 		}
-		fmt.Fprintln(w, strings.Join(row, "\t"))
+		writeRow(w, row...)
 	}
 	return w.Flush()
+}
+
+// writeRow writes cells as one row of a table, each made safe for a
+// terminal first: what a peer wrote (names, labels, messages, errors)
+// can neither drive the terminal nor make a row or column of its own.
+func writeRow(w io.Writer, cells ...string) {
+	safe := make([]string, len(cells))
+	for i, c := range cells {
+		safe[i] = terminalSafe(c)
+	}
+	fmt.Fprintln(w, strings.Join(safe, "\t"))
+}
+
+// terminalSafe is s as it is when every rune of it prints, and quoted,
+// with Go's escapes, when one does not (a control sequence, a tab, a
+// line feed).
+func terminalSafe(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 func millis(ms *float64) string {
@@ -210,7 +235,7 @@ func (o *Options) Explain(ctx context.Context, output string, out io.Writer) err
 }
 
 func printDecision(out io.Writer, d *brokerv1alpha1.Decision) error {
-	fmt.Fprintf(out, "Decided %s: %s\n", d.Time.UTC().Format(time.RFC3339), d.Message)
+	fmt.Fprintf(out, "Decided %s: %s\n", d.Time.UTC().Format(time.RFC3339), terminalSafe(d.Message))
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PROVIDER\tVERDICT\tSCORE\tPRICE\tLATENCY\tUPTIME\tFREE\tSPREAD\tWHY")
 	for _, p := range d.Providers {
@@ -228,8 +253,7 @@ func printDecision(out io.Writer, d *brokerv1alpha1.Decision) error {
 		if len(p.Terms) > 0 {
 			score = fmt.Sprint(p.Score)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ClusterID, p.Verdict, score, cell("price"), cell("latency"), cell("uptime"),
-			cell("free"), cell("spread"), p.Message)
+		writeRow(w, p.ClusterID, string(p.Verdict), score, cell("price"), cell("latency"), cell("uptime"), cell("free"), cell("spread"), p.Message)
 	}
 	return w.Flush()
 }

@@ -77,3 +77,32 @@ func TestSetPolicyRefusesWhatIsNoPolicy(t *testing.T) {
 		t.Errorf("malformed YAML: %v", err)
 	}
 }
+
+// TestPeerStringsCannotDriveTheTerminal: what a peer wrote, printed in a
+// table (a provider's name, zone label, a decision's message), cannot
+// send a control sequence to the terminal nor make a row of its own.
+func TestPeerStringsCannotDriveTheTerminal(t *testing.T) {
+	const evil = "rome\x1b[2J\nfake-provider\tyes"
+	cs := []brokerapi.Cluster{{ClusterID: "p-1", ClusterName: evil, Provider: true,
+		Offer: &brokerapi.Offer{Labels: map[string]string{corev1.LabelTopologyZone: "eu\x1b]0;owned\x07"}}, KPIs: &brokerapi.KPIs{}}}
+	var out bytes.Buffer
+	if err := printClusters(&out, cs, true); err != nil {
+		t.Fatal(err)
+	}
+	d := &brokerv1alpha1.Decision{Message: "chose\x1b[31m", Providers: []brokerv1alpha1.ProviderDecision{{ClusterID: "p-1", Message: "unreachable: \r\nfake row"}}}
+	if err := printDecision(&out, d); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if strings.ContainsAny(s, "\x1b\x07\r") {
+		t.Errorf("a control character reached the terminal:\n%q", s)
+	}
+	if lines := strings.Split(strings.TrimSpace(s), "\n"); len(lines) != 5 {
+		t.Errorf("%d lines, want 5 (two headers, two rows, the decision's line): a peer's string made its own:\n%s", len(lines), s)
+	}
+	for _, want := range []string{`"rome\x1b[2J\nfake-provider\tyes"`, `"unreachable: \r\nfake row"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the output does not show %s, quoted:\n%s", want, s)
+		}
+	}
+}
