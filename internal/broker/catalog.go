@@ -406,7 +406,10 @@ func podHealth(pods []corev1.Pod) PodHealth {
 	for i := range pods {
 		p := &pods[i]
 		switch p.Status.Phase {
-		case corev1.PodRunning, corev1.PodSucceeded:
+		case corev1.PodSucceeded:
+			// Done: neither running nor failing nor waiting.
+			continue
+		case corev1.PodRunning:
 			h.Running++
 		case corev1.PodFailed:
 			h.Failed++
