@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,7 +96,7 @@ func BenchmarkBrokerDecision(b *testing.B) {
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}}})
 	}
 	create(&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName},
-		Spec: brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 5, Margin: 50, StableFor: &metav1.Duration{Duration: 10 * time.Second},
+		Spec: brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 5, Margin: ptr.To[int32](50), StableFor: &metav1.Duration{Duration: 10 * time.Second},
 			Weights:      brokerv1alpha1.Weights{Price: 3, Latency: 2, Uptime: 1, Free: 1, Spread: 2},
 			Requirements: brokerv1alpha1.Requirements{MaxLatency: &metav1.Duration{Duration: 50 * time.Millisecond}}}}})
 

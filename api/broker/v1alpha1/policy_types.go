@@ -164,12 +164,13 @@ type Policy struct {
 	// +optional
 	Toggles Toggles `json:"toggles,omitempty"`
 	// Margin, in score points out of 1000, by which a provider must beat
-	// one in use, for StableFor, before it replaces it.
+	// one in use, for StableFor, before it replaces it; 0 is a margin
+	// too (a pointer, so that it is kept).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	// +kubebuilder:default=100
 	// +optional
-	Margin int32 `json:"margin,omitempty"`
+	Margin *int32 `json:"margin,omitempty"`
 	// StableFor is how long a provider must beat one in use by Margin, or
 	// one in use fail a criterion (but for being down), before the
 	// selection changes.

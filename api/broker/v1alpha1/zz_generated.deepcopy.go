@@ -231,6 +231,11 @@ func (in *Policy) DeepCopyInto(out *Policy) {
 	*out = *in
 	in.Requirements.DeepCopyInto(&out.Requirements)
 	out.Weights = in.Weights
+	if in.Margin != nil {
+		in, out := &in.Margin, &out.Margin
+		*out = new(int32)
+		**out = **in
+	}
 	if in.StableFor != nil {
 		in, out := &in.StableFor, &out.StableFor
 		*out = new(metav1.Duration)

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 )
@@ -228,7 +229,7 @@ func Decide(in Input) brokerv1alpha1.Decision {
 	for ; ci < len(challengers) && len(kept) > 0; ci++ {
 		ch := challengers[ci]
 		worst := kept[len(kept)-1]
-		if ch.d.Score < worst.d.Score+p.Margin {
+		if ch.d.Score < worst.d.Score+*p.Margin {
 			break
 		}
 		since := now
@@ -344,8 +345,15 @@ func normalize(in *brokerv1alpha1.Policy) brokerv1alpha1.Policy {
 	if p.Toggles == "" {
 		p.Toggles = brokerv1alpha1.TogglesPin
 	}
+	if p.Margin == nil {
+		p.Margin = ptr.To(DefaultMargin)
+	}
 	return p
 }
+
+// DefaultMargin is a policy's margin when it names none (as the API's
+// default): 100 score points, a tenth better.
+const DefaultMargin int32 = 100
 
 // failure is a criterion a candidate fails.
 type failure struct{ criterion, measured, limit string }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 )
@@ -141,7 +142,7 @@ func TestDecideWeightsChangeTheChoice(t *testing.T) {
 // flap: the provider in use is kept while it fails for less than
 // StableFor, and a provider outside it is not taken in while it fails.
 func TestDecideDoesNotFlap(t *testing.T) {
-	policy := &brokerv1alpha1.Policy{Count: 1, StableFor: &metav1.Duration{Duration: time.Minute}, Margin: 100,
+	policy := &brokerv1alpha1.Policy{Count: 1, StableFor: &metav1.Duration{Duration: time.Minute}, Margin: ptr.To[int32](100),
 		Requirements: brokerv1alpha1.Requirements{MaxLatency: &metav1.Duration{Duration: 30 * time.Millisecond}}}
 	var prev *brokerv1alpha1.Decision
 	changes := 0
@@ -197,7 +198,7 @@ func TestDecideDoesNotFlap(t *testing.T) {
 // A provider beating the one in use replaces it only once it has beaten
 // it by the margin for StableFor; one better by less never does.
 func TestDecideHysteresis(t *testing.T) {
-	policy := &brokerv1alpha1.Policy{Count: 1, Margin: 100, StableFor: &metav1.Duration{Duration: 30 * time.Second},
+	policy := &brokerv1alpha1.Policy{Count: 1, Margin: ptr.To[int32](100), StableFor: &metav1.Duration{Duration: 30 * time.Second},
 		Weights: brokerv1alpha1.Weights{Latency: 1}}
 	// run returns the first decision, the one that changed the selection
 	// if any, and the last.
@@ -233,6 +234,16 @@ func TestDecideHysteresis(t *testing.T) {
 	_, _, last = run(19500*time.Microsecond, 10)
 	if !slices.Equal(last.Chosen, []string{"a"}) {
 		t.Errorf("b better by less than the margin: chose %v, want a", last.Chosen)
+	}
+	// No margin named: the default, 100 points, holds b back the same.
+	policy.Margin = nil
+	if _, _, last = run(19500*time.Microsecond, 10); !slices.Equal(last.Chosen, []string{"a"}) {
+		t.Errorf("no margin named, b better by less than the default margin: chose %v, want a", last.Chosen)
+	}
+	// A margin of 0 is one: b, a little better for StableFor, replaces a.
+	policy.Margin = ptr.To[int32](0)
+	if _, _, last = run(19500*time.Microsecond, 10); !slices.Equal(last.Chosen, []string{"b"}) {
+		t.Errorf("a margin of 0, b better for StableFor: chose %v, want b", last.Chosen)
 	}
 }
 
@@ -381,7 +392,7 @@ func TestDecideCapacity(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	bad := &brokerv1alpha1.SelectionSpec{Providers: []string{"a"}, Excluded: []string{"a"}, Policy: &brokerv1alpha1.Policy{
-		Count: -1, Margin: 2000, Toggles: "Sometimes", StableFor: &metav1.Duration{Duration: 2 * time.Hour},
+		Count: -1, Margin: ptr.To[int32](2000), Toggles: "Sometimes", StableFor: &metav1.Duration{Duration: 2 * time.Hour},
 		Weights: brokerv1alpha1.Weights{Price: 101},
 		Requirements: brokerv1alpha1.Requirements{
 			MinUptime:       &brokerv1alpha1.MinUptime{Window: "2h", Percent: "NaN"},

@@ -54,8 +54,8 @@ func Validate(spec *brokerv1alpha1.SelectionSpec) field.ErrorList {
 	if p.Toggles != "" && p.Toggles != brokerv1alpha1.TogglesPin && p.Toggles != brokerv1alpha1.TogglesIgnore {
 		errs = append(errs, field.NotSupported(path.Child("toggles"), p.Toggles, []string{string(brokerv1alpha1.TogglesPin), string(brokerv1alpha1.TogglesIgnore)}))
 	}
-	if p.Margin < 0 || p.Margin > 1000 {
-		errs = append(errs, field.Invalid(path.Child("margin"), p.Margin, "from 0 to 1000 score points"))
+	if p.Margin != nil && (*p.Margin < 0 || *p.Margin > 1000) {
+		errs = append(errs, field.Invalid(path.Child("margin"), *p.Margin, "from 0 to 1000 score points"))
 	}
 	if p.StableFor != nil && (p.StableFor.Duration < 0 || p.StableFor.Duration > MaxStableFor) {
 		errs = append(errs, field.Invalid(path.Child("stableFor"), p.StableFor.Duration.String(), fmt.Sprintf("from 0 to %s", MaxStableFor)))
