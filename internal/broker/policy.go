@@ -212,11 +212,19 @@ func (o *Orchestrator) providerIDs(ctx context.Context) ([]string, error) {
 	if err := o.Client.List(ctx, &fcs); err != nil {
 		return nil, fmt.Errorf("listing the ForeignClusters: %w", err)
 	}
+	var ms brokerv1alpha1.MeasurementList
+	if err := o.Client.List(ctx, &ms, client.InNamespace(o.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the measurements: %w", err)
+	}
+	measured := map[string]bool{}
+	for i := range ms.Items {
+		measured[ms.Items[i].Name] = true
+	}
 	var out []string
 	for i := range fcs.Items {
 		// A provider down stays one: its failure is what a policy acts on.
-		if measure.Consumed(&fcs.Items[i]) {
-			out = append(out, fcs.Items[i].Spec.ClusterIdentity.ClusterID)
+		if id := fcs.Items[i].Spec.ClusterIdentity.ClusterID; measure.Consumed(&fcs.Items[i], measured[id]) {
+			out = append(out, id)
 		}
 	}
 	return out, nil

@@ -68,6 +68,8 @@ type Prober struct {
 	trackers map[string]*tracker
 	// swept is when Measurements of providers gone were last removed.
 	swept time.Time
+	// known are the providers with a Measurement, as last listed.
+	known map[string]bool
 }
 
 // tracker is one provider's measurement, as it is being made.
@@ -126,6 +128,21 @@ func (p *Prober) Round(ctx context.Context) error {
 	}
 	if p.Now == nil {
 		p.Now = time.Now
+	}
+	now := p.Now()
+	var measurements *brokerv1alpha1.MeasurementList
+	if p.known == nil || now.Sub(p.swept) >= p.writeEvery() {
+		// Which providers have a history: one consumed before stays
+		// consumed while it is down (Consumed); read at the start, and
+		// again at each sweep, which this list serves too.
+		measurements = &brokerv1alpha1.MeasurementList{}
+		if err := p.reader().List(ctx, measurements, client.InNamespace(p.Namespace)); err != nil {
+			return err
+		}
+		p.known = map[string]bool{}
+		for i := range measurements.Items {
+			p.known[measurements.Items[i].Name] = true
+		}
 	}
 	providers, err := p.providers(ctx)
 	if err != nil {
@@ -186,20 +203,16 @@ func (p *Prober) Round(ctx context.Context) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("writing measurements: %v", errs)
 	}
-	now := p.Now()
-	if now.Sub(p.swept) < p.writeEvery() {
+	if measurements == nil {
 		return nil
 	}
 	p.swept = now
-	var list brokerv1alpha1.MeasurementList
-	if err := p.reader().List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
-		return err
-	}
-	for i := range list.Items {
-		if !slices.Contains(providers, list.Items[i].Name) {
-			if err := p.Client.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+	for i := range measurements.Items {
+		if !slices.Contains(providers, measurements.Items[i].Name) {
+			if err := p.Client.Delete(ctx, &measurements.Items[i]); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 			}
+			delete(p.known, measurements.Items[i].Name)
 		}
 	}
 	if len(errs) > 0 {
@@ -230,8 +243,9 @@ func (p *Prober) providers(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for i := range fcs.Items {
-		if Consumed(&fcs.Items[i]) {
-			out = append(out, fcs.Items[i].Spec.ClusterIdentity.ClusterID)
+		id := fcs.Items[i].Spec.ClusterIdentity.ClusterID
+		if Consumed(&fcs.Items[i], p.trackers[id] != nil || p.known[id]) {
+			out = append(out, id)
 		}
 	}
 	slices.Sort(out)
@@ -239,11 +253,14 @@ func (p *Prober) providers(ctx context.Context) ([]string, error) {
 }
 
 // Consumed says whether this cluster consumes fc: its PeeringRequest was
-// accepted, or it still wants the peering (join) and has a virtual node
-// for it while the provider does not answer (the request then fails: a
-// provider down is still one this cluster consumes, and must be measured
-// down, not forgotten).
-func Consumed(fc *discoveryv1alpha1.ForeignCluster) bool {
+// accepted; or it still wants the peering (join), its request fails (the
+// provider does not answer, or gives no identity), and it was consumed
+// before: it has a virtual node here, or measured says it has a history
+// (a Measurement). A provider down is still one this cluster consumes,
+// and must be measured down, not forgotten: also once its offer expired
+// while it was down and its virtual node went with it, which used to
+// drop it from every decision and delete its history.
+func Consumed(fc *discoveryv1alpha1.ForeignCluster, measured bool) bool {
 	if fc.Spec.ClusterIdentity.ClusterID == "" {
 		return false
 	}
@@ -251,8 +268,10 @@ func Consumed(fc *discoveryv1alpha1.ForeignCluster) bool {
 	if c != nil && c.Status == metav1.ConditionTrue && c.Reason == discoveryv1alpha1.ReasonAccepted {
 		return true
 	}
-	return fc.Spec.Join && c != nil && c.Reason == discoveryv1alpha1.ReasonRequestFailed &&
-		meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady) != nil
+	if !fc.Spec.Join || c == nil || (c.Reason != discoveryv1alpha1.ReasonRequestFailed && c.Reason != discoveryv1alpha1.ReasonAuthFailed) {
+		return false
+	}
+	return measured || meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady) != nil
 }
 
 // tracker returns id's tracker, its history read back from its

@@ -114,21 +114,26 @@ func TestConsumed(t *testing.T) {
 		return cond(discoveryv1alpha1.ConditionPeeringRequested, reason, status)
 	}
 	vnode := cond(discoveryv1alpha1.ConditionVirtualNodeReady, discoveryv1alpha1.ReasonProviderUnreachable, metav1.ConditionFalse)
+	failed := requested(discoveryv1alpha1.ReasonRequestFailed, metav1.ConditionFalse)
 	for _, tc := range []struct {
-		name  string
-		join  bool
-		conds []metav1.Condition
-		want  bool
+		name     string
+		join     bool
+		conds    []metav1.Condition
+		measured bool
+		want     bool
 	}{
-		{"accepted", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonAccepted, metav1.ConditionTrue)}, true},
-		{"down, with its virtual node", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonRequestFailed, metav1.ConditionFalse), vnode}, true},
-		{"never accepted", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonRequestFailed, metav1.ConditionFalse)}, false},
-		{"unpeered", false, []metav1.Condition{requested(discoveryv1alpha1.ReasonRequestFailed, metav1.ConditionFalse), vnode}, false},
-		{"pending", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonPending, metav1.ConditionTrue)}, false},
+		{"accepted", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonAccepted, metav1.ConditionTrue)}, false, true},
+		{"down, with its virtual node", true, []metav1.Condition{failed, vnode}, false, true},
+		{"down, its offer expired and its virtual node gone, measured before", true, []metav1.Condition{failed}, true, true},
+		{"down, its identity refused, measured before", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonAuthFailed, metav1.ConditionFalse)}, true, true},
+		{"never accepted", true, []metav1.Condition{failed}, false, false},
+		{"unpeered", false, []metav1.Condition{failed, vnode}, true, false},
+		{"refused by the provider, measured before", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonRefusedByProvider, metav1.ConditionFalse)}, true, false},
+		{"pending", true, []metav1.Condition{requested(discoveryv1alpha1.ReasonPending, metav1.ConditionTrue)}, false, false},
 	} {
 		fc := peer("p")
 		fc.Spec.Join, fc.Status.Conditions = tc.join, tc.conds
-		if got := Consumed(fc); got != tc.want {
+		if got := Consumed(fc, tc.measured); got != tc.want {
 			t.Errorf("%s: consumed %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -240,4 +245,28 @@ func TestProber(t *testing.T) {
 		}
 		return nil
 	})
+
+	// near, down so long that its offer expired and its virtual node went
+	// (its peering request failing, no VirtualNodeReady), is still
+	// consumed: a prober started anew knows it from its Measurement,
+	// measures it down, and its sweep keeps its history.
+	var fc discoveryv1alpha1.ForeignCluster
+	if err := c.Get(ctx, client.ObjectKey{Name: "near"}, &fc); err != nil {
+		t.Fatal(err)
+	}
+	fc.Spec.Join = true
+	if err := c.Update(ctx, &fc); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&fc.Status.Conditions, metav1.Condition{Type: discoveryv1alpha1.ConditionPeeringRequested,
+		Status: metav1.ConditionFalse, Reason: discoveryv1alpha1.ReasonRequestFailed, Message: "connection refused"})
+	if err := c.Status().Update(ctx, &fc); err != nil {
+		t.Fatal(err)
+	}
+	p = newProber()
+	now = t0.Add(50 * time.Second)
+	round()
+	if n := get("near"); !n.Status.LastProbe.Time.Equal(now) || n.Status.Reachable || n.Status.Minutes[0].Up != 3 {
+		t.Errorf("near, down with its virtual node gone: %+v; want measured now, unreachable, its 3 probes up kept", n.Status)
+	}
 }
