@@ -51,6 +51,10 @@ const (
 	ReasonUnavailable = "ProviderUnavailable"
 	// ReasonNoProvider: the consumer enabled no provider: its pods wait.
 	ReasonNoProvider = "NoProviderEnabled"
+	// ReasonStranded: the providers the consumer's pods run on failed,
+	// and no other in use answers: the pods stay there (not evicted to
+	// wait with nowhere to run) until one does.
+	ReasonStranded = "NoProviderAnswers"
 )
 
 // drainRetry is how soon a drain blocked by a PodDisruptionBudget is
@@ -185,15 +189,13 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	serving := slices.DeleteFunc(slices.Clone(enabled), func(p string) bool { return !ready[p] })
 
-	pods := map[string]int32{}     // provider -> pods of the consumer there
-	draining := map[string]int32{} // disabled provider -> pods still there
-	held := map[string]int32{}     // disabled provider -> pods a budget keeps there
+	count := newTally()
 	var failed map[string]bool
 	if ch != nil {
 		failed = ch.failed
 	}
 	for i := range namespaces.Items {
-		r, err := o.orchestrate(ctx, &namespaces.Items[i], enabled, serving, providerOf, failed, pods, draining, held)
+		r, err := o.orchestrate(ctx, &namespaces.Items[i], enabled, serving, providerOf, failed, count)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -208,7 +210,7 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	case invalid != "":
 		decision = sel.Status.Decision
 	}
-	if err := o.report(ctx, sel, enabled, decision, invalid, ready, pods, draining, held); err != nil {
+	if err := o.report(ctx, sel, enabled, decision, invalid, ready, count); err != nil {
 		return ctrl.Result{}, err
 	}
 	return result, nil
@@ -299,10 +301,25 @@ func (o *Orchestrator) ensureBinding(ctx context.Context, want *rbacv1.RoleBindi
 	return nil
 }
 
+// tally counts the consumer's pods, by provider, as the orchestrator
+// finds them.
+type tally struct {
+	pods     map[string]int32 // provider -> pods of the consumer there
+	draining map[string]int32 // disabled provider -> pods still there
+	held     map[string]int32 // disabled provider -> pods a budget keeps there
+	// stranded: failed provider -> pods kept there, as no provider in
+	// use answers to run them instead.
+	stranded map[string]int32
+}
+
+func newTally() *tally {
+	return &tally{pods: map[string]int32{}, draining: map[string]int32{}, held: map[string]int32{}, stranded: map[string]int32{}}
+}
+
 // orchestrate keeps one namespace of the consumer: its labels, its
 // NamespaceOffloading, and the drain of disabled providers.
 func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, enabled, serving []string, providerOf map[string]string,
-	failed map[string]bool, pods, draining, held map[string]int32) (ctrl.Result, error) {
+	failed map[string]bool, count *tally) (ctrl.Result, error) {
 	want := strings.Join(serving, ",")
 	if ns.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue || ns.Annotations[brokerv1alpha1.ProvidersAnnotation] != want ||
 		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) {
@@ -341,11 +358,11 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 		if !ok {
 			continue
 		}
-		pods[p]++
+		count.pods[p]++
 		if slices.Contains(enabled, p) {
 			continue
 		}
-		draining[p]++
+		count.draining[p]++
 		if !slices.Contains(keep, p) {
 			keep = append(keep, p)
 		}
@@ -360,6 +377,14 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 	var result ctrl.Result
 	for _, pod := range evict {
 		p := providerOf[pod.Spec.NodeName]
+		if failed[p] && len(serving) == 0 {
+			// No provider in use answers: evicted, the pod would wait
+			// in this cluster with nowhere to run, while it may still
+			// run there (a broker that lost its own network sees every
+			// provider fail at once). It stays until one answers.
+			count.stranded[p]++
+			continue
+		}
 		if failed[p] {
 			// Failed: no kubelet there confirms a graceful end, and the
 			// pod serves nothing. It is evicted with no grace (gone at
@@ -375,7 +400,7 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			case apierrors.IsTooManyRequests(err) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil):
 				evictions.WithLabelValues(p, "held").Inc()
-				held[p]++
+				count.held[p]++
 				result.RequeueAfter = drainRetry
 			case err != nil:
 				return ctrl.Result{}, fmt.Errorf("evicting %s/%s from failed provider %s: %w", pod.Namespace, pod.Name, p, err)
@@ -394,7 +419,7 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 		case apierrors.IsTooManyRequests(err) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil):
 			// A PodDisruptionBudget holds it for now.
 			evictions.WithLabelValues(p, "held").Inc()
-			held[p]++
+			count.held[p]++
 			result.RequeueAfter = drainRetry
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -446,7 +471,7 @@ func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, provider
 // report writes what the orchestrator does for the consumer into its
 // Selection's status.
 func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection, enabled []string, decision *brokerv1alpha1.Decision, invalid string,
-	ready map[string]bool, pods, draining, held map[string]int32) error {
+	ready map[string]bool, count *tally) error {
 	st := brokerv1alpha1.SelectionStatus{ObservedGeneration: sel.Generation, Conditions: slices.Clone(sel.Status.Conditions),
 		Introductions: sel.Status.Introductions, // the Introducer's
 		Decision:      decision}
@@ -457,17 +482,21 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 			state = brokerv1alpha1.ProviderUnavailable
 			unavailable = append(unavailable, p)
 		}
-		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: state, Pods: pods[p]})
+		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: state, Pods: count.pods[p]})
 	}
-	var holds []string
-	for p, n := range draining {
-		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: brokerv1alpha1.ProviderDraining, Pods: n, Held: held[p]})
+	var holds, strands []string
+	for p, n := range count.draining {
+		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: brokerv1alpha1.ProviderDraining, Pods: n, Held: count.held[p]})
 		drains = append(drains, p)
-		if held[p] > 0 {
-			holds = append(holds, fmt.Sprintf("%d on %s", held[p], p))
+		if count.held[p] > 0 {
+			holds = append(holds, fmt.Sprintf("%d on %s", count.held[p], p))
+		}
+		if count.stranded[p] > 0 {
+			strands = append(strands, fmt.Sprintf("%d on %s", count.stranded[p], p))
 		}
 	}
 	slices.Sort(holds)
+	slices.Sort(strands)
 	slices.SortFunc(st.Providers, func(a, b brokerv1alpha1.SelectedProvider) int { return strings.Compare(a.ClusterID, b.ClusterID) })
 	slices.Sort(drains)
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonServing, ObservedGeneration: sel.Generation,
@@ -475,6 +504,12 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 	switch {
 	case invalid != "":
 		cond = policyCondition(sel, invalid)
+	case len(strands) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonStranded
+		cond.Message = fmt.Sprintf("no provider in use answers: the consumer's pods stay where they were (%s), unreachable, until one does", strings.Join(strands, ", "))
+		if decision != nil {
+			cond.Message += "; " + decision.Message
+		}
 	case len(drains) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonDraining
 		cond.Message = fmt.Sprintf("the consumer's pods are moving off %s, disabled", strings.Join(drains, ", "))

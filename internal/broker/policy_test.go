@@ -232,6 +232,116 @@ func TestOrchestratorPolicy(t *testing.T) {
 	})
 }
 
+// TestOrchestratorFailoverNowhereToGo, against a real API server: when
+// every provider in use fails and no other answers (as a broker that lost
+// its own network sees it), the consumer's pods are not evicted to wait
+// here with nowhere to run: they stay, the Selection says why, and they
+// move as soon as a provider answers again.
+func TestOrchestratorFailoverNowhereToGo(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}, Namespace: install.DefaultNamespace, FailoverAfter: 2 * time.Second})
+	ctx := t.Context()
+	const consumer, ns = "consumer-1", "web-7a8b9c"
+	tenant := discoveryv1alpha1.TenantNamespace(consumer)
+	for _, id := range []string{"one", "two"} {
+		w.create(t, peered(id, id, true, false), virtualNode("liqo-"+id, id))
+		w.create(t, offer(id, "0.01")...)
+		measured(t, w, id, 5*time.Millisecond, nil)
+	}
+	w.create(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
+		&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName},
+			Spec: brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Latency: 1}}}},
+	)
+	selection := func() (*brokerv1alpha1.Selection, error) {
+		var sel brokerv1alpha1.Selection
+		return &sel, w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.SelectionName}, &sel)
+	}
+	var first string
+	eventually(t, func() error {
+		sel, err := selection()
+		if err != nil {
+			return err
+		}
+		if d := sel.Status.Decision; d == nil || len(d.Chosen) != 1 {
+			return fmt.Errorf("decision %+v, want one provider chosen", d)
+		}
+		first = sel.Status.Decision.Chosen[0]
+		return nil
+	})
+	other := map[string]string{"one": "two", "two": "one"}[first]
+	for i := range 2 {
+		w.create(t, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
+			Spec:       corev1.PodSpec{NodeName: "liqo-" + first, Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		})
+	}
+	podsOn := func(node string) (int, error) {
+		var pods corev1.PodList
+		if err := w.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node {
+				n++
+			}
+		}
+		return n, nil
+	}
+
+	// Both fail: nowhere to go.
+	down := time.Now()
+	measured(t, w, "one", 0, &down)
+	measured(t, w, "two", 0, &down)
+	eventually(t, func() error {
+		sel, err := selection()
+		if err != nil {
+			return err
+		}
+		if d := sel.Status.Decision; d == nil || len(d.Chosen) != 0 {
+			return fmt.Errorf("decision %+v, want none chosen, both down", d)
+		}
+		c := meta.FindStatusCondition(sel.Status.Conditions, broker.ConditionReady)
+		if c == nil || c.Reason != broker.ReasonStranded || !strings.Contains(c.Message, "2 on "+first) {
+			return fmt.Errorf("Ready %+v, want %s saying 2 pods stay on %s", c, broker.ReasonStranded, first)
+		}
+		return nil
+	})
+	// And they stay while nothing answers.
+	envtest.Consistently(t, 3*time.Second, func(context.Context) error {
+		n, err := podsOn("liqo-" + first)
+		if err != nil {
+			return err
+		}
+		if n != 2 {
+			return fmt.Errorf("%d pods on %s, want the 2 kept while no provider answers", n, first)
+		}
+		return nil
+	})
+
+	// The other answers again: the pods leave the one still down.
+	measured(t, w, other, 5*time.Millisecond, nil)
+	eventually(t, func() error {
+		sel, err := selection()
+		if err != nil {
+			return err
+		}
+		if d := sel.Status.Decision; d == nil || !slices.Equal(d.Chosen, []string{other}) {
+			return fmt.Errorf("decision %+v, want %s chosen", d, other)
+		}
+		n, err := podsOn("liqo-" + first)
+		if err != nil {
+			return err
+		}
+		if n != 0 {
+			return fmt.Errorf("%d pods still on failed %s, with %s answering", n, first, other)
+		}
+		return nil
+	})
+}
+
 // TestOrchestratorReservations, against a real API server: two consumers
 // whose policies both prefer a provider that fits only one of them: one
 // holds it, the other gets the next best, never both; the ledger and the
