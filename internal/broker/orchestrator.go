@@ -552,19 +552,28 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return nil
 	}
-	// A virtual node coming, going or changing readiness concerns every
-	// consumer with a selection.
-	everyConsumer := func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var sels brokerv1alpha1.SelectionList
-		if err := mgr.GetClient().List(ctx, &sels); err != nil {
-			return nil
+	// consumers maps an event to the consumers whose Selection passes
+	// concerned.
+	consumers := func(concerned func(*brokerv1alpha1.Selection) bool) handler.MapFunc {
+		return func(ctx context.Context, _ client.Object) []reconcile.Request {
+			var sels brokerv1alpha1.SelectionList
+			if err := mgr.GetClient().List(ctx, &sels); err != nil {
+				return nil
+			}
+			var out []reconcile.Request
+			for i := range sels.Items {
+				if concerned(&sels.Items[i]) {
+					out = append(out, consumerOfSelection(ctx, &sels.Items[i])...)
+				}
+			}
+			return out
 		}
-		var out []reconcile.Request
-		for i := range sels.Items {
-			out = append(out, consumerOfSelection(ctx, &sels.Items[i])...)
-		}
-		return out
 	}
+	// A virtual node coming, going or changing readiness concerns every
+	// consumer with a selection; what only a policy decides on, only the
+	// consumers with one.
+	everyConsumer := consumers(func(*brokerv1alpha1.Selection) bool { return true })
+	policyConsumers := consumers(func(s *brokerv1alpha1.Selection) bool { return s.Spec.Policy != nil })
 	virtual := predicate.NewPredicateFuncs(func(obj client.Object) bool { return offloadingv1alpha1.IsVirtualNode(obj.GetLabels()) })
 	peer := func(_ context.Context, obj client.Object) []reconcile.Request {
 		if fc, ok := obj.(*discoveryv1alpha1.ForeignCluster); ok && fc.Status.IncomingPeering && fc.Spec.ClusterIdentity.ClusterID != "" {
@@ -579,9 +588,22 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(consumerOfLabel)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(everyConsumer), builder.WithPredicates(virtual, nodeReadiness())).
 		// What policies decide on: the providers' measurements and offers.
-		Watches(&brokerv1alpha1.Measurement{}, handler.EnqueueRequestsFromMapFunc(everyConsumer)).
-		Watches(&sharingv1alpha1.Advertisement{}, handler.EnqueueRequestsFromMapFunc(everyConsumer)).
-		Watches(&brokerv1alpha1.Reservation{}, handler.EnqueueRequestsFromMapFunc(everyConsumer)).
+		Watches(&brokerv1alpha1.Measurement{}, handler.EnqueueRequestsFromMapFunc(policyConsumers)).
+		Watches(&sharingv1alpha1.Advertisement{}, handler.EnqueueRequestsFromMapFunc(policyConsumers)).
+		// A ledger's holders too: a consumer gone while the broker was
+		// away (no Selection left to wake it) is found in the ledgers
+		// listed at start, and its holdings released.
+		Watches(&brokerv1alpha1.Reservation{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			out := policyConsumers(ctx, obj)
+			if r, ok := obj.(*brokerv1alpha1.Reservation); ok {
+				for _, e := range r.Status.Consumers {
+					if e.Consumer != "" {
+						out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Consumer}})
+					}
+				}
+			}
+			return out
+		})).
 		Complete(o)
 }
 

@@ -460,6 +460,34 @@ func TestOrchestratorReservations(t *testing.T) {
 	})
 }
 
+// TestReservationOfAGoneConsumerReleased, against a real API server: a
+// ledger naming a consumer that has no Selection any more (gone while the
+// broker was away, so nothing else wakes it) is found from the ledger
+// itself, and the holding released.
+func TestReservationOfAGoneConsumerReleased(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}, Namespace: install.DefaultNamespace})
+	ctx := t.Context()
+	r := &brokerv1alpha1.Reservation{ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: "provider-1"}}
+	w.create(t, r)
+	r.Status = brokerv1alpha1.ReservationStatus{
+		Consumers: []brokerv1alpha1.ConsumerReservation{{Consumer: "gone-consumer", Since: metav1.Now(),
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}},
+		Reserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
+	}
+	if err := w.c.Status().Update(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+			return err
+		}
+		if len(r.Status.Consumers) != 0 || !r.Status.Reserved.Cpu().IsZero() {
+			return fmt.Errorf("the ledger still holds %+v", r.Status)
+		}
+		return nil
+	})
+}
+
 // consumerOn returns the consumer whose choice is provider.
 func consumerOn(chosen map[string]string, provider string) string {
 	for c, p := range chosen {
