@@ -115,3 +115,22 @@ func CleanupOffloadedNamespace(t testing.TB, consumer *playground.Member, provid
 		})
 	})
 }
+
+// AllRunning says why namespace ns of c does not hold exactly want pods,
+// all Running and none being deleted; nil when it does.
+func AllRunning(ctx context.Context, c client.Client, ns string, want int) error {
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	running := 0
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running++
+		}
+	}
+	if running != want || len(list.Items) != want {
+		return fmt.Errorf("namespace %s has %d pods, %d Running, want %d", ns, len(list.Items), running, want)
+	}
+	return nil
+}
