@@ -264,8 +264,9 @@ test: system-deps tools build verify lint ## Everything CI checks: verify, lint,
 	$(MAKE) --no-print-directory test-e2e
 	$(MAKE) --no-print-directory test-conformance
 	# One pass of every benchmark; the broker's and offloading's at 100
-	# pods at most (make bench runs their 1000), to keep make test's time.
-	LIQO_BENCH_BROKER_PODS=100 LIQO_BENCH_OFFLOADING_PODS=1,100 go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./bench/...
+	# pods at most (make bench runs their 1000), and one failover of the
+	# broker's (make bench runs 5), to keep make test's time.
+	LIQO_BENCH_BROKER_PODS=100 LIQO_BENCH_OFFLOADING_PODS=1,100 LIQO_BENCH_FAILOVER_RUNS=1 go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=15s
 	hack/check-no-leftovers.sh
 
@@ -277,7 +278,7 @@ fuzz: ## Run every fuzz test of the module (found in the sources) for FUZZTIME e
 
 .PHONY: bench
 bench: $(RUNTIME_BINS) $(BIN)/wireguard-go build ## Run the benchmarks (clusters, discovery, peering, offloading, the network fabric).
-	go test -run '^$$' -bench . -benchtime 3x -timeout 20m ./bench/...
+	go test -run '^$$' -bench . -benchtime 3x -timeout 60m ./bench/...
 
 ##@ Playground
 

@@ -34,25 +34,7 @@ import (
 // the sizes (default 100,1000).
 func BenchmarkBroker(b *testing.B) {
 	sizes := brokerSizes(b)
-	dir, err := os.MkdirTemp("", "liqo-bench-broker-bin-") //nolint:usetesting // the binary lives as long as the playground
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = os.RemoveAll(dir) })
-	brokerBin, err := framework.Build(b.Context(), dir, playground.BrokerProcess)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := startPlayground(b, playground.Options{
-		Clusters: 2, NodesPerCluster: 2,
-		Broker: []string{"orchestrator"}, BrokerBin: brokerBin,
-		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
-			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
-			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
-			// The broker passes on all the provider offers it.
-			spec.SharingConfig.SharePercentage = 100
-		},
-	}, 5*time.Minute)
+	p := startBrokerPlayground(b, 2, 2, nil)
 	consumer, provider, broker := p.Members[0], p.Members[1], p.Broker
 	framework.AddWithToken(b, broker, provider)
 	framework.WaitVirtualNodesReady(b, broker, provider)
@@ -113,6 +95,35 @@ func BenchmarkBroker(b *testing.B) {
 			}
 		})
 	}
+}
+
+// startBrokerPlayground builds liqo-broker and starts a playground of
+// clusters (nodes each) and an orchestrating broker: discovery off, and
+// the broker passing on all that providers offer it. config, when set,
+// changes every member's ClusterConfig further.
+func startBrokerPlayground(b *testing.B, clusters, nodes int, config func(*configv1alpha1.ClusterConfigSpec)) *playground.Playground {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "liqo-bench-broker-bin-") //nolint:usetesting // the binary lives as long as the playground
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	brokerBin, err := framework.Build(b.Context(), dir, playground.BrokerProcess)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return startPlayground(b, playground.Options{
+		Clusters: clusters, NodesPerCluster: nodes,
+		Broker: []string{"orchestrator"}, BrokerBin: brokerBin,
+		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
+			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
+			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
+			spec.SharingConfig.SharePercentage = 100
+			if config != nil {
+				config(spec)
+			}
+		},
+	}, 5*time.Minute)
 }
 
 // brokerSizes reads LIQO_BENCH_BROKER_PODS: 100 and 1000 by default.
