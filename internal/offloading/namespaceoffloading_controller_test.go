@@ -207,12 +207,14 @@ func TestNamespaceOffloadingAcrossClusters(t *testing.T) {
 	if err := inProvider.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: remoteName, Name: "default"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	// As the provider's admin, past the offer's quota (no offer here).
-	if err := inProvider.DeleteAllOf(ctx, &corev1.ResourceQuota{}, client.InNamespace(remoteName)); err != nil {
-		t.Fatal(err)
-	}
+	// As the provider's admin, past the offer's quota (no offer here):
+	// removed before each try, as the provider's controller manager makes
+	// it again (a CI run saw the second pod refused by it).
 	for _, pod := range []*corev1.Pod{left, theirs} {
 		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			if err := inProvider.DeleteAllOf(ctx, &corev1.ResourceQuota{}, client.InNamespace(remoteName)); err != nil {
+				return err
+			}
 			err := inProvider.Create(ctx, pod.DeepCopy())
 			if apierrors.IsAlreadyExists(err) {
 				return nil
