@@ -134,3 +134,19 @@ func AllRunning(ctx context.Context, c client.Client, ns string, want int) error
 	}
 	return nil
 }
+
+// PodsFor counts the pods c's cluster runs for the cluster origin (its
+// origin label), not being deleted.
+func PodsFor(ctx context.Context, c client.Client, origin string) (int, error) {
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: origin}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n, nil
+}

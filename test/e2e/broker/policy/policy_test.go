@@ -238,17 +238,7 @@ func brokerPods(t *testing.T, consumer *playground.Member) (running map[string]i
 // providerPods counts the pods a provider runs for the broker.
 func providerPods(t *testing.T, p *playground.Member) (int, error) {
 	t.Helper()
-	var list corev1.PodList
-	if err := framework.Client(t, p).List(t.Context(), &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: suite.Broker.ClusterID}); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, pod := range list.Items {
-		if pod.DeletionTimestamp == nil {
-			n++
-		}
-	}
-	return n, nil
+	return framework.PodsFor(t.Context(), framework.Client(t, p), suite.Broker.ClusterID)
 }
 
 func price(cpu string) *configv1alpha1.Price {
