@@ -10,6 +10,7 @@ package browser
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,9 +62,23 @@ func (p *Page) Run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	p.T.Helper()
 	ctx, cancel := context.WithTimeout(p.Ctx, Timeout)
 	defer cancel()
+	start := time.Now()
 	if err := chromedp.Do(ctx, actions...); err != nil {
-		p.T.Fatalf("%s: %v", what, err)
+		p.T.Fatalf("%s: %v after %s; %s", what, err, time.Since(start).Round(time.Millisecond), p.state())
 	}
+}
+
+// state says where the page is and what it reads, for a failure's
+// message; it waits for the browser at most a few seconds.
+func (p *Page) state() string {
+	ctx, cancel := context.WithTimeout(p.Ctx, 5*time.Second)
+	defer cancel()
+	where, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + ' (' + document.readyState + ')'`))
+	if err != nil {
+		return fmt.Sprintf("the page could not be read (%v)", err)
+	}
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ''`))
+	return fmt.Sprintf("the page is at %s and reads:\n%s", where, text)
 }
 
 // Eval evaluates the JavaScript expression js in p's page.
@@ -85,8 +100,7 @@ func (p *Page) Until(what, js string) {
 	ctx, cancel := context.WithTimeout(p.Ctx, Timeout)
 	defer cancel()
 	if ok, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil || !ok {
-		text, _ := chromedp.Run(p.Ctx, chromedp.Evaluate[string](`document.body.innerText`))
-		p.T.Fatalf("%s: not within %s (%v); the page reads:\n%s", what, Timeout, err, text)
+		p.T.Fatalf("%s: not within %s (%v); %s", what, Timeout, err, p.state())
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
@@ -201,6 +202,12 @@ func TestAddressChange(t *testing.T) {
 	caKey := client.ObjectKey{Namespace: install.DefaultNamespace, Name: foreigncluster.CASecretName(moving.ClusterID)}
 	framework.Eventually(t, 10*time.Second, func() error { return c.Get(t.Context(), caKey, &caBefore) })
 	oldURL := moving.AuthURL
+	// A discovered cluster silent for MaxMissedHealthChecks intervals is
+	// forgotten (3 s in this suite), and a controller manager restarting
+	// on a loaded machine can take longer than that: a CI run saw the
+	// ForeignCluster aged out and rediscovered. This test is about the
+	// move, not the ageing: m waits a minute before it forgets.
+	setDiscovery(t, m, func(d *configv1alpha1.DiscoveryConfig) { d.MaxMissedHealthChecks = 60 })
 
 	if err := moving.StopControllerManager(); err != nil {
 		t.Fatal(err)

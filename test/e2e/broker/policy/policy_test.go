@@ -451,8 +451,8 @@ requirements: {maxLatency: 200ms}
 		row := func(id, text string) string {
 			return fmt.Sprintf(`(() => { const r = document.querySelector('#providers-table tr[data-id=%q]'); return !!r && r.innerText.includes(%q); })()`, id, text)
 		}
-		p.Run("signing in", chromedp.Navigate(suite.Broker.BrokerURL+"/"), chromedp.WaitVisible(chromedp.CSS(`#token`)),
-			chromedp.SendKeys(chromedp.CSS(`#token`), token), chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)))
+		p.Run("opening the dashboard", chromedp.Navigate(suite.Broker.BrokerURL+"/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+		p.Run("signing in", chromedp.SendKeys(chromedp.CSS(`#token`), token), chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)))
 		var kpis []string
 		for _, m := range []*playground.Member{near, far, dear} {
 			kpis = append(kpis, row(m.ClusterID, "Up"), row(m.ClusterID, " ms"), row(m.ClusterID, "cpu "), row(m.ClusterID, "EUR per unit per hour"))
