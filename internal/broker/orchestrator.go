@@ -194,8 +194,12 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if ch != nil {
 		failed = ch.failed
 	}
+	// A policy that chooses no provider for now (none passes, or none
+	// holds the consumer's requests) leaves the pods where they run:
+	// evicted, they would wait here with nowhere to go.
+	stay := sel.Spec.Policy != nil && len(serving) == 0
 	for i := range namespaces.Items {
-		r, err := o.orchestrate(ctx, &namespaces.Items[i], enabled, serving, providerOf, failed, count)
+		r, err := o.orchestrate(ctx, &namespaces.Items[i], enabled, serving, providerOf, failed, stay, count)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -310,16 +314,19 @@ type tally struct {
 	// stranded: failed provider -> pods kept there, as no provider in
 	// use answers to run them instead.
 	stranded map[string]int32
+	// stayed: provider not chosen -> pods left there, as the policy
+	// chose none to run them instead.
+	stayed map[string]int32
 }
 
 func newTally() *tally {
-	return &tally{pods: map[string]int32{}, draining: map[string]int32{}, held: map[string]int32{}, stranded: map[string]int32{}}
+	return &tally{pods: map[string]int32{}, draining: map[string]int32{}, held: map[string]int32{}, stranded: map[string]int32{}, stayed: map[string]int32{}}
 }
 
 // orchestrate keeps one namespace of the consumer: its labels, its
 // NamespaceOffloading, and the drain of disabled providers.
 func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, enabled, serving []string, providerOf map[string]string,
-	failed map[string]bool, count *tally) (ctrl.Result, error) {
+	failed map[string]bool, stay bool, count *tally) (ctrl.Result, error) {
 	want := strings.Join(serving, ",")
 	if ns.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue || ns.Annotations[brokerv1alpha1.ProvidersAnnotation] != want ||
 		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) {
@@ -383,6 +390,10 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 			// run there (a broker that lost its own network sees every
 			// provider fail at once). It stays until one answers.
 			count.stranded[p]++
+			continue
+		}
+		if stay {
+			count.stayed[p]++
 			continue
 		}
 		if failed[p] {
@@ -484,7 +495,7 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 		}
 		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: state, Pods: count.pods[p]})
 	}
-	var holds, strands []string
+	var holds, strands, stays []string
 	for p, n := range count.draining {
 		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: brokerv1alpha1.ProviderDraining, Pods: n, Held: count.held[p]})
 		drains = append(drains, p)
@@ -494,9 +505,13 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 		if count.stranded[p] > 0 {
 			strands = append(strands, fmt.Sprintf("%d on %s", count.stranded[p], p))
 		}
+		if count.stayed[p] > 0 {
+			stays = append(stays, fmt.Sprintf("%d on %s", count.stayed[p], p))
+		}
 	}
 	slices.Sort(holds)
 	slices.Sort(strands)
+	slices.Sort(stays)
 	slices.SortFunc(st.Providers, func(a, b brokerv1alpha1.SelectedProvider) int { return strings.Compare(a.ClusterID, b.ClusterID) })
 	slices.Sort(drains)
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonServing, ObservedGeneration: sel.Generation,
@@ -507,6 +522,12 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 	case len(strands) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonStranded
 		cond.Message = fmt.Sprintf("no provider in use answers: the consumer's pods stay where they were (%s), unreachable, until one does", strings.Join(strands, ", "))
+		if decision != nil {
+			cond.Message += "; " + decision.Message
+		}
+	case len(stays) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoProvider
+		cond.Message = fmt.Sprintf("the policy chose no provider: the consumer's pods stay where they run (%s) until it chooses one", strings.Join(stays, ", "))
 		if decision != nil {
 			cond.Message += "; " + decision.Message
 		}

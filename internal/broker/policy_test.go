@@ -342,6 +342,110 @@ func TestOrchestratorFailoverNowhereToGo(t *testing.T) {
 	})
 }
 
+// TestOrchestratorPolicyChoosesNone, against a real API server: a policy
+// that no provider passes chooses none, and the consumer's pods, running
+// on a provider it had enabled by hand, stay there rather than wait here
+// with nowhere to run; the Selection says so and why. Once a provider
+// passes, they move to it.
+func TestOrchestratorPolicyChoosesNone(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}, Namespace: install.DefaultNamespace, FailoverAfter: 2 * time.Second})
+	ctx := t.Context()
+	const consumer, ns = "consumer-1", "web-1c2d3e"
+	tenant := discoveryv1alpha1.TenantNamespace(consumer)
+	for _, id := range []string{"one", "two"} {
+		w.create(t, peered(id, id, true, false), virtualNode("liqo-"+id, id))
+		w.create(t, offer(id, "0.09")...)
+		measured(t, w, id, 5*time.Millisecond, nil)
+	}
+	w.create(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
+		&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName},
+			Spec: brokerv1alpha1.SelectionSpec{Providers: []string{"one"}}},
+	)
+	for i := range 2 {
+		w.create(t, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
+			Spec:       corev1.PodSpec{NodeName: "liqo-one", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		})
+	}
+	key := client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.SelectionName}
+	onOne := func() (int, error) {
+		var pods corev1.PodList
+		if err := w.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "liqo-one" {
+				n++
+			}
+		}
+		return n, nil
+	}
+
+	// A policy whose price limit both providers fail.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var sel brokerv1alpha1.Selection
+		if err := w.c.Get(ctx, key, &sel); err != nil {
+			return err
+		}
+		sel.Spec.Providers = nil
+		sel.Spec.Policy = &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Price: 1},
+			Requirements: brokerv1alpha1.Requirements{MaxPrice: &brokerv1alpha1.MaxPrice{Currency: "EUR", PerUnit: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.05")}}}}
+		return w.c.Update(ctx, &sel)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		var sel brokerv1alpha1.Selection
+		if err := w.c.Get(ctx, key, &sel); err != nil {
+			return err
+		}
+		if d := sel.Status.Decision; d == nil || sel.Status.ObservedGeneration != sel.Generation || len(d.Chosen) != 0 {
+			return fmt.Errorf("decision %+v, want none chosen", d)
+		}
+		c := meta.FindStatusCondition(sel.Status.Conditions, broker.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != broker.ReasonNoProvider || !strings.Contains(c.Message, "stay where they run (2 on one)") ||
+			!strings.Contains(c.Message, decide.CriterionMaxPrice) {
+			return fmt.Errorf("Ready %+v, want %s saying the 2 pods stay on one, and why none was chosen", c, broker.ReasonNoProvider)
+		}
+		return nil
+	})
+	envtest.Consistently(t, 3*time.Second, func(context.Context) error {
+		if n, err := onOne(); err != nil || n != 2 {
+			return fmt.Errorf("%d pods on one (%v), want the 2 left there while the policy chooses none", n, err)
+		}
+		return nil
+	})
+
+	// two cuts its price: chosen, and the pods leave one.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var adv sharingv1alpha1.Advertisement
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace("two"), Name: sharingv1alpha1.AdvertisementName("two")}, &adv); err != nil {
+			return err
+		}
+		adv.Spec.Prices = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.01")}
+		return w.c.Update(ctx, &adv)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		var sel brokerv1alpha1.Selection
+		if err := w.c.Get(ctx, key, &sel); err != nil {
+			return err
+		}
+		if d := sel.Status.Decision; d == nil || !slices.Equal(d.Chosen, []string{"two"}) {
+			return fmt.Errorf("decision %+v, want two chosen", d)
+		}
+		if n, err := onOne(); err != nil || n != 0 {
+			return fmt.Errorf("%d pods still on one (%v), with two chosen", n, err)
+		}
+		return nil
+	})
+}
+
 // TestOrchestratorReservations, against a real API server: two consumers
 // whose policies both prefer a provider that fits only one of them: one
 // holds it, the other gets the next best, never both; the ledger and the

@@ -152,13 +152,15 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		return ctrl.Result{}, err
 	}
 	// A consumer a broker orchestrates (it has a Selection here) is
-	// offered what its enabled providers offer the broker.
+	// offered what the providers it may use offer the broker: those it
+	// enabled, or under a policy, all the policy lets it use (chosen for
+	// its pods or not: see Selection.Offered).
 	counted := RealNode
 	var properties map[string]string
 	var sel brokerv1alpha1.Selection
 	switch err := b.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel); {
 	case err == nil:
-		counted = OnProviders(sel.InUse())
+		counted = OnProviders(sel.Offered())
 		// Its PodDisruptionBudgets bound the moves of its pods here.
 		properties = map[string]string{brokerv1alpha1.OrchestratorProperty: "true"}
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):

@@ -3,6 +3,8 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -188,4 +190,35 @@ func (s *Selection) InUse() []string {
 		return s.Status.Decision.Chosen
 	}
 	return s.Spec.Providers
+}
+
+// CriterionCapacity names the criterion a provider fails when it cannot
+// hold its share of the consumer's requests.
+const CriterionCapacity = "capacity"
+
+// Offered are the providers whose resources the broker offers the
+// consumer, and so what its quota here admits: without a policy, or
+// before a decision, those in use; under a decision, every provider the
+// policy would let it use, chosen or not: all but those disabled by hand
+// and those failing a criterion other than capacity. The offer must not
+// hang on the consumer's requests, which are measured by the pods the
+// offer admits: an offer cut to the providers chosen for today's pods
+// would refuse tomorrow's, and the broker, not seeing them, would never
+// choose more. The pods beyond what those chosen hold wait here, counted
+// in the next decision's demand.
+func (s *Selection) Offered() []string {
+	if s.Spec.Policy == nil || s.Status.Decision == nil {
+		return s.InUse()
+	}
+	out := slices.Clone(s.Status.Decision.Chosen)
+	for _, p := range s.Status.Decision.Providers {
+		switch {
+		case p.Verdict == VerdictExcluded:
+		case p.Verdict == VerdictFiltered && p.Criterion != CriterionCapacity:
+		case !slices.Contains(out, p.ClusterID):
+			out = append(out, p.ClusterID)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

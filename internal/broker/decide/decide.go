@@ -54,7 +54,7 @@ const (
 	// CriterionCapacity: a provider must hold its share of the
 	// consumer's requests (with Count N, a Nth of them; with Count 0,
 	// some of each), after what other consumers use and hold.
-	CriterionCapacity = "capacity"
+	CriterionCapacity = brokerv1alpha1.CriterionCapacity
 )
 
 // Candidate is what the broker knows of one provider when it decides.
