@@ -310,10 +310,10 @@ func order(d brokerv1alpha1.ProviderDecision) int {
 }
 
 func summary(d *brokerv1alpha1.Decision, n int) string {
-	if len(d.Chosen) == 0 {
-		return fmt.Sprintf("no provider chosen of %d: none passes the policy", n)
-	}
 	s := fmt.Sprintf("chose %s of %d", strings.Join(d.Chosen, ", "), n)
+	if len(d.Chosen) == 0 {
+		s = fmt.Sprintf("no provider chosen of %d: none passes the policy", n)
+	}
 	var out []string
 	for _, p := range d.Providers {
 		if p.Verdict == brokerv1alpha1.VerdictFiltered {
