@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -110,6 +111,9 @@ type Orchestrator struct {
 	// took: reading the measurements, offers and pods, deciding and
 	// holding the reservations, before the Selection's status is written.
 	Decided func(time.Duration)
+
+	viewsMu sync.Mutex
+	views   map[string]viewSeen // consumer -> its ConsumerView, as last seen
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -141,6 +145,9 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	if err := o.ensureLogin(ctx, consumer); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := o.ensureView(ctx, consumer); err != nil {
 		return ctrl.Result{}, err
 	}
 	var vnodes corev1.NodeList
@@ -279,6 +286,27 @@ func (o *Orchestrator) ensureLogin(ctx context.Context, consumer string) error {
 		if err := o.ensureBinding(ctx, &b); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ensureView gives the consumer its ConsumerView, empty, for its
+// controller manager to write what it sees of its providers (the
+// consumer may update it, not create it: RBAC cannot bound a create by
+// name).
+func (o *Orchestrator) ensureView(ctx context.Context, consumer string) error {
+	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.ConsumerViewName}
+	var v brokerv1alpha1.ConsumerView
+	switch err := o.Client.Get(ctx, key, &v); {
+	case err == nil:
+		return nil
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+	v = brokerv1alpha1.ConsumerView{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+		Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: consumer, discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}}}
+	if err := o.Client.Create(ctx, &v); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("the consumer's view: %w", err)
 	}
 	return nil
 }
@@ -610,6 +638,14 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(everyConsumer), builder.WithPredicates(virtual, nodeReadiness())).
 		// What policies decide on: the providers' measurements and offers.
 		Watches(&brokerv1alpha1.Measurement{}, handler.EnqueueRequestsFromMapFunc(policyConsumers)).
+		// A consumer's view, timed as it is seen written.
+		Watches(&brokerv1alpha1.ConsumerView{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			out := consumerOfSelection(ctx, obj)
+			if len(out) == 1 && obj.GetName() == brokerv1alpha1.ConsumerViewName {
+				o.sawView(out[0].Name, obj.GetResourceVersion(), o.now())
+			}
+			return out
+		})).
 		Watches(&sharingv1alpha1.Advertisement{}, handler.EnqueueRequestsFromMapFunc(policyConsumers)).
 		// A ledger's holders too: a consumer gone while the broker was
 		// away (no Selection left to wake it) is found in the ledgers

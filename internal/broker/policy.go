@@ -70,6 +70,10 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 			out.recheck = d
 		}
 	}
+	sees, err := o.consumerSees(ctx, consumer, now, failAfter)
+	if err != nil {
+		return nil, err
+	}
 	var candidates []decide.Candidate
 	for _, id := range providers {
 		c := decide.Candidate{ClusterID: id}
@@ -96,6 +100,13 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 		vnode := vnodeOf[id]
 		if vnode == nil && !c.Down {
 			c.Down, c.Why = true, "no virtual node in the broker (no offer accepted)"
+		}
+		if c.Down && sees[id] {
+			// Said without an age, as Why: the same sight is the same
+			// decision. Looked at again soon: the consumer's next view
+			// may no longer see it.
+			c.ConsumerSees = "the consumer's own check finds it answering (its view, written within the failover time)"
+			recheck(min(viewRecheck, failAfter/2))
 		}
 		var adv sharingv1alpha1.Advertisement
 		switch err := o.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(id), Name: sharingv1alpha1.AdvertisementName(id)}, &adv); {
@@ -177,6 +188,64 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 		return nil, err
 	}
 	out.decision = d
+	return out, nil
+}
+
+// viewRecheck is how soon a decision that kept a provider on the
+// consumer's view alone is made again.
+const viewRecheck = 5 * time.Second
+
+// viewSeen is when the orchestrator saw a consumer's ConsumerView change.
+type viewSeen struct {
+	resourceVersion string
+	// at is zero for a view first seen as it was (after a restart, say):
+	// its age is unknown until it changes.
+	at time.Time
+}
+
+// sawView records the version of a consumer's ConsumerView the
+// orchestrator sees now. The broker times a view by its own clock, as
+// the node lifecycle controller times a kubelet's lease: the consumer's
+// clock says nothing here.
+func (o *Orchestrator) sawView(consumer, resourceVersion string, now time.Time) viewSeen {
+	o.viewsMu.Lock()
+	defer o.viewsMu.Unlock()
+	if o.views == nil {
+		o.views = map[string]viewSeen{}
+	}
+	s, known := o.views[consumer]
+	if known && s.resourceVersion == resourceVersion {
+		return s
+	}
+	s = viewSeen{resourceVersion: resourceVersion}
+	if known {
+		s.at = now
+	}
+	o.views[consumer] = s
+	return s
+}
+
+// consumerSees are the providers the consumer's own view finds answering,
+// in a view the broker saw written within the failover time; none for a
+// view older, or never seen to change.
+func (o *Orchestrator) consumerSees(ctx context.Context, consumer string, now time.Time, within time.Duration) (map[string]bool, error) {
+	var v brokerv1alpha1.ConsumerView
+	switch err := o.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.ConsumerViewName}, &v); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the consumer's view: %w", err)
+	}
+	s := o.sawView(consumer, v.ResourceVersion, now)
+	if s.at.IsZero() || now.Sub(s.at) >= within {
+		return nil, nil
+	}
+	out := map[string]bool{}
+	for _, p := range v.Spec.Providers {
+		if p.Answered {
+			out[p.ClusterID] = true
+		}
+	}
 	return out, nil
 }
 

@@ -446,6 +446,142 @@ func TestOrchestratorPolicyChoosesNone(t *testing.T) {
 	})
 }
 
+// TestOrchestratorConsumerView, against a real API server: two consumers
+// use one provider, which the broker stops reaching. The one whose own
+// view (its ConsumerView, written with its identity, fresh) still finds
+// the provider answering keeps it and its pods there, the decision
+// saying both views; the other, with no such view, fails over at once: a
+// consumer's view changes its own decision only. Once its view stops
+// coming, it fails over too.
+func TestOrchestratorConsumerView(t *testing.T) {
+	const failAfter = 2 * time.Second
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}, Namespace: install.DefaultNamespace, FailoverAfter: failAfter})
+	ctx := t.Context()
+	for id, price := range map[string]string{"one": "0.01", "two": "0.05"} {
+		w.create(t, peered(id, id, true, false), virtualNode("liqo-"+id, id))
+		w.create(t, offer(id, price)...)
+		measured(t, w, id, 5*time.Millisecond, nil)
+	}
+	consumers := []string{"seeing", "blind"}
+	for _, consumer := range consumers {
+		ns := "app-" + consumer
+		w.create(t,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(consumer)}},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}}},
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
+			&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName},
+				Spec: brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Price: 1}}}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
+				Spec: corev1.PodSpec{NodeName: "liqo-one", Containers: []corev1.Container{{Name: "c", Image: "pause"}}}},
+		)
+	}
+	decision := func(consumer string) (*brokerv1alpha1.Decision, error) {
+		var sel brokerv1alpha1.Selection
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+			return nil, err
+		}
+		if sel.Status.Decision == nil {
+			return nil, errors.New("no decision yet")
+		}
+		return sel.Status.Decision, nil
+	}
+	onOne := func(consumer string) (bool, error) {
+		var pod corev1.Pod
+		err := w.c.Get(ctx, client.ObjectKey{Namespace: "app-" + consumer, Name: "web"}, &pod)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && pod.Spec.NodeName == "liqo-one", err
+	}
+	viewKey := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace("seeing"), Name: brokerv1alpha1.ConsumerViewName}
+	eventually(t, func() error {
+		for _, consumer := range consumers {
+			d, err := decision(consumer)
+			if err != nil || !slices.Equal(d.Chosen, []string{"one"}) {
+				return fmt.Errorf("%s's decision %+v (%w), want one", consumer, d, err)
+			}
+		}
+		// The broker made the views, empty.
+		var v brokerv1alpha1.ConsumerView
+		return w.c.Get(ctx, viewKey, &v)
+	})
+
+	// The seeing consumer writes, every 200 ms, that one answers it.
+	writing, stopWriting := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for writing.Err() == nil {
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				var v brokerv1alpha1.ConsumerView
+				if err := w.c.Get(writing, viewKey, &v); err != nil {
+					return err
+				}
+				v.Spec = brokerv1alpha1.ConsumerViewSpec{CheckedAt: &metav1.Time{Time: time.Now()},
+					Providers: []brokerv1alpha1.ProviderSight{{ClusterID: "one", Answered: true}, {ClusterID: "two", Answered: true}}}
+				return w.c.Update(writing, &v)
+			})
+			select {
+			case <-writing.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { stopWriting(); <-done })
+
+	// one stops answering the broker.
+	down := time.Now().Add(-time.Minute)
+	measured(t, w, "one", 0, &down)
+	eventually(t, func() error {
+		d, err := decision("blind")
+		if err != nil || !slices.Equal(d.Chosen, []string{"two"}) {
+			return fmt.Errorf("blind's decision %+v (%w), want two: one is down and it has no view of its own", d, err)
+		}
+		if on, err := onOne("blind"); err != nil || on {
+			return fmt.Errorf("blind's pod still on one (%w)", err)
+		}
+		return nil
+	})
+	seeingKeeps := func(context.Context) error {
+		d, err := decision("seeing")
+		if err != nil {
+			return err
+		}
+		var v brokerv1alpha1.ProviderDecision
+		for _, p := range d.Providers {
+			if p.ClusterID == "one" {
+				v = p
+			}
+		}
+		if !slices.Equal(d.Chosen, []string{"one"}) || v.Verdict != brokerv1alpha1.VerdictKept || !strings.Contains(v.Message, "broker finds it down") ||
+			!strings.Contains(v.Message, "consumer's own check finds it answering") {
+			return fmt.Errorf("seeing's decision chose %v, one %+v; want one kept on the consumer's view", d.Chosen, v)
+		}
+		if on, err := onOne("seeing"); err != nil || !on {
+			return fmt.Errorf("seeing's pod left one (%w), which its own view finds answering", err)
+		}
+		return nil
+	}
+	eventually(t, func() error { return seeingKeeps(ctx) })
+	envtest.Consistently(t, 3*time.Second, seeingKeeps)
+
+	// Its view stops coming: past the failover time, it fails over too.
+	stopWriting()
+	<-done
+	eventually(t, func() error {
+		d, err := decision("seeing")
+		if err != nil || !slices.Equal(d.Chosen, []string{"two"}) {
+			return fmt.Errorf("seeing's decision %+v (%w), want two once its view is stale", d, err)
+		}
+		if on, err := onOne("seeing"); err != nil || on {
+			return fmt.Errorf("seeing's pod still on one (%w)", err)
+		}
+		return nil
+	})
+}
+
 // TestOrchestratorReservations, against a real API server: two consumers
 // whose policies both prefer a provider that fits only one of them: one
 // holds it, the other gets the next best, never both; the ledger and the

@@ -5,12 +5,14 @@ package peering
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,7 +47,16 @@ type Brokered struct {
 	Period time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Check asks a provider's API server whether it is ready, with this
+	// cluster's own identity there; checkReady (the identity the peering
+	// stored) when nil. What it finds of the providers in use is written
+	// into this cluster's ConsumerView in the broker: the broker's second
+	// opinion before a failover.
+	Check func(ctx context.Context, provider string) error
 }
+
+// checkParallel bounds the checks of a round in flight.
+const checkParallel = 16
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (b *Brokered) NeedLeaderElection() bool { return true }
@@ -104,7 +115,73 @@ func (b *Brokered) Sync(ctx context.Context, broker string) error {
 			return fmt.Errorf("peering with %s, introduced by %s: %w", id, broker, err)
 		}
 	}
-	return b.release(ctx, broker, want)
+	if err := b.release(ctx, broker, want); err != nil {
+		return err
+	}
+	return b.report(ctx, bc, slices.Sorted(maps.Keys(want)))
+}
+
+// report checks the providers in use itself and writes what it found into
+// this cluster's ConsumerView in the broker (which the broker makes: none
+// yet, or a broker without one, is no error).
+func (b *Brokered) report(ctx context.Context, bc client.Client, providers []string) error {
+	var v brokerv1alpha1.ConsumerView
+	err := bc.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.LocalClusterID), Name: brokerv1alpha1.ConsumerViewName}, &v)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading this cluster's view in the broker: %w", err)
+	case len(providers) == 0 && len(v.Spec.Providers) == 0:
+		return nil // nothing to say, and nothing said
+	}
+	providers = providers[:min(len(providers), brokerv1alpha1.MaxViewedProviders)]
+	sights := make([]brokerv1alpha1.ProviderSight, len(providers))
+	check := b.Check
+	if check == nil {
+		check = b.checkReady
+	}
+	sem := make(chan struct{}, checkParallel)
+	var wg sync.WaitGroup
+	for i, id := range providers {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sights[i] = brokerv1alpha1.ProviderSight{ClusterID: id, Answered: true}
+			if err := check(ctx, id); err != nil {
+				msg := err.Error()
+				if len(msg) > 256 {
+					msg = msg[:253] + "..."
+				}
+				sights[i] = brokerv1alpha1.ProviderSight{ClusterID: id, Error: msg}
+			}
+		})
+	}
+	wg.Wait()
+	now := time.Now
+	if b.Now != nil {
+		now = b.Now
+	}
+	v.Spec = brokerv1alpha1.ConsumerViewSpec{CheckedAt: &metav1.Time{Time: now()}, Providers: sights}
+	if err := bc.Update(ctx, &v); err != nil {
+		return fmt.Errorf("writing this cluster's view in the broker: %w", err)
+	}
+	return nil
+}
+
+// checkReady asks provider's API server for /readyz with the identity this
+// cluster's peering with it stored (its address as the token exchange
+// authenticated it: nothing the broker or the provider names later).
+func (b *Brokered) checkReady(ctx context.Context, provider string) error {
+	var secret corev1.Secret
+	if err := b.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: identity.RemoteSecretName(provider)}, &secret); err != nil {
+		return fmt.Errorf("no identity in %s: %w", provider, err)
+	}
+	creds, err := identity.ConsumerCredentials(&secret)
+	if err != nil {
+		return err
+	}
+	return identity.Readyz(ctx, creds.RESTConfig())
 }
 
 // ensure peers with in.ClusterID, unless a peering made otherwise exists.

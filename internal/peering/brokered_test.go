@@ -4,7 +4,10 @@ package peering
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
@@ -181,5 +184,51 @@ func TestBrokeredPeerings(t *testing.T) {
 	}
 	if got := fcOf("p4"); got.Spec.Join || got.Labels[discoveryv1alpha1.IntroducedByLabel] != "" {
 		t.Errorf("the peering made by hand with p4 was changed: %+v", got)
+	}
+
+	// What this cluster's own checks find of the providers in use goes
+	// into its view in the broker, which the broker made.
+	view := &brokerv1alpha1.ConsumerView{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.ConsumerViewName}}
+	if err := inBroker.Create(ctx, view); err != nil {
+		t.Fatal(err)
+	}
+	var mu gosync.Mutex
+	var checked []string
+	b.Check = func(_ context.Context, id string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		checked = append(checked, id)
+		if id == "p1" {
+			return nil
+		}
+		return errors.New("connection refused")
+	}
+	setStatus(accepted("p1", token(brokerID, "b1")), accepted("p3", token(brokerID, "a3")), accepted("p4", token(brokerID, "a4")))
+	if err := inBroker.Get(ctx, client.ObjectKeyFromObject(sel), sel); err != nil {
+		t.Fatal(err)
+	}
+	sel.Spec.Providers = []string{"p1", "p4"}
+	if err := inBroker.Update(ctx, sel); err != nil {
+		t.Fatal(err)
+	}
+	sync()
+	if err := inBroker.Get(ctx, client.ObjectKeyFromObject(view), view); err != nil {
+		t.Fatal(err)
+	}
+	want := []brokerv1alpha1.ProviderSight{{ClusterID: "p1", Answered: true}, {ClusterID: "p4", Error: "connection refused"}}
+	if !slices.Equal(view.Spec.Providers, want) || view.Spec.CheckedAt == nil || !view.Spec.CheckedAt.Time.Equal(now) {
+		t.Errorf("the view: %+v at %v, want %+v at %v", view.Spec.Providers, view.Spec.CheckedAt, want, now)
+	}
+	if slices.Contains(checked, "p3") {
+		t.Errorf("checked %v: p3, introduced but not in use, is none of this cluster's business", checked)
+	}
+	// None in use any more: the view says so.
+	sel.Spec.Providers = nil
+	if err := inBroker.Update(ctx, sel); err != nil {
+		t.Fatal(err)
+	}
+	sync()
+	if err := inBroker.Get(ctx, client.ObjectKeyFromObject(view), view); err != nil || len(view.Spec.Providers) != 0 {
+		t.Errorf("the view with no provider in use: %+v (%v)", view.Spec.Providers, err)
 	}
 }

@@ -65,6 +65,11 @@ type Candidate struct {
 	// how, for the explanation.
 	Down bool
 	Why  string
+	// ConsumerSees, for a provider Down, says how the consumer's own
+	// check found it answering (its ConsumerView, fresh): a path the
+	// broker lost, not a provider down. A provider in use that the
+	// consumer sees is kept; one not in use is not chosen for it.
+	ConsumerSees string
 	// Uptime by window, from 0 to 1; a window absent has no health check
 	// yet.
 	Uptime map[brokerv1alpha1.UptimeWindow]float64
@@ -155,6 +160,14 @@ func Decide(in Input) brokerv1alpha1.Decision {
 		case j.pinned:
 			j.eligible = true
 			j.d.Criterion, j.d.Measured, j.d.Limit = f.criterion, f.measured, f.limit
+		case j.incumbent && f.criterion == CriterionAvailability && c.ConsumerSees != "":
+			// Down to the broker, up to the consumer: its pods there
+			// may well serve; kept while the consumer still sees it.
+			j.eligible = true
+			j.d.Verdict = brokerv1alpha1.VerdictKept
+			j.d.Criterion, j.d.Measured, j.d.Limit = f.criterion, f.measured, f.limit
+			j.d.Message = fmt.Sprintf("in use, kept although the broker finds it down (%s): %s", f.measured, c.ConsumerSees)
+			continue
 		case j.incumbent && f.criterion != CriterionAvailability:
 			// In use: kept until it has failed the criterion for StableFor.
 			since := now

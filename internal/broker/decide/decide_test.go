@@ -265,6 +265,36 @@ func TestDecideFailsOverAtOnce(t *testing.T) {
 	}
 }
 
+// A provider in use that the broker finds down but the consumer's own
+// check finds answering is kept, saying both; one not in use that the
+// consumer claims to see is not chosen for it.
+func TestDecideConsumerSees(t *testing.T) {
+	policy := &brokerv1alpha1.Policy{Count: 1}
+	prev := &brokerv1alpha1.Decision{Chosen: []string{"a"}}
+	a := candidate("a", 5*time.Millisecond, "0.01", res("4", "8Gi"))
+	a.Down, a.Why, a.ConsumerSees = true, "unreachable for 21s", "the consumer's own check answered 3s ago"
+	b := candidate("b", 5*time.Millisecond, "0.01", res("4", "8Gi"))
+	d := Decide(Input{Now: t0, Policy: policy, Previous: prev, Candidates: []Candidate{a, b}})
+	if !slices.Equal(d.Chosen, []string{"a"}) {
+		t.Fatalf("chose %v, want a kept", d.Chosen)
+	}
+	fa := find(d, "a")
+	if fa.Verdict != brokerv1alpha1.VerdictKept || fa.Criterion != CriterionAvailability ||
+		!strings.Contains(fa.Message, "unreachable for 21s") || !strings.Contains(fa.Message, "answered 3s ago") {
+		t.Errorf("a: %+v, want Kept saying both views", fa)
+	}
+	// Not in use: the broker cannot run pods where it does not reach.
+	d = Decide(Input{Now: t0, Policy: policy, Previous: &brokerv1alpha1.Decision{Chosen: []string{"b"}}, Candidates: []Candidate{a, b}})
+	if !slices.Equal(d.Chosen, []string{"b"}) || find(d, "a").Verdict != brokerv1alpha1.VerdictFiltered {
+		t.Errorf("a not in use, seen by the consumer only: chose %v, a %+v; want b, a filtered", d.Chosen, find(d, "a"))
+	}
+	// Without the consumer's view, a goes.
+	a.ConsumerSees = ""
+	if d = Decide(Input{Now: t0, Policy: policy, Previous: prev, Candidates: []Candidate{a, b}}); !slices.Equal(d.Chosen, []string{"b"}) {
+		t.Errorf("a down with no second opinion: chose %v, want b", d.Chosen)
+	}
+}
+
 // Hand toggles pin providers in and out, unless the policy ignores them.
 func TestDecideToggles(t *testing.T) {
 	cands := []Candidate{

@@ -251,6 +251,39 @@ func TestBrokerAbuse(t *testing.T) {
 		}
 	})
 
+	t.Run("a consumer's view is its own, and bounded", func(t *testing.T) {
+		// The attacker's own identity in the broker, with which its
+		// controller manager writes its view of its providers.
+		asAttacker := framework.ClientFor(t, framework.IdentityConfig(t, attacker, b.ClusterID))
+		theirs := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.ConsumerViewName}
+		var v brokerv1alpha1.ConsumerView
+		framework.Refused(t, "reading the consumer's view", asAttacker.Get(ctx, theirs, &v))
+		lie := brokerv1alpha1.ConsumerViewSpec{CheckedAt: &metav1.Time{Time: time.Now()},
+			Providers: []brokerv1alpha1.ProviderSight{{ClusterID: provider.ClusterID, Answered: true}}}
+		framework.Refused(t, "writing the consumer's view", asAttacker.Update(ctx, &brokerv1alpha1.ConsumerView{
+			ObjectMeta: metav1.ObjectMeta{Namespace: theirs.Namespace, Name: theirs.Name, ResourceVersion: "1"}, Spec: lie}))
+		framework.Refused(t, "making a view in the consumer's tenant namespace", asAttacker.Create(ctx, &brokerv1alpha1.ConsumerView{
+			ObjectMeta: metav1.ObjectMeta{Namespace: theirs.Namespace, Name: "other"}, Spec: lie}))
+		framework.Refused(t, "making a second view in its own tenant namespace", asAttacker.Create(ctx, &brokerv1alpha1.ConsumerView{
+			ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(attacker.ClusterID), Name: "other"}, Spec: lie}))
+		// Its own, which the broker made: it may write it, within bounds.
+		own := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(attacker.ClusterID), Name: brokerv1alpha1.ConsumerViewName}
+		framework.Eventually(t, 30*time.Second, func() error { return asAttacker.Get(ctx, own, &v) })
+		for i := range brokerv1alpha1.MaxViewedProviders + 1 {
+			v.Spec.Providers = append(v.Spec.Providers, brokerv1alpha1.ProviderSight{ClusterID: fmt.Sprintf("p-%d", i), Answered: true})
+		}
+		err := asAttacker.Update(ctx, &v)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.providers") {
+			t.Errorf("a view of %d providers: %v, want refused naming spec.providers", len(v.Spec.Providers), err)
+		}
+		v.Spec = lie
+		framework.Allowed(t, "writing its own view", asAttacker.Update(ctx, &v))
+		// The token its users log in with reaches the Selection only.
+		withToken := rest.AnonymousClientConfig(b.RESTConfig)
+		withToken.BearerToken = two
+		framework.Refused(t, "reading its own view with the login token", framework.ClientFor(t, withToken).Get(ctx, own, &v))
+	})
+
 	t.Run("a provider cannot steer a consumer's pods", func(t *testing.T) {
 		// The attacker's own credentials in the broker: as a provider to
 		// it, and as a consumer of it (its virtual kubelet).
