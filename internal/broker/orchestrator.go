@@ -638,13 +638,15 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(everyConsumer), builder.WithPredicates(virtual, nodeReadiness())).
 		// What policies decide on: the providers' measurements and offers.
 		Watches(&brokerv1alpha1.Measurement{}, handler.EnqueueRequestsFromMapFunc(policyConsumers)).
-		// A consumer's view, timed as it is seen written.
+		// A consumer's view, timed as it is seen written. It wakes no
+		// decision: those that hang on it are made again every few
+		// seconds anyway, and a consumer writing its view in a loop
+		// would otherwise have the orchestrator decide for it in one.
 		Watches(&brokerv1alpha1.ConsumerView{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			out := consumerOfSelection(ctx, obj)
-			if len(out) == 1 && obj.GetName() == brokerv1alpha1.ConsumerViewName {
+			if out := consumerOfSelection(ctx, obj); len(out) == 1 && obj.GetName() == brokerv1alpha1.ConsumerViewName {
 				o.sawView(out[0].Name, obj.GetResourceVersion(), o.now())
 			}
-			return out
+			return nil
 		})).
 		Watches(&sharingv1alpha1.Advertisement{}, handler.EnqueueRequestsFromMapFunc(policyConsumers)).
 		// A ledger's holders too: a consumer gone while the broker was
