@@ -11,6 +11,7 @@ package policy_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -220,9 +221,18 @@ func explain(d *brokerv1alpha1.Decision) string {
 // node, and those not Running.
 func brokerPods(t *testing.T, consumer *playground.Member) (running map[string]int, other int) {
 	t.Helper()
-	var list corev1.PodList
-	if err := framework.Client(t, suite.Broker).List(t.Context(), &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
+	running, other, err := podsOf(t.Context(), framework.Client(t, suite.Broker), consumer)
+	if err != nil {
 		t.Fatal(err)
+	}
+	return running, other
+}
+
+// podsOf is brokerPods with the broker's client given.
+func podsOf(ctx context.Context, bc client.Client, consumer *playground.Member) (running map[string]int, other int, err error) {
+	var list corev1.PodList
+	if err := bc.List(ctx, &list, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
+		return nil, 0, err
 	}
 	running = map[string]int{}
 	for _, p := range list.Items {
@@ -232,7 +242,7 @@ func brokerPods(t *testing.T, consumer *playground.Member) (running map[string]i
 			other++
 		}
 	}
-	return running, other
+	return running, other, nil
 }
 
 // providerPods counts the pods a provider runs for the broker.
@@ -610,21 +620,30 @@ stableFor: 10m
 		}
 		moved := before[onVictim]
 
+		// The clients the poll below uses, made once: a client made per
+		// poll discovers the API anew, every 100 ms on four clusters,
+		// and loads the very clusters whose failover it times (as the
+		// benchmark found).
+		bc, cc := framework.Client(t, b), framework.Client(t, consumer)
+		answering := []client.Client{framework.Client(t, stays), framework.Client(t, far)}
 		stopped := time.Now()
 		restart := framework.StopAPIServer(t, victim) // and at cleanup, if not before
 		var took time.Duration
 		framework.Eventually(t, 2*time.Minute, func() error {
-			running, other := brokerPods(t, consumer)
+			running, other, err := podsOf(ctx, bc, consumer)
+			if err != nil {
+				return err
+			}
 			if running[onVictim] != 0 || running[onStays]+running[onFar] != replicas || other != 0 {
 				return fmt.Errorf("the consumer's pods: %v Running, %d not, want all %d Running on %s and %s", running, other, replicas, onStays, onFar)
 			}
-			if err := framework.AllRunning(ctx, framework.Client(t, consumer), ns, replicas); err != nil {
+			if err := framework.AllRunning(ctx, cc, ns, replicas); err != nil {
 				return fmt.Errorf("the consumer: %w", err)
 			}
 			// None duplicated: the providers that answer run each once.
 			total := 0
-			for _, p := range []*playground.Member{stays, far} {
-				n, err := providerPods(t, p)
+			for _, pc := range answering {
+				n, err := framework.PodsFor(ctx, pc, suite.Broker.ClusterID)
 				if err != nil {
 					return err
 				}
