@@ -39,8 +39,12 @@ E2E_PKGS := ./test/...
 # The install suite runs alone, after the others: with its real nodes it
 # holds 78 of the machine's 128 inotify instances (fs.inotify.max_user_instances,
 # a host sysctl the tests may not raise), and a suite with real nodes
-# started beside it saw its kubelets fail ("too many open files").
-E2E_ALONE := github.com/liqo-go/liqo/test/e2e/install
+# started beside it saw its kubelets fail ("too many open files"). So does
+# the broker's direct data plane (three clusters, each with a real node):
+# started beside the policy suite's six control planes (each API server
+# and controller manager holds six), its kubelet could not start cAdvisor.
+# The suites listed here run one at a time, after the others.
+E2E_ALONE := github.com/liqo-go/liqo/test/e2e/install github.com/liqo-go/liqo/test/e2e/broker/direct
 
 ##@ General
 
@@ -195,15 +199,15 @@ test-controllers: $(RUNTIME_BINS) $(NODE_BINS) ## Run every test outside the end
 # code runs in the test's process: test-short and test-controllers.
 test-e2e: $(RUNTIME_BINS) $(NODE_BINS) $(BIN)/kubectl $(BIN)/metrics-server $(BIN)/metrics-server-image.tar build ## Run the end-to-end suites (several clusters each, in random order).
 	@pkgs=$$(go list $(E2E_PKGS)) || exit 1; \
-	rest=$$(printf '%s\n' $$pkgs | grep -v -x -F '$(E2E_ALONE)' || true); \
-	alone=$$(printf '%s\n' $$pkgs | grep -x -F '$(E2E_ALONE)' || true); \
+	rest=$$(printf '%s\n' $$pkgs | grep -v -x -F $(addprefix -e ,$(E2E_ALONE)) || true); \
+	alone=$$(printf '%s\n' $$pkgs | grep -x -F $(addprefix -e ,$(E2E_ALONE)) || true); \
 	if [ -n "$$rest" ]; then \
 	  echo go test -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $$rest; \
 	  go test -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $$rest || exit $$?; \
 	fi; \
 	if [ -n "$$alone" ]; then \
-	  echo go test -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $$alone; \
-	  go test -count=1 -shuffle=on $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $$alone; \
+	  echo go test -count=1 -shuffle=on -p 1 $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $$alone; \
+	  go test -count=1 -shuffle=on -p 1 $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) $$alone; \
 	fi
 
 ##@ Conformance
