@@ -39,12 +39,13 @@ E2E_PKGS := ./test/...
 # The install suite runs alone, after the others: with its real nodes it
 # holds 78 of the machine's 128 inotify instances (fs.inotify.max_user_instances,
 # a host sysctl the tests may not raise), and a suite with real nodes
-# started beside it saw its kubelets fail ("too many open files"). So does
-# the broker's direct data plane (three clusters, each with a real node):
-# started beside the policy suite's six control planes (each API server
-# and controller manager holds six), its kubelet could not start cAdvisor.
+# started beside it saw its kubelets fail ("too many open files"). So do
+# the broker's policy suite (six control planes: each API server and
+# controller manager holds six instances) and its direct data plane (real
+# nodes): beside the policy suite, CI runs saw the direct suite's kubelet
+# fail to start cAdvisor, and kwok in the broker suite fail an attach.
 # The suites listed here run one at a time, after the others.
-E2E_ALONE := github.com/liqo-go/liqo/test/e2e/install github.com/liqo-go/liqo/test/e2e/broker/direct
+E2E_ALONE := github.com/liqo-go/liqo/test/e2e/install github.com/liqo-go/liqo/test/e2e/broker/direct github.com/liqo-go/liqo/test/e2e/broker/policy
 
 ##@ General
 
