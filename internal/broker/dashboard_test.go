@@ -70,7 +70,7 @@ func TestDashboard(t *testing.T) {
 	if title := browser.Eval[string](p, `document.title`); title != "Liqo broker" {
 		t.Errorf("the page's title: %q", title)
 	}
-	p.Run("signing in", chromedp.SendKeys(chromedp.CSS(`#token`), one), chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)))
+	p.Run("signing in", chromedp.SetValue(chromedp.CSS(`#token`), one), chromedp.Click(chromedp.CSS(`#signin-form button[type=submit]`)))
 	p.Until("the consumer is named", `document.getElementById('who').innerText.includes('consumer-1')`)
 
 	// The providers, with what the broker measured and their offers.
