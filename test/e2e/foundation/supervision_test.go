@@ -26,7 +26,7 @@ import (
 
 // TestKilledComponentsComeBack: the controller manager and the API server,
 // each killed with SIGKILL (the component itself, not its supervisor), are
-// started again within 10 s with the restart counted, and the cluster
+// started again within 10 s with the restart counted, ready again, and the cluster
 // converges: the controller manager, back on the restarted API server,
 // applies a ClusterConfig change.
 func TestKilledComponentsComeBack(t *testing.T) {
@@ -55,8 +55,12 @@ func TestKilledComponentsComeBack(t *testing.T) {
 			if got := m.Restarts(name); got != before+1 {
 				return fmt.Errorf("%s restarts %d, want %d", name, got, before+1)
 			}
-			return ready(ctx, m, name)
+			return nil
 		})
+		// Started again by its supervisor within 10 s; ready when its own
+		// start allows, which on 2 cores beside another suite took an
+		// API server more than 10 s (a TLS handshake timing out).
+		framework.Eventually(t, time.Minute, func() error { return ready(ctx, m, name) })
 		t.Logf("%s back %s after SIGKILL", name, time.Since(killed).Round(10*time.Millisecond))
 	}
 
