@@ -55,6 +55,13 @@ type Brokered struct {
 	Check func(ctx context.Context, provider string) error
 }
 
+func (b *Brokered) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}
+
 // checkParallel bounds the checks of a round in flight.
 const checkParallel = 16
 
@@ -158,11 +165,7 @@ func (b *Brokered) report(ctx context.Context, bc client.Client, providers []str
 		})
 	}
 	wg.Wait()
-	now := time.Now
-	if b.Now != nil {
-		now = b.Now
-	}
-	v.Spec = brokerv1alpha1.ConsumerViewSpec{CheckedAt: &metav1.Time{Time: now()}, Providers: sights}
+	v.Spec = brokerv1alpha1.ConsumerViewSpec{CheckedAt: &metav1.Time{Time: b.now()}, Providers: sights}
 	if err := bc.Update(ctx, &v); err != nil {
 		return fmt.Errorf("writing this cluster's view in the broker: %w", err)
 	}
@@ -243,10 +246,6 @@ func (b *Brokered) release(ctx context.Context, broker string, want map[string]b
 	if err := b.Client.List(ctx, &fcs, client.MatchingLabels{discoveryv1alpha1.IntroducedByLabel: broker}); err != nil {
 		return err
 	}
-	now := time.Now
-	if b.Now != nil {
-		now = b.Now
-	}
 	grace := 600 * time.Second
 	if cfg := b.Config(); cfg != nil && cfg.Spec.PeeringConfig.BrokeredUnpeerAfterSeconds > 0 {
 		grace = time.Duration(cfg.Spec.PeeringConfig.BrokeredUnpeerAfterSeconds) * time.Second
@@ -260,8 +259,8 @@ func (b *Brokered) release(ctx context.Context, broker string, want map[string]b
 		since, err := time.Parse(time.RFC3339, fc.Annotations[discoveryv1alpha1.UnusedSinceAnnotation])
 		switch {
 		case err != nil:
-			metav1.SetMetaDataAnnotation(&fc.ObjectMeta, discoveryv1alpha1.UnusedSinceAnnotation, now().UTC().Format(time.RFC3339))
-		case now().Sub(since) >= grace:
+			metav1.SetMetaDataAnnotation(&fc.ObjectMeta, discoveryv1alpha1.UnusedSinceAnnotation, b.now().UTC().Format(time.RFC3339))
+		case b.now().Sub(since) >= grace:
 			fc.Spec.Join = false
 			ctrl.LoggerFrom(ctx).Info("Unpeering a provider the broker no longer serves this cluster with", "provider", fc.Spec.ClusterIdentity.ClusterID, "broker", broker, "unusedSince", since)
 		default:
