@@ -71,6 +71,30 @@ func offer(id, cpuPrice string) []client.Object {
 	}
 }
 
+// providers peers the broker with each provider of prices (ID -> cpu
+// price): its ForeignCluster, virtual node, offer and a Measurement 5 ms
+// away.
+func providers(t *testing.T, w *world, prices map[string]string) {
+	t.Helper()
+	for id, price := range prices {
+		w.create(t, peered(id, id, true, false), virtualNode("liqo-"+id, id))
+		w.create(t, offer(id, price)...)
+		measured(t, w, id, 5*time.Millisecond, nil)
+	}
+}
+
+// consumerObjects are what a consumer has in the broker: its tenant
+// namespace and Selection, and a namespace ns it offloads there.
+func consumerObjects(consumer, ns string, spec brokerv1alpha1.SelectionSpec) []client.Object {
+	tenant := discoveryv1alpha1.TenantNamespace(consumer)
+	return []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
+		&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName}, Spec: spec},
+	}
+}
+
 // TestOrchestratorPolicy, against a real API server: a consumer's policy
 // (two providers, under a price and a latency limit) makes the broker
 // choose, from the providers' measurements and offers, the two that pass;
@@ -242,18 +266,8 @@ func TestOrchestratorFailoverNowhereToGo(t *testing.T) {
 	ctx := t.Context()
 	const consumer, ns = "consumer-1", "web-7a8b9c"
 	tenant := discoveryv1alpha1.TenantNamespace(consumer)
-	for _, id := range []string{"one", "two"} {
-		w.create(t, peered(id, id, true, false), virtualNode("liqo-"+id, id))
-		w.create(t, offer(id, "0.01")...)
-		measured(t, w, id, 5*time.Millisecond, nil)
-	}
-	w.create(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
-		&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName},
-			Spec: brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Latency: 1}}}},
-	)
+	providers(t, w, map[string]string{"one": "0.01", "two": "0.01"})
+	w.create(t, consumerObjects(consumer, ns, brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Latency: 1}}})...)
 	selection := func() (*brokerv1alpha1.Selection, error) {
 		var sel brokerv1alpha1.Selection
 		return &sel, w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.SelectionName}, &sel)
@@ -352,18 +366,8 @@ func TestOrchestratorPolicyChoosesNone(t *testing.T) {
 	ctx := t.Context()
 	const consumer, ns = "consumer-1", "web-1c2d3e"
 	tenant := discoveryv1alpha1.TenantNamespace(consumer)
-	for _, id := range []string{"one", "two"} {
-		w.create(t, peered(id, id, true, false), virtualNode("liqo-"+id, id))
-		w.create(t, offer(id, "0.09")...)
-		measured(t, w, id, 5*time.Millisecond, nil)
-	}
-	w.create(t,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
-		&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: brokerv1alpha1.SelectionName},
-			Spec: brokerv1alpha1.SelectionSpec{Providers: []string{"one"}}},
-	)
+	providers(t, w, map[string]string{"one": "0.09", "two": "0.09"})
+	w.create(t, consumerObjects(consumer, ns, brokerv1alpha1.SelectionSpec{Providers: []string{"one"}})...)
 	for i := range 2 {
 		w.create(t, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
@@ -457,23 +461,13 @@ func TestOrchestratorConsumerView(t *testing.T) {
 	const failAfter = 2 * time.Second
 	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}, Namespace: install.DefaultNamespace, FailoverAfter: failAfter})
 	ctx := t.Context()
-	for id, price := range map[string]string{"one": "0.01", "two": "0.05"} {
-		w.create(t, peered(id, id, true, false), virtualNode("liqo-"+id, id))
-		w.create(t, offer(id, price)...)
-		measured(t, w, id, 5*time.Millisecond, nil)
-	}
+	providers(t, w, map[string]string{"one": "0.01", "two": "0.05"})
 	consumers := []string{"seeing", "blind"}
 	for _, consumer := range consumers {
 		ns := "app-" + consumer
-		w.create(t,
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(consumer)}},
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}}},
-			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
-			&brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName},
-				Spec: brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Price: 1}}}},
-			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
-				Spec: corev1.PodSpec{NodeName: "liqo-one", Containers: []corev1.Container{{Name: "c", Image: "pause"}}}},
-		)
+		w.create(t, consumerObjects(consumer, ns, brokerv1alpha1.SelectionSpec{Policy: &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Price: 1}}})...)
+		w.create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
+			Spec: corev1.PodSpec{NodeName: "liqo-one", Containers: []corev1.Container{{Name: "c", Image: "pause"}}}})
 	}
 	decision := func(consumer string) (*brokerv1alpha1.Decision, error) {
 		var sel brokerv1alpha1.Selection
