@@ -278,6 +278,18 @@ func TestBrokerAbuse(t *testing.T) {
 		}
 		v.Spec = lie
 		framework.Allowed(t, "writing its own view", asAttacker.Update(ctx, &v))
+		// The consumer's view is as the broker made it (the consumer has
+		// no brokered peerings here, so it writes none): nothing of the
+		// attacker's in it, no other view beside it.
+		bc := framework.Client(t, b)
+		var consumers brokerv1alpha1.ConsumerView
+		if err := bc.Get(ctx, theirs, &consumers); err != nil || len(consumers.Spec.Providers) != 0 || consumers.Spec.CheckedAt != nil {
+			t.Errorf("the consumer's view after the attacker's tries: %+v (%v), want it empty", consumers.Spec, err)
+		}
+		var views brokerv1alpha1.ConsumerViewList
+		if err := bc.List(ctx, &views, client.InNamespace(theirs.Namespace)); err != nil || len(views.Items) != 1 {
+			t.Errorf("views in the consumer's tenant namespace: %d (%v), want its own alone", len(views.Items), err)
+		}
 		// The token its users log in with reaches the Selection only.
 		withToken := rest.AnonymousClientConfig(b.RESTConfig)
 		withToken.BearerToken = two
