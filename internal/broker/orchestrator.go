@@ -68,7 +68,7 @@ const evictionTimeout = 2 * time.Second
 // evictions counts the orchestrator's evictions from disabled providers.
 var evictions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "liqo_broker_evictions_total",
-	Help: "Pods the orchestrator evicted from a provider their consumer disabled, by provider and result: evicted, or held (a PodDisruptionBudget, or the API server, held it for now; tried again).",
+	Help: "The orchestrator's evictions of pods from a provider their consumer no longer uses, by provider and result: evicted; failed-over (off a failed provider); held (a PodDisruptionBudget, or the API server, held it for now) and paced (the policy's maxMovesPerMinute reached), each counted at every try.",
 }, []string{"provider", "result"})
 
 // decisionSeconds times the decisions under a policy.
@@ -114,6 +114,7 @@ type Orchestrator struct {
 
 	viewsMu sync.Mutex
 	views   map[string]viewSeen // consumer -> its ConsumerView, as last seen
+	pace    pacer               // each consumer's moves, for maxMovesPerMinute
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -205,13 +206,17 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	// holds the consumer's requests) leaves the pods where they run:
 	// evicted, they would wait here with nowhere to go.
 	stay := sel.Spec.Policy != nil && len(serving) == 0
+	var maxMoves int32
+	if sel.Spec.Policy != nil {
+		maxMoves = sel.Spec.Policy.MaxMovesPerMinute
+	}
 	for i := range namespaces.Items {
-		r, err := o.orchestrate(ctx, &namespaces.Items[i], enabled, serving, providerOf, failed, stay, count)
+		r, err := o.orchestrate(ctx, &namespaces.Items[i], enabled, serving, providerOf, failed, stay, maxMoves, count)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if r.RequeueAfter > 0 && (result.RequeueAfter == 0 || r.RequeueAfter < result.RequeueAfter) {
-			result = r
+		if r.RequeueAfter > 0 {
+			retryIn(&result, r.RequeueAfter)
 		}
 	}
 	var decision *brokerv1alpha1.Decision
@@ -339,6 +344,9 @@ type tally struct {
 	pods     map[string]int32 // provider -> pods of the consumer there
 	draining map[string]int32 // disabled provider -> pods still there
 	held     map[string]int32 // disabled provider -> pods a budget keeps there
+	// paced: provider no longer in use -> pods kept there for now, as
+	// the policy's maxMovesPerMinute has moved as many this minute.
+	paced map[string]int32
 	// stranded: failed provider -> pods kept there, as no provider in
 	// use answers to run them instead.
 	stranded map[string]int32
@@ -348,13 +356,15 @@ type tally struct {
 }
 
 func newTally() *tally {
-	return &tally{pods: map[string]int32{}, draining: map[string]int32{}, held: map[string]int32{}, stranded: map[string]int32{}, stayed: map[string]int32{}}
+	return &tally{pods: map[string]int32{}, draining: map[string]int32{}, held: map[string]int32{}, paced: map[string]int32{}, stranded: map[string]int32{}, stayed: map[string]int32{}}
 }
 
 // orchestrate keeps one namespace of the consumer: its labels, its
-// NamespaceOffloading, and the drain of disabled providers.
+// NamespaceOffloading, and the drain of disabled providers (at most
+// maxMoves a minute for the consumer, when more than 0, but for those of
+// failed providers).
 func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, enabled, serving []string, providerOf map[string]string,
-	failed map[string]bool, stay bool, count *tally) (ctrl.Result, error) {
+	failed map[string]bool, stay bool, maxMoves int32, count *tally) (ctrl.Result, error) {
 	want := strings.Join(serving, ",")
 	if ns.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue || ns.Annotations[brokerv1alpha1.ProvidersAnnotation] != want ||
 		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) {
@@ -440,13 +450,19 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 			case apierrors.IsTooManyRequests(err) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil):
 				evictions.WithLabelValues(p, "held").Inc()
 				count.held[p]++
-				result.RequeueAfter = drainRetry
+				retryIn(&result, drainRetry)
 			case err != nil:
 				return ctrl.Result{}, fmt.Errorf("evicting %s/%s from failed provider %s: %w", pod.Namespace, pod.Name, p, err)
 			default:
 				evictions.WithLabelValues(p, "failed-over").Inc()
 				ctrl.LoggerFrom(ctx).Info("Pod recreated off a failed provider", "pod", pod.Namespace+"/"+pod.Name, "provider", p)
 			}
+			continue
+		}
+		if wait := o.pace.wait(consumer, maxMoves, o.now()); wait > 0 {
+			evictions.WithLabelValues(p, "paced").Inc()
+			count.paced[p]++
+			retryIn(&result, wait)
 			continue
 		}
 		// The API server waits up to 10 s for a budget its disruption
@@ -459,16 +475,24 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 			// A PodDisruptionBudget holds it for now.
 			evictions.WithLabelValues(p, "held").Inc()
 			count.held[p]++
-			result.RequeueAfter = drainRetry
+			retryIn(&result, drainRetry)
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return ctrl.Result{}, fmt.Errorf("evicting %s/%s from disabled provider %s: %w", pod.Namespace, pod.Name, p, err)
 		default:
+			o.pace.moved(consumer, o.now())
 			evictions.WithLabelValues(p, "evicted").Inc()
 			ctrl.LoggerFrom(ctx).Info("Pod moving off a disabled provider", "pod", pod.Namespace+"/"+pod.Name, "provider", p)
 		}
 	}
 	return result, nil
+}
+
+// retryIn makes r come again within d.
+func retryIn(r *ctrl.Result, d time.Duration) {
+	if r.RequeueAfter == 0 || d < r.RequeueAfter {
+		r.RequeueAfter = d
+	}
 }
 
 // ensureOffloading keeps the namespace's NamespaceOffloading towards
@@ -523,12 +547,15 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 		}
 		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: state, Pods: count.pods[p]})
 	}
-	var holds, strands, stays []string
+	var holds, paces, strands, stays []string
 	for p, n := range count.draining {
-		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: brokerv1alpha1.ProviderDraining, Pods: n, Held: count.held[p]})
+		st.Providers = append(st.Providers, brokerv1alpha1.SelectedProvider{ClusterID: p, State: brokerv1alpha1.ProviderDraining, Pods: n, Held: count.held[p] + count.paced[p]})
 		drains = append(drains, p)
 		if count.held[p] > 0 {
 			holds = append(holds, fmt.Sprintf("%d on %s", count.held[p], p))
+		}
+		if count.paced[p] > 0 {
+			paces = append(paces, fmt.Sprintf("%d on %s", count.paced[p], p))
 		}
 		if count.stranded[p] > 0 {
 			strands = append(strands, fmt.Sprintf("%d on %s", count.stranded[p], p))
@@ -538,6 +565,7 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 		}
 	}
 	slices.Sort(holds)
+	slices.Sort(paces)
 	slices.Sort(strands)
 	slices.Sort(stays)
 	slices.SortFunc(st.Providers, func(a, b brokerv1alpha1.SelectedProvider) int { return strings.Compare(a.ClusterID, b.ClusterID) })
@@ -564,6 +592,9 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 		cond.Message = fmt.Sprintf("the consumer's pods are moving off %s, disabled", strings.Join(drains, ", "))
 		if len(holds) > 0 {
 			cond.Message += fmt.Sprintf("; its PodDisruptionBudgets hold %s for now", strings.Join(holds, ", "))
+		}
+		if len(paces) > 0 {
+			cond.Message += fmt.Sprintf("; the policy's maxMovesPerMinute (%d) holds %s for now", sel.Spec.Policy.MaxMovesPerMinute, strings.Join(paces, ", "))
 		}
 	case len(unavailable) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonUnavailable

@@ -799,3 +799,119 @@ func TestProviderPricesChecked(t *testing.T) {
 		t.Errorf("41 prices: %v, want refused naming spec.prices", err)
 	}
 }
+
+// TestOrchestratorMovesPaced: a policy's maxMovesPerMinute bounds how
+// many of the consumer's pods a change of selection evicts: with 2, of
+// the 5 pods on a provider disabled, 2 go and 3 are held, the Selection
+// saying so; a minute later 2 more go; lifting the bound lets the last
+// go at once.
+func TestOrchestratorMovesPaced(t *testing.T) {
+	w := startBroker(t, broker.Options{Modes: broker.Modes{Orchestrator: true}, Namespace: install.DefaultNamespace})
+	ctx := t.Context()
+	providers(t, w, map[string]string{"cheap": "0.01", "dear": "0.04"})
+	const consumer, ns = "consumer-1", "web-7a8b9c"
+	tenant := discoveryv1alpha1.TenantNamespace(consumer)
+	w.create(t, consumerObjects(consumer, ns, brokerv1alpha1.SelectionSpec{
+		Policy: &brokerv1alpha1.Policy{Count: 1, Weights: brokerv1alpha1.Weights{Price: 10}, MaxMovesPerMinute: 2}})...)
+	for i := range 5 {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
+			Spec:       corev1.PodSpec{NodeName: "liqo-cheap", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		}
+		w.create(t, pod)
+	}
+	update := func(change func(*brokerv1alpha1.SelectionSpec)) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var sel brokerv1alpha1.Selection
+			if err := w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+				return err
+			}
+			change(&sel.Spec)
+			return w.c.Update(ctx, &sel)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// state is how many of the pods terminate, and the Selection's
+	// report on cheap and its Ready condition.
+	state := func() (terminating int, cheap brokerv1alpha1.SelectedProvider, ready *metav1.Condition, err error) {
+		var pods corev1.PodList
+		if err := w.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return 0, cheap, nil, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				terminating++
+			}
+		}
+		var sel brokerv1alpha1.Selection
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+			return 0, cheap, nil, err
+		}
+		for _, p := range sel.Status.Providers {
+			if p.ClusterID == "cheap" {
+				cheap = p
+			}
+		}
+		return terminating, cheap, meta.FindStatusCondition(sel.Status.Conditions, broker.ConditionReady), nil
+	}
+	eventually(t, func() error {
+		n, cheap, ready, err := state()
+		if err != nil {
+			return err
+		}
+		if n != 0 || cheap.State != brokerv1alpha1.ProviderServing || cheap.Pods != 5 || ready == nil || ready.Reason != broker.ReasonServing {
+			return fmt.Errorf("%d terminating, cheap %+v, Ready %+v; want the 5 pods served on cheap", n, cheap, ready)
+		}
+		return nil
+	})
+
+	update(func(s *brokerv1alpha1.SelectionSpec) { s.Excluded = []string{"cheap"} })
+	moved := time.Now()
+	paced := func(ctx context.Context) error {
+		n, cheap, ready, err := state()
+		if err != nil {
+			return err
+		}
+		if n != 2 || cheap.State != brokerv1alpha1.ProviderDraining || cheap.Held != 3 || ready == nil || ready.Reason != broker.ReasonDraining ||
+			!strings.Contains(ready.Message, "maxMovesPerMinute (2) holds 3 on cheap") {
+			return fmt.Errorf("%d terminating, cheap %+v, Ready %+v; want 2 moved and 3 held by maxMovesPerMinute", n, cheap, ready)
+		}
+		return nil
+	}
+	eventually(t, func() error { return paced(ctx) })
+	// Held, not moved on the orchestrator's next passes.
+	envtest.Consistently(t, 2*time.Second, paced)
+	if c := counter(t, "liqo_broker_evictions_total", "cheap", "paced"); c < 1 {
+		t.Errorf("liqo_broker_evictions_total{provider=cheap,result=paced} %v, want at least 1", c)
+	}
+
+	// A minute after the first moves, their places free: 2 more go, by
+	// the orchestrator's own retry (nothing else changes meanwhile).
+	envtest.Eventually(t, 90*time.Second, func(context.Context) error {
+		n, cheap, _, err := state()
+		if err != nil {
+			return err
+		}
+		if n != 4 || cheap.Held != 1 {
+			return fmt.Errorf("%d terminating, cheap %+v; want 4 moved and 1 held once the minute is over", n, cheap)
+		}
+		return nil
+	})
+	if since := time.Since(moved); since < 55*time.Second {
+		t.Errorf("the next moves came %s after the first, want a minute", since.Round(time.Second))
+	}
+
+	update(func(s *brokerv1alpha1.SelectionSpec) { s.Policy.MaxMovesPerMinute = 0 })
+	eventually(t, func() error {
+		n, cheap, _, err := state()
+		if err != nil {
+			return err
+		}
+		if n != 5 || cheap.Held != 0 {
+			return fmt.Errorf("%d terminating, cheap %+v; want all 5 moving once the bound is lifted", n, cheap)
+		}
+		return nil
+	})
+}

@@ -114,8 +114,9 @@ type SelectedProvider struct {
 	// Pods of this consumer the broker runs there now.
 	Pods int32 `json:"pods"`
 	// Held are those of Pods, on a provider the consumer disabled, whose
-	// move a PodDisruptionBudget holds up for now (the consumer's own,
-	// which its virtual kubelet copies to the broker).
+	// move a PodDisruptionBudget (the consumer's own, which its virtual
+	// kubelet copies to the broker) or the policy's MaxMovesPerMinute
+	// holds up for now.
 	// +optional
 	Held int32 `json:"held,omitempty"`
 }
