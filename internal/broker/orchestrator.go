@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -652,6 +653,11 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 	// A virtual node coming, going or changing readiness concerns every
 	// consumer with a selection; what only a policy decides on, only the
 	// consumers with one.
+	saw := func(ctx context.Context, obj client.Object) {
+		if out := consumerOfSelection(ctx, obj); len(out) == 1 && obj.GetName() == brokerv1alpha1.ConsumerViewName {
+			o.sawView(out[0].Name, obj.GetResourceVersion(), o.now())
+		}
+	}
 	everyConsumer := consumers(func(*brokerv1alpha1.Selection) bool { return true })
 	policyConsumers := consumers(func(s *brokerv1alpha1.Selection) bool { return s.Spec.Policy != nil })
 	virtual := predicate.NewPredicateFuncs(func(obj client.Object) bool { return offloadingv1alpha1.IsVirtualNode(obj.GetLabels()) })
@@ -673,12 +679,20 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 		// decision: those that hang on it are made again every few
 		// seconds anyway, and a consumer writing its view in a loop
 		// would otherwise have the orchestrator decide for it in one.
-		Watches(&brokerv1alpha1.ConsumerView{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			if out := consumerOfSelection(ctx, obj); len(out) == 1 && obj.GetName() == brokerv1alpha1.ConsumerViewName {
-				o.sawView(out[0].Name, obj.GetResourceVersion(), o.now())
-			}
-			return nil
-		})).
+		// A view deleted (its consumer gone) is forgotten.
+		Watches(&brokerv1alpha1.ConsumerView{}, handler.Funcs{
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				saw(ctx, e.Object)
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				saw(ctx, e.ObjectNew)
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if out := consumerOfSelection(ctx, e.Object); len(out) == 1 && e.Object.GetName() == brokerv1alpha1.ConsumerViewName {
+					o.forgetView(out[0].Name)
+				}
+			},
+		}).
 		Watches(&sharingv1alpha1.Advertisement{}, handler.EnqueueRequestsFromMapFunc(policyConsumers)).
 		// A ledger's holders too: a consumer gone while the broker was
 		// away (no Selection left to wake it) is found in the ledgers

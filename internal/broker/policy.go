@@ -225,6 +225,16 @@ func (o *Orchestrator) sawView(consumer, resourceVersion string, now time.Time) 
 	return s
 }
 
+// forgetView drops what the orchestrator saw of a consumer's view, gone
+// (its consumer with it), so that the map does not grow with consumers
+// gone. A decision that read the view just before it went may note it
+// once more: harmless, as a view seen first counts for nothing.
+func (o *Orchestrator) forgetView(consumer string) {
+	o.viewsMu.Lock()
+	defer o.viewsMu.Unlock()
+	delete(o.views, consumer)
+}
+
 // consumerSees are the providers the consumer's own view finds answering,
 // in a view the broker saw written within the failover time; none for a
 // view older, or never seen to change.
