@@ -51,7 +51,7 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 	if failAfter <= 0 {
 		failAfter = DefaultFailoverAfter
 	}
-	providers, err := o.providerIDs(ctx)
+	providers, measurements, err := o.providerIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -77,12 +77,7 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 	var candidates []decide.Candidate
 	for _, id := range providers {
 		c := decide.Candidate{ClusterID: id}
-		var m brokerv1alpha1.Measurement
-		switch err := o.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: id}, &m); {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("reading the measurement of %s: %w", id, err)
-		default:
+		if m := measurements[id]; m != nil {
 			c.Uptime = measure.Uptime(&m.Status, now)
 			if m.Status.LatencyMicros > 0 {
 				c.Latency, c.LatencyKnown = time.Duration(m.Status.LatencyMicros)*time.Microsecond, true
@@ -285,28 +280,29 @@ func (o *Orchestrator) holds(ctx context.Context, consumer string) (bool, error)
 	return false, nil
 }
 
-// providerIDs are the clusters the broker consumes.
-func (o *Orchestrator) providerIDs(ctx context.Context) ([]string, error) {
+// providerIDs are the clusters the broker consumes, and its Measurements
+// by provider (read once for the decision).
+func (o *Orchestrator) providerIDs(ctx context.Context) ([]string, map[string]*brokerv1alpha1.Measurement, error) {
 	var fcs discoveryv1alpha1.ForeignClusterList
 	if err := o.Client.List(ctx, &fcs); err != nil {
-		return nil, fmt.Errorf("listing the ForeignClusters: %w", err)
+		return nil, nil, fmt.Errorf("listing the ForeignClusters: %w", err)
 	}
 	var ms brokerv1alpha1.MeasurementList
 	if err := o.Client.List(ctx, &ms, client.InNamespace(o.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing the measurements: %w", err)
+		return nil, nil, fmt.Errorf("listing the measurements: %w", err)
 	}
-	measured := map[string]bool{}
+	measured := make(map[string]*brokerv1alpha1.Measurement, len(ms.Items))
 	for i := range ms.Items {
-		measured[ms.Items[i].Name] = true
+		measured[ms.Items[i].Name] = &ms.Items[i]
 	}
 	var out []string
 	for i := range fcs.Items {
 		// A provider down stays one: its failure is what a policy acts on.
-		if id := fcs.Items[i].Spec.ClusterIdentity.ClusterID; measure.Consumed(&fcs.Items[i], measured[id]) {
+		if id := fcs.Items[i].Spec.ClusterIdentity.ClusterID; measure.Consumed(&fcs.Items[i], measured[id] != nil) {
 			out = append(out, id)
 		}
 	}
-	return out, nil
+	return out, measured, nil
 }
 
 // demand is what the consumer's pods in the namespaces it offloads to the
