@@ -33,6 +33,7 @@ import (
 	brokerapi "github.com/liqo-go/liqo/internal/broker"
 	"github.com/liqo-go/liqo/internal/ctl/add"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
+	"github.com/liqo-go/liqo/internal/ctl/printer"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/install"
 )
@@ -328,11 +329,11 @@ func printSelection(out io.Writer, v *brokerapi.SelectionView) error {
 	seen := map[string]bool{}
 	for _, p := range v.Status.Providers {
 		seen[p.ClusterID] = true
-		writeRow(w, p.ClusterID, string(p.State), fmt.Sprint(p.Pods), fmt.Sprint(p.Held))
+		printer.Row(w, p.ClusterID, string(p.State), fmt.Sprint(p.Pods), fmt.Sprint(p.Held))
 	}
 	for _, p := range v.Providers {
 		if !seen[p] {
-			writeRow(w, p, "(not reported yet)", "-", "-")
+			printer.Row(w, p, "(not reported yet)", "-", "-")
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -340,7 +341,7 @@ func printSelection(out io.Writer, v *brokerapi.SelectionView) error {
 	}
 	for _, c := range v.Status.Conditions {
 		if c.Type == brokerapi.ConditionReady {
-			_, err := fmt.Fprintf(out, "Ready=%s (%s): %s\n", c.Status, terminalSafe(c.Reason), terminalSafe(c.Message))
+			_, err := fmt.Fprintf(out, "Ready=%s (%s): %s\n", c.Status, printer.Safe(c.Reason), printer.Safe(c.Message))
 			return err
 		}
 	}

@@ -10,11 +10,9 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +20,7 @@ import (
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	brokerapi "github.com/liqo-go/liqo/internal/broker"
+	"github.com/liqo-go/liqo/internal/ctl/printer"
 )
 
 // checkOutput checks an -o value: json, yaml, wide (when the table has a
@@ -141,32 +140,9 @@ func printClusters(out io.Writer, cs []brokerapi.Cluster, wide bool) error {
 			row = append(row, uptime(k.Uptime, brokerv1alpha1.Window1h), uptime(k.Uptime, brokerv1alpha1.Window7d),
 				fmt.Sprintf("%d/%d/%d", k.Pods.Running, k.Pods.Pending, k.Pods.Failed), start, zone, measured)
 		}
-		writeRow(w, row...)
+		printer.Row(w, row...)
 	}
 	return w.Flush()
-}
-
-// writeRow writes cells as one row of a table, each made safe for a
-// terminal first: what a peer wrote (names, labels, messages, errors)
-// can neither drive the terminal nor make a row or column of its own.
-func writeRow(w io.Writer, cells ...string) {
-	safe := make([]string, len(cells))
-	for i, c := range cells {
-		safe[i] = terminalSafe(c)
-	}
-	fmt.Fprintln(w, strings.Join(safe, "\t"))
-}
-
-// terminalSafe is s as it is when every rune of it prints, and quoted,
-// with Go's escapes, when one does not (a control sequence, a tab, a
-// line feed).
-func terminalSafe(s string) string {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }
 
 func millis(ms *float64) string {
@@ -235,7 +211,7 @@ func (o *Options) Explain(ctx context.Context, output string, out io.Writer) err
 }
 
 func printDecision(out io.Writer, d *brokerv1alpha1.Decision) error {
-	fmt.Fprintf(out, "Decided %s: %s\n", d.Time.UTC().Format(time.RFC3339), terminalSafe(d.Message))
+	fmt.Fprintf(out, "Decided %s: %s\n", d.Time.UTC().Format(time.RFC3339), printer.Safe(d.Message))
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PROVIDER\tVERDICT\tSCORE\tPRICE\tLATENCY\tUPTIME\tFREE\tSPREAD\tWHY")
 	for _, p := range d.Providers {
@@ -253,7 +229,7 @@ func printDecision(out io.Writer, d *brokerv1alpha1.Decision) error {
 		if len(p.Terms) > 0 {
 			score = fmt.Sprint(p.Score)
 		}
-		writeRow(w, p.ClusterID, string(p.Verdict), score, cell("price"), cell("latency"), cell("uptime"), cell("free"), cell("spread"), p.Message)
+		printer.Row(w, p.ClusterID, string(p.Verdict), score, cell("price"), cell("latency"), cell("uptime"), cell("free"), cell("spread"), p.Message)
 	}
 	return w.Flush()
 }

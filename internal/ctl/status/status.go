@@ -20,6 +20,7 @@ import (
 
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/ctl/kubeclient"
+	"github.com/liqo-go/liqo/internal/ctl/printer"
 )
 
 // Options of `liqoctl status`.
@@ -84,16 +85,18 @@ func (o *Options) Print(out io.Writer, fcs []discoveryv1alpha1.ForeignCluster) e
 	var notes []string
 	for i := range fcs {
 		fc := &fcs[i]
-		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\t%s\t%v\t%s\t%s\t%s\n",
-			fc.Name, orNone(fc.Spec.ClusterIdentity.ClusterName), orNone(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel]), fc.Spec.Join,
+		// The names and the conditions' reasons and messages come, some
+		// of them, from the peer: made safe for the terminal.
+		printer.Row(w,
+			fc.Name, orNone(fc.Spec.ClusterIdentity.ClusterName), orNone(fc.Labels[discoveryv1alpha1.DiscoveryTypeLabel]), fmt.Sprint(fc.Spec.Join),
 			cell(fc, discoveryv1alpha1.ConditionReachable), cell(fc, discoveryv1alpha1.ConditionAuthenticated),
-			cell(fc, discoveryv1alpha1.ConditionPeeringRequested), fc.Status.IncomingPeering,
+			cell(fc, discoveryv1alpha1.ConditionPeeringRequested), fmt.Sprint(fc.Status.IncomingPeering),
 			cell(fc, discoveryv1alpha1.ConditionAdvertisementAccepted), cell(fc, discoveryv1alpha1.ConditionVirtualNodeReady),
 			duration.HumanDuration(now().Sub(fc.CreationTimestamp.Time)))
 		if o.Verbose {
 			for _, t := range append([]string{discoveryv1alpha1.ConditionReachable, discoveryv1alpha1.ConditionCATrusted}, phases...) {
 				if cond := meta.FindStatusCondition(fc.Status.Conditions, t); cond != nil && (cond.Status != "True" || cordoned(cond)) {
-					notes = append(notes, fmt.Sprintf("%s %s: %s", fc.Name, t, cond.Message))
+					notes = append(notes, fmt.Sprintf("%s %s: %s", printer.Safe(fc.Name), t, printer.Safe(cond.Message)))
 				}
 			}
 		}

@@ -66,3 +66,30 @@ func TestPrint(t *testing.T) {
 		t.Fatalf("no clusters: %q %v", out.String(), err)
 	}
 }
+
+// What a peer wrote (its cluster name, an error it answered with) can
+// neither send a control sequence to the terminal nor make a row or a
+// note of its own.
+func TestPrintPeerTextMadeSafe(t *testing.T) {
+	fc := discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "p-1"},
+		Spec: discoveryv1alpha1.ForeignClusterSpec{ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: "p-1", ClusterName: "rome\x1b[2J"}, Join: true},
+		Status: discoveryv1alpha1.ForeignClusterStatus{Conditions: []metav1.Condition{{Type: discoveryv1alpha1.ConditionAuthenticated,
+			Status: metav1.ConditionFalse, Reason: "AuthFailed", Message: "refused: \x1b]0;owned\x07\r\nfake-peer Authenticated: fine"}}}}
+	var out bytes.Buffer
+	if err := (&Options{Verbose: true}).Print(&out, []discoveryv1alpha1.ForeignCluster{fc}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if strings.ContainsAny(s, "\x1b\x07\r") {
+		t.Errorf("a control character reached the terminal:\n%q", s)
+	}
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want a header, one row, a blank line and one note:\n%s", len(lines), s)
+	}
+	for _, want := range []string{`"rome\x1b[2J"`, `"refused: \x1b]0;owned\a\r\nfake-peer Authenticated: fine"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the output does not show %s quoted:\n%s", want, s)
+		}
+	}
+}
