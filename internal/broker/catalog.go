@@ -101,6 +101,11 @@ type KPIs struct {
 	// LatencyMillis is the median round trip of the answered probes of
 	// the last 15 s.
 	LatencyMillis *float64 `json:"latencyMillis,omitempty"`
+	// TunnelLatencyMillis is the round trip through the network fabric's
+	// tunnel to the provider's gateway, as the broker cluster's gateway
+	// measures it (a probe a second); absent while no tunnel to the
+	// provider is established.
+	TunnelLatencyMillis *float64 `json:"tunnelLatencyMillis,omitempty"`
 	// History is the last hour, a point a minute, oldest first.
 	History []Point `json:"history,omitempty"`
 	// Pods are the broker's pods there, by phase.
@@ -375,6 +380,10 @@ func (s *Server) kpis(ctx context.Context, c *Cluster) error {
 	if st.LatencyMicros > 0 {
 		ms := float64(st.LatencyMicros) / 1000
 		k.LatencyMillis = &ms
+	}
+	if st.TunnelLatencyMicros > 0 {
+		ms := float64(st.TunnelLatencyMicros) / 1000
+		k.TunnelLatencyMillis = &ms
 	}
 	for _, b := range st.Minutes {
 		p := Point{Start: b.Start, LatencyMillis: float64(b.LatencyMicros) / 1000}

@@ -280,6 +280,15 @@ func TestCatalog(t *testing.T) {
 
 	t.Run("v1: what the broker measures, and as metrics", func(t *testing.T) {
 		measured(t, w, "provider-1", 12*time.Millisecond, nil)
+		// Its tunnel established, 0.8 ms through as the gateway measures it.
+		var m brokerv1alpha1.Measurement
+		if err := w.c.Get(t.Context(), client.ObjectKey{Namespace: install.DefaultNamespace, Name: "provider-1"}, &m); err != nil {
+			t.Fatal(err)
+		}
+		m.Status.TunnelLatencyMicros = 800
+		if err := w.c.Status().Update(t.Context(), &m); err != nil {
+			t.Fatal(err)
+		}
 		var p broker.Cluster
 		eventually(t, func() error {
 			a := w.get(t, "/api/v1/clusters/provider-1", reader)
@@ -290,15 +299,15 @@ func TestCatalog(t *testing.T) {
 			if err := json.Unmarshal(a.body, &p); err != nil {
 				return err
 			}
-			if p.KPIs == nil || p.KPIs.LatencyMillis == nil {
-				return fmt.Errorf("no latency yet: %s", a.body)
+			if p.KPIs == nil || p.KPIs.LatencyMillis == nil || p.KPIs.TunnelLatencyMillis == nil {
+				return fmt.Errorf("no latencies yet: %s", a.body)
 			}
 			return nil
 		})
 		k := p.KPIs
-		if !k.Reachable || *k.LatencyMillis != 12 || k.Uptime[brokerv1alpha1.Window1h] != 1 || len(k.History) != 1 || k.History[0].Up != 1 ||
+		if !k.Reachable || *k.LatencyMillis != 12 || *k.TunnelLatencyMillis != 0.8 || k.Uptime[brokerv1alpha1.Window1h] != 1 || len(k.History) != 1 || k.History[0].Up != 1 ||
 			k.AgeSeconds == nil || *k.AgeSeconds < 0 || *k.AgeSeconds > 60 || k.Measured == nil {
-			t.Errorf("provider-1's KPIs %+v, want reachable at 12 ms, up the whole hour, measured just now", k)
+			t.Errorf("provider-1's KPIs %+v, want reachable at 12 ms (0.8 ms through the tunnel), up the whole hour, measured just now", k)
 		}
 		if k.Pods.Pending != 2 || k.Pods.Running != 0 {
 			t.Errorf("provider-1's pods %+v, want the two pending", k.Pods)
@@ -320,6 +329,7 @@ func TestCatalog(t *testing.T) {
 		for key, want := range map[string]float64{
 			"liqo_broker_provider_reachable,provider=provider-1":                                1,
 			"liqo_broker_provider_latency_seconds,provider=provider-1":                          0.012,
+			"liqo_broker_provider_tunnel_latency_seconds,provider=provider-1":                   0.0008,
 			"liqo_broker_provider_uptime_ratio,provider=provider-1,window=1h":                   1,
 			"liqo_broker_provider_pods,phase=pending,provider=provider-1":                       2,
 			"liqo_broker_provider_free,provider=provider-1,resource=cpu":                        5,

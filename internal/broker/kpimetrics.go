@@ -20,6 +20,8 @@ var (
 		"1 when the broker's last health check of the provider's API server was answered ready, else 0.", []string{"provider"}, nil)
 	kpiLatency = prometheus.NewDesc("liqo_broker_provider_latency_seconds",
 		"Median round trip of the last 15 s's health checks of the provider's API server.", []string{"provider"}, nil)
+	kpiTunnelLatency = prometheus.NewDesc("liqo_broker_provider_tunnel_latency_seconds",
+		"Round trip through the network fabric's tunnel to the provider's gateway, as the broker cluster's gateway measures it; absent while no tunnel is established.", []string{"provider"}, nil)
 	kpiUptime = prometheus.NewDesc("liqo_broker_provider_uptime_ratio",
 		"Share of the health checks the provider answered over a window (1h, 24h, 7d).", []string{"provider", "window"}, nil)
 	kpiAge = prometheus.NewDesc("liqo_broker_provider_measurement_age_seconds",
@@ -52,7 +54,7 @@ func exportKPIs(s *Server) {
 
 // Describe implements prometheus.Collector.
 func (k *kpiCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{kpiReachable, kpiLatency, kpiUptime, kpiAge, kpiFree, kpiOffered, kpiPrice, kpiPods, kpiStart} {
+	for _, d := range []*prometheus.Desc{kpiReachable, kpiLatency, kpiTunnelLatency, kpiUptime, kpiAge, kpiFree, kpiOffered, kpiPrice, kpiPods, kpiStart} {
 		ch <- d
 	}
 }
@@ -85,6 +87,9 @@ func (k *kpiCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(kpiReachable, reachable, id)
 		if kp.LatencyMillis != nil {
 			gauge(kpiLatency, *kp.LatencyMillis/1000, id)
+		}
+		if kp.TunnelLatencyMillis != nil {
+			gauge(kpiTunnelLatency, *kp.TunnelLatencyMillis/1000, id)
 		}
 		if kp.AgeSeconds != nil {
 			gauge(kpiAge, *kp.AgeSeconds, id)

@@ -47,6 +47,13 @@ type MeasurementStatus struct {
 	// the last 15 seconds, in microseconds.
 	// +optional
 	LatencyMicros int64 `json:"latencyMicros,omitempty"`
+	// TunnelLatencyMicros is the round trip through the network
+	// fabric's tunnel to the provider's gateway, in microseconds, as this
+	// cluster's gateway measures it (a probe a second; its
+	// TunnelEndpoint), read at each probe; absent while no tunnel to the
+	// provider is established.
+	// +optional
+	TunnelLatencyMicros int64 `json:"tunnelLatencyMicros,omitempty"`
 	// Minutes are the last hour's one-minute buckets, oldest first.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=60
@@ -71,6 +78,7 @@ type MeasurementStatus struct {
 // +kubebuilder:resource:scope=Namespaced
 // +kubebuilder:printcolumn:name="Reachable",type=boolean,JSONPath=`.status.reachable`
 // +kubebuilder:printcolumn:name="Latency(us)",type=integer,JSONPath=`.status.latencyMicros`
+// +kubebuilder:printcolumn:name="Tunnel(us)",type=integer,JSONPath=`.status.tunnelLatencyMicros`
 // +kubebuilder:printcolumn:name="Last probe",type=date,JSONPath=`.status.lastProbe`
 type Measurement struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -25,6 +25,7 @@ import (
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
 
@@ -41,6 +42,7 @@ const (
 
 // +kubebuilder:rbac:groups=broker.liqo.io,namespace=liqo,resources=measurements,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=broker.liqo.io,namespace=liqo,resources=measurements/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=net.liqo.io,resources=tunnelendpoints,verbs=get;list;watch
 
 // Prober health-checks every provider the cluster consumes, through the
 // virtual kubelet's identity there, and keeps what it finds in a
@@ -76,11 +78,11 @@ type Prober struct {
 type tracker struct {
 	status  brokerv1alpha1.MeasurementStatus
 	written time.Time
-	// writtenLatency is the latency last written.
-	writtenLatency int64
-	loaded         bool
-	recent         []sample // the last minute's answered probes
-	minuteLat      []int64  // the current minute's latencies
+	// writtenLatency and writtenTunnel are the latencies last written.
+	writtenLatency, writtenTunnel int64
+	loaded                        bool
+	recent                        []sample // the last minute's answered probes
+	minuteLat                     []int64  // the current minute's latencies
 }
 
 type sample struct {
@@ -186,12 +188,20 @@ func (p *Prober) Round(ctx context.Context) error {
 			continue
 		}
 		changed := t.record(r.at, r.latency, r.err)
-		if changed || significant(t.status.LatencyMicros, t.writtenLatency) || r.at.Sub(t.written) >= p.writeEvery() {
+		tunnel, err := p.tunnelLatency(ctx, r.id)
+		if err != nil {
+			// Not read: the figure stands, a failed read is no tunnel down.
+			errs = append(errs, err)
+			tunnel = t.status.TunnelLatencyMicros
+		}
+		changed = changed || (tunnel == 0) != (t.status.TunnelLatencyMicros == 0)
+		t.status.TunnelLatencyMicros = tunnel
+		if changed || significant(t.status.LatencyMicros, t.writtenLatency) || significant(tunnel, t.writtenTunnel) || r.at.Sub(t.written) >= p.writeEvery() {
 			if err := p.write(ctx, r.id, t); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			t.written, t.writtenLatency = r.at, t.status.LatencyMicros
+			t.written, t.writtenLatency, t.writtenTunnel = r.at, t.status.LatencyMicros, tunnel
 		}
 	}
 	// A provider no longer consumed loses its measurement.
@@ -272,6 +282,24 @@ func Consumed(fc *discoveryv1alpha1.ForeignCluster, measured bool) bool {
 		return false
 	}
 	return measured || meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionVirtualNodeReady) != nil
+}
+
+// tunnelLatency is the round trip through the tunnel to provider's
+// gateway as this cluster's gateway last measured it, in microseconds: 0
+// while the tunnel is not established, or there is none (no network
+// fabric, or its API not installed).
+func (p *Prober) tunnelLatency(ctx context.Context, provider string) (int64, error) {
+	var tep netv1alpha1.TunnelEndpoint
+	switch err := p.Client.Get(ctx, client.ObjectKey{Name: provider}, &tep); {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("reading the tunnel to %s: %w", provider, err)
+	}
+	if tep.Status.Latency == nil || !meta.IsStatusConditionTrue(tep.Status.Conditions, netv1alpha1.ConditionEstablished) {
+		return 0, nil
+	}
+	return max(tep.Status.Latency.Microseconds(), 1), nil
 }
 
 // tracker returns id's tracker, its history read back from its

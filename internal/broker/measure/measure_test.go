@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
@@ -145,8 +147,9 @@ func peer(id string) *discoveryv1alpha1.ForeignCluster {
 }
 
 // TestProber, against a real API server: every provider the cluster
-// consumes gets a Measurement with its reachability, latency and
-// history; a change of reachability is written at once, the rest every
+// consumes gets a Measurement with its reachability, latency (also
+// through the tunnel, as the gateway measures it) and history; a change
+// of reachability, or of the tunnel's, is written at once, the rest every
 // WriteEvery; a prober started again goes on from the history stored;
 // a provider no longer consumed loses its Measurement.
 func TestProber(t *testing.T) {
@@ -187,8 +190,37 @@ func TestProber(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// near's tunnel is up, 7 ms through as its gateway measures it;
+	// down's is not established.
+	tunnel := func(id string, latency time.Duration, established bool) {
+		t.Helper()
+		tep := &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(tep), tep); apierrors.IsNotFound(err) {
+			tep.Spec = netv1alpha1.TunnelEndpointSpec{ClusterID: id, PublicKey: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+				Remote: netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/16"}, RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: "10.0.0.0/16", ExternalCIDR: "10.4.0.0/16"}}
+			if err := c.Create(ctx, tep); err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		status := metav1.ConditionFalse
+		if established {
+			status = metav1.ConditionTrue
+		}
+		tep.Status.Latency = &metav1.Duration{Duration: latency}
+		meta.SetStatusCondition(&tep.Status.Conditions, metav1.Condition{Type: netv1alpha1.ConditionEstablished, Status: status, Reason: "Probed", Message: "probed"})
+		if err := c.Status().Update(ctx, tep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tunnel("near", 7*time.Millisecond, true)
+	tunnel("down", 3*time.Millisecond, false)
 	round()
 	near, down := get("near"), get("down")
+	if near.Status.TunnelLatencyMicros != 7000 || down.Status.TunnelLatencyMicros != 0 {
+		t.Errorf("tunnel latency near %d µs, down %d; want 7000 (its gateway's figure) and none (not established)", near.Status.TunnelLatencyMicros, down.Status.TunnelLatencyMicros)
+	}
 	if !near.Status.Reachable || near.Status.LatencyMicros < 20000 || near.Status.LatencyMicros > 900000 {
 		t.Errorf("near: reachable %v, latency %d µs; want reachable at 20 ms or more", near.Status.Reachable, near.Status.LatencyMicros)
 	}
@@ -216,17 +248,24 @@ func TestProber(t *testing.T) {
 	if n := get("near"); n.Status.Minutes[0].Probes != 3 {
 		t.Errorf("near after WriteEvery: %d probes stored, want 3", n.Status.Minutes[0].Probes)
 	}
+	// near's tunnel goes down: written at once, before WriteEvery.
+	tunnel("near", 7*time.Millisecond, false)
+	now = t0.Add(11 * time.Second)
+	round()
+	if n := get("near"); n.Status.TunnelLatencyMicros != 0 || !n.Status.LastProbe.Time.Equal(now) {
+		t.Errorf("near's tunnel down: %d µs written at %v, want none at once (%v)", n.Status.TunnelLatencyMicros, n.Status.LastProbe, now)
+	}
 
 	// Started again, it goes on from what is stored.
 	p = newProber()
 	now = t0.Add(12 * time.Second)
 	h.set("near", 0, errors.New("timeout"))
 	round()
-	if n := get("near"); n.Status.Minutes[0].Probes != 4 || n.Status.Minutes[0].Up != 3 || n.Status.Reachable {
-		t.Errorf("near after a restart: %+v; want 3 of 4 probes up, unreachable now", n.Status.Minutes[0])
+	if n := get("near"); n.Status.Minutes[0].Probes != 5 || n.Status.Minutes[0].Up != 4 || n.Status.Reachable {
+		t.Errorf("near after a restart: %+v; want 4 of 5 probes up, unreachable now", n.Status.Minutes[0])
 	}
-	if up := Uptime(&get("near").Status, now); up[brokerv1alpha1.Window1h] != 0.75 || up[brokerv1alpha1.Window7d] != 0.75 {
-		t.Errorf("near's uptime %v, want 0.75 over each window", up)
+	if up := Uptime(&get("near").Status, now); up[brokerv1alpha1.Window1h] != 0.8 || up[brokerv1alpha1.Window7d] != 0.8 {
+		t.Errorf("near's uptime %v, want 0.8 over each window", up)
 	}
 
 	// No longer consumed: its Measurement goes, at the next sweep
@@ -266,7 +305,7 @@ func TestProber(t *testing.T) {
 	p = newProber()
 	now = t0.Add(50 * time.Second)
 	round()
-	if n := get("near"); !n.Status.LastProbe.Time.Equal(now) || n.Status.Reachable || n.Status.Minutes[0].Up != 3 {
-		t.Errorf("near, down with its virtual node gone: %+v; want measured now, unreachable, its 3 probes up kept", n.Status)
+	if n := get("near"); !n.Status.LastProbe.Time.Equal(now) || n.Status.Reachable || n.Status.Minutes[0].Up != 4 {
+		t.Errorf("near, down with its virtual node gone: %+v; want measured now, unreachable, its 4 probes up kept", n.Status)
 	}
 }

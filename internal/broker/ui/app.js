@@ -217,7 +217,9 @@ function latencyCell(c, k) {
   const label = 'Latency of ' + c.clusterName + ' over the last hour: ' + (hist.length
     ? 'from ' + fmtMillis(Math.min(...hist)) + ' to ' + fmtMillis(Math.max(...hist))
     : 'no history yet');
-  return el('td', {}, el('span', { class: 'value' }, fmtMillis(k.latencyMillis)), sparkline(hist, max, label));
+  return el('td', {}, el('span', { class: 'value' }, fmtMillis(k.latencyMillis)),
+    k.tunnelLatencyMillis != null ? el('div', { class: 'sub' }, 'tunnel ' + fmtMillis(k.tunnelLatencyMillis)) : null,
+    sparkline(hist, max, label));
 }
 
 function availabilityCell(c, k) {

@@ -97,7 +97,7 @@ func printClusters(out io.Writer, cs []brokerapi.Cluster, wide bool) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	head := "PROVIDER\tNAME\tREACHABLE\tLATENCY\tUPTIME(24h)\tFREE CPU\tFREE MEMORY\tPRICE"
 	if wide {
-		head += "\tUPTIME(1h)\tUPTIME(7d)\tPODS(run/pend/fail)\tSTART\tZONE\tMEASURED"
+		head += "\tTUNNEL\tUPTIME(1h)\tUPTIME(7d)\tPODS(run/pend/fail)\tSTART\tZONE\tMEASURED"
 	}
 	fmt.Fprintln(w, head)
 	for _, c := range cs {
@@ -137,7 +137,7 @@ func printClusters(out io.Writer, cs []brokerapi.Cluster, wide bool) error {
 			if k.AgeSeconds != nil {
 				measured = time.Duration(*k.AgeSeconds*float64(time.Second)).Round(time.Second).String() + " ago"
 			}
-			row = append(row, uptime(k.Uptime, brokerv1alpha1.Window1h), uptime(k.Uptime, brokerv1alpha1.Window7d),
+			row = append(row, millis(k.TunnelLatencyMillis), uptime(k.Uptime, brokerv1alpha1.Window1h), uptime(k.Uptime, brokerv1alpha1.Window7d),
 				fmt.Sprintf("%d/%d/%d", k.Pods.Running, k.Pods.Pending, k.Pods.Failed), start, zone, measured)
 		}
 		printer.Row(w, row...)

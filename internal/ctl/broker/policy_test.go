@@ -17,13 +17,13 @@ import (
 )
 
 func TestPrintClusters(t *testing.T) {
-	lat, age := 12.5, 3.0
+	lat, tunnel, age := 12.5, 0.8, 3.0
 	now := metav1.Now()
 	cs := []brokerapi.Cluster{
 		{ClusterID: "p-1", ClusterName: "rome", Provider: true,
 			Free:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("6Gi")},
 			Offer: &brokerapi.Offer{Prices: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.03")}, Currency: "EUR", Period: "Hour", Labels: map[string]string{corev1.LabelTopologyZone: "eu-1a"}},
-			KPIs: &brokerapi.KPIs{Measured: &now, AgeSeconds: &age, Reachable: true, LatencyMillis: &lat,
+			KPIs: &brokerapi.KPIs{Measured: &now, AgeSeconds: &age, Reachable: true, LatencyMillis: &lat, TunnelLatencyMillis: &tunnel,
 				Uptime: map[brokerv1alpha1.UptimeWindow]float64{brokerv1alpha1.Window24h: 0.995, brokerv1alpha1.Window1h: 1}, Pods: brokerapi.PodHealth{Running: 4, Pending: 1}}},
 		{ClusterID: "c-1", ClusterName: "milan", Consumer: true},
 	}
@@ -35,7 +35,7 @@ func TestPrintClusters(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d lines, want the header and the one provider:\n%s", len(lines), out.String())
 	}
-	for _, want := range []string{"p-1", "rome", "yes", "12.5ms", "99.50%", "100.00%", "3", "6Gi", "cpu 0.03 EUR/Hour", "4/1/0", "eu-1a", "3s ago"} {
+	for _, want := range []string{"p-1", "rome", "yes", "12.5ms", "0.8ms", "99.50%", "100.00%", "3", "6Gi", "cpu 0.03 EUR/Hour", "4/1/0", "eu-1a", "3s ago"} {
 		if !strings.Contains(lines[1], want) {
 			t.Errorf("the row %q does not show %q", lines[1], want)
 		}
