@@ -203,9 +203,17 @@ func (r *Outgoing) deleteRemote(ctx context.Context, creds *identity.Credentials
 	}
 	err = remote.Delete(ctx, &discoveryv1alpha1.PeeringRequest{ObjectMeta: metav1.ObjectMeta{Name: r.LocalClusterID}})
 	// Gone, or this cluster's identity refused: the provider revokes it
-	// exactly when its side of the peering is removed.
-	if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+	// exactly when its side of the peering is removed. Which of them, the
+	// outcome says (and the log), for the operator who finds a
+	// PeeringRequest left in the provider.
+	switch {
+	case err == nil:
 		return "the peering was removed on both sides", nil
+	case apierrors.IsNotFound(err):
+		return "the peering was removed on both sides (its PeeringRequest was gone in the provider already)", nil
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		ctrl.LoggerFrom(ctx).Info("The provider refused this cluster's identity while unpeering: taken as its side removed", "error", err.Error())
+		return "the peering was removed on both sides (the provider no longer accepts this cluster's identity, as when its side is removed)", nil
 	}
 	return "", err
 }
