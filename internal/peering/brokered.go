@@ -122,10 +122,24 @@ func (b *Brokered) Sync(ctx context.Context, broker string) error {
 			return fmt.Errorf("peering with %s, introduced by %s: %w", id, broker, err)
 		}
 	}
-	if err := b.release(ctx, broker, want); err != nil {
+	// The providers in use keep their peering, and are checked, also
+	// while their introduction is not accepted now: a broker that cannot
+	// reach a provider cannot renew its introduction either, and that is
+	// when what this cluster sees of it matters.
+	inUse := map[string]bool{}
+	for _, id := range sel.InUse() {
+		if ValidClusterID(id) && id != b.LocalClusterID && id != broker {
+			inUse[id] = true
+		}
+	}
+	keep := maps.Clone(inUse)
+	for id := range want {
+		keep[id] = true
+	}
+	if err := b.release(ctx, broker, keep); err != nil {
 		return err
 	}
-	return b.report(ctx, bc, slices.Sorted(maps.Keys(want)))
+	return b.report(ctx, bc, slices.Sorted(maps.Keys(inUse)))
 }
 
 // report checks the providers in use itself and writes what it found into
@@ -239,9 +253,10 @@ func (b *Brokered) ensure(ctx context.Context, broker string, in brokerv1alpha1.
 	return client.IgnoreNotFound(b.Client.Patch(ctx, fc, patch))
 }
 
-// release marks the peerings broker introduced that its Selection no
-// longer enables, and ends those unused for longer than the grace period.
-func (b *Brokered) release(ctx context.Context, broker string, want map[string]brokerv1alpha1.IntroducedProvider) error {
+// release marks the peerings broker introduced that are not to be kept
+// (the Selection no longer enables them), and ends those unused for
+// longer than the grace period; one kept loses its mark.
+func (b *Brokered) release(ctx context.Context, broker string, keep map[string]bool) error {
 	var fcs discoveryv1alpha1.ForeignClusterList
 	if err := b.Client.List(ctx, &fcs, client.MatchingLabels{discoveryv1alpha1.IntroducedByLabel: broker}); err != nil {
 		return err
@@ -252,10 +267,19 @@ func (b *Brokered) release(ctx context.Context, broker string, want map[string]b
 	}
 	for i := range fcs.Items {
 		fc := &fcs.Items[i]
-		if _, ok := want[fc.Spec.ClusterIdentity.ClusterID]; ok || !fc.Spec.Join {
+		patch := client.MergeFrom(fc.DeepCopy())
+		if keep[fc.Spec.ClusterIdentity.ClusterID] {
+			if metav1.HasAnnotation(fc.ObjectMeta, discoveryv1alpha1.UnusedSinceAnnotation) {
+				delete(fc.Annotations, discoveryv1alpha1.UnusedSinceAnnotation)
+				if err := b.Client.Patch(ctx, fc, patch); client.IgnoreNotFound(err) != nil {
+					return err
+				}
+			}
 			continue
 		}
-		patch := client.MergeFrom(fc.DeepCopy())
+		if !fc.Spec.Join {
+			continue
+		}
 		since, err := time.Parse(time.RFC3339, fc.Annotations[discoveryv1alpha1.UnusedSinceAnnotation])
 		switch {
 		case err != nil:

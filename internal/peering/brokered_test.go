@@ -222,6 +222,23 @@ func TestBrokeredPeerings(t *testing.T) {
 	if slices.Contains(checked, "p3") {
 		t.Errorf("checked %v: p3, introduced but not in use, is none of this cluster's business", checked)
 	}
+	// p1's introduction is no longer accepted now (a broker that lost its
+	// path to p1 cannot renew it): p1, still in use, is still checked,
+	// and its peering kept, past the grace period too.
+	setStatus(brokerv1alpha1.IntroducedProvider{ClusterID: "p1", State: brokerv1alpha1.IntroductionPending, Message: "unreachable"},
+		accepted("p4", token(brokerID, "a4")))
+	sync()
+	now = now.Add(2 * time.Minute)
+	sync()
+	if err := inBroker.Get(ctx, client.ObjectKeyFromObject(view), view); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(view.Spec.Providers, want) || !view.Spec.CheckedAt.Time.Equal(now) {
+		t.Errorf("the view with p1's introduction pending: %+v at %v, want %+v at %v", view.Spec.Providers, view.Spec.CheckedAt, want, now)
+	}
+	if fc := fcOf("p1"); !fc.Spec.Join || fc.Annotations[discoveryv1alpha1.UnusedSinceAnnotation] != "" {
+		t.Errorf("p1 in use, its introduction pending: join %v, annotations %v; want kept, not marked unused", fc.Spec.Join, fc.Annotations)
+	}
 	// None in use any more: the view says so.
 	sel.Spec.Providers = nil
 	if err := inBroker.Update(ctx, sel); err != nil {
