@@ -266,8 +266,10 @@ func price(cpu string) *configv1alpha1.Price {
 // a restart; a policy choosing two of them under a price and a latency
 // limit, explained; a weight changing the choice; the dashboard; a
 // latency oscillating around a limit; a chosen provider's API server
-// stopped, its pods recreated on the others (the time printed); two
-// consumers choosing at once the provider that fits one of them.
+// stopped, its pods recreated on the others (the time printed); the
+// broker alone losing its path to a provider the consumer still reaches,
+// whose pods stay; two consumers choosing at once the provider that fits
+// one of them.
 func TestPolicy(t *testing.T) {
 	consumer, near, far, dear := suite.Members[0], suite.Members[1], suite.Members[2], suite.Members[3]
 	b := suite.Broker
@@ -708,6 +710,138 @@ stableFor: 10m
 		})
 		t.Logf("the broker's leftovers at %s gone %s after its API server was started again (%s of which until it was ready)", victim.Name,
 			time.Since(restarted).Round(100*time.Millisecond), back.Sub(restarted).Round(100*time.Millisecond))
+	})
+
+	t.Run("the broker alone loses its path to a provider in use: the consumer still reaches it, so its pods there stay", func(t *testing.T) {
+		// After the failover, the consumer's pods run on two providers
+		// (the scheduler chose how many on each). The providers accept
+		// the broker's introductions and the consumer follows them: it
+		// peers with each provider it uses (for the network only), and
+		// writes into its ConsumerView in the broker what its own checks
+		// of them find.
+		sel, err := decision(t, consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sel.Status.Decision == nil || len(sel.Status.Decision.Chosen) == 0 {
+			t.Fatalf("no provider in use after the failover: %s", explain(sel.Status.Decision))
+		}
+		inUse := sel.Status.Decision.Chosen
+		bc := framework.Client(t, b)
+		// The one the broker will lose: the provider in use with the
+		// most of the consumer's pods.
+		before, _ := brokerPods(t, consumer)
+		var lost *playground.Member
+		var onLost string
+		for _, p := range []*playground.Member{near, far, dear} {
+			if !slices.Contains(inUse, p.ClusterID) {
+				continue
+			}
+			n, err := framework.VirtualNode(bc, p.ClusterID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lost == nil || before[n.Name] > before[onLost] {
+				lost, onLost = p, n.Name
+			}
+		}
+		if before[onLost] == 0 {
+			t.Fatalf("the consumer's pods %v: none on a provider in use (%v)", before, inUse)
+		}
+		for _, id := range inUse {
+			for _, p := range []*playground.Member{near, far, dear} {
+				if p.ClusterID == id {
+					framework.SetClusterConfig(t, p, func(s *configv1alpha1.ClusterConfigSpec) { s.PeeringConfig.Introducers = []string{b.ClusterID} })
+					t.Cleanup(func() {
+						framework.SetClusterConfig(t, p, func(s *configv1alpha1.ClusterConfigSpec) { s.PeeringConfig.Introducers = nil })
+					})
+				}
+			}
+		}
+		framework.SetClusterConfig(t, consumer, func(s *configv1alpha1.ClusterConfigSpec) { s.PeeringConfig.Brokers = []string{b.ClusterID} })
+		t.Cleanup(func() {
+			framework.SetClusterConfig(t, consumer, func(s *configv1alpha1.ClusterConfigSpec) { s.PeeringConfig.Brokers = nil })
+		})
+		framework.Eventually(t, 2*time.Minute, func() error {
+			var v brokerv1alpha1.ConsumerView
+			if err := bc.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-" + consumer.ClusterID, Name: brokerv1alpha1.ConsumerViewName}, &v); err != nil {
+				return err
+			}
+			answered := map[string]bool{}
+			for _, p := range v.Spec.Providers {
+				answered[p.ClusterID] = p.Answered
+			}
+			for _, id := range inUse {
+				if !answered[id] {
+					return fmt.Errorf("the consumer's view %+v: %s not seen answering yet", v.Spec, id)
+				}
+			}
+			return nil
+		})
+
+		// The broker's own path to that provider breaks: its proxy cuts the
+		// connections of the broker cluster's controller manager (its
+		// prober and virtual kubelet) and of it alone. The consumer's
+		// path, through the same proxy, still works.
+		cm := b.Process(playground.ControllerManager)
+		if cm == nil {
+			t.Fatal("no controller manager running in the broker cluster")
+		}
+		t.Cleanup(func() { proxies[lost.Name].SetRefused(0) })
+		cc := framework.Client(t, consumer)
+		broken := time.Now()
+		proxies[lost.Name].SetRefused(cm.PID)
+		// Down to the broker for the failover time (20 s): kept, as the
+		// consumer's fresh view still sees it.
+		framework.Eventually(t, 2*time.Minute, func() error {
+			sel, err := decision(t, consumer)
+			if err != nil {
+				return err
+			}
+			if v := verdict(sel.Status.Decision, lost.ClusterID); v.Verdict != brokerv1alpha1.VerdictKept || v.Criterion != decide.CriterionAvailability ||
+				!strings.Contains(v.Message, "consumer's own check") {
+				return fmt.Errorf("%s: %+v, want kept on the consumer's view although down to the broker", lost.Name, v)
+			}
+			return nil
+		})
+		t.Logf("%s kept on the consumer's view %s after the broker lost its path to it", lost.Name, time.Since(broken).Round(100*time.Millisecond))
+		stable := func() error {
+			running, other, err := podsOf(ctx, bc, consumer)
+			if err != nil {
+				return err
+			}
+			if running[onLost] != before[onLost] || other != 0 {
+				return fmt.Errorf("the consumer's pods in the broker: %v Running, %d not; want %d still on %s", running, other, before[onLost], lost.Name)
+			}
+			sel, err := decision(t, consumer)
+			if err != nil {
+				return err
+			}
+			if v := verdict(sel.Status.Decision, lost.ClusterID); v.Verdict != brokerv1alpha1.VerdictKept || v.Criterion != decide.CriterionAvailability {
+				return fmt.Errorf("%s: %+v, want still kept on the consumer's view", lost.Name, v)
+			}
+			return framework.AllRunning(ctx, cc, ns, 6)
+		}
+		// Held for longer than the failover time again: nothing moves.
+		framework.Consistently(t, 25*time.Second, stable)
+
+		// The path back: it answers the broker again, in use as before.
+		proxies[lost.Name].SetRefused(0)
+		framework.Eventually(t, time.Minute, func() error {
+			sel, err := decision(t, consumer)
+			if err != nil {
+				return err
+			}
+			// In use, as before: chosen, or kept against a challenger
+			// (stableFor is 10 minutes), no longer for the consumer's view.
+			if v := verdict(sel.Status.Decision, lost.ClusterID); !slices.Contains(sel.Status.Decision.Chosen, lost.ClusterID) || v.Criterion != "" {
+				return fmt.Errorf("%s: %+v, want in use again, failing no criterion", lost.Name, v)
+			}
+			return nil
+		})
+		if running, _ := brokerPods(t, consumer); running[onLost] != before[onLost] {
+			t.Errorf("the consumer's pods %v after the path came back, want %d on %s as before", running, before[onLost], lost.Name)
+		}
 	})
 
 	t.Run("two consumers choosing at once the one provider that fits one: one gets it, the other the next best, never both", func(t *testing.T) {
