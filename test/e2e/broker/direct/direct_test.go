@@ -10,8 +10,10 @@
 package direct_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -27,6 +29,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	brokerapi "github.com/liqo-go/liqo/internal/broker"
 	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/playground"
@@ -73,6 +76,46 @@ func established(t *testing.T, m, peer *playground.Member) {
 	})
 }
 
+// tunnelKPI waits until the broker's catalog shows, for provider, the
+// round trip through the broker cluster's tunnel as its gateway measures
+// it (TunnelEndpoint's latency): within what the prober lets drift
+// before it writes (2 ms, or a fifth).
+func tunnelKPI(t *testing.T, b, provider *playground.Member) {
+	t.Helper()
+	framework.Eventually(t, time.Minute, func() error {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := framework.Client(t, b).Get(t.Context(), client.ObjectKey{Name: provider.ClusterID}, &tep); err != nil {
+			return err
+		}
+		if tep.Status.Latency == nil {
+			return fmt.Errorf("the broker's gateway has no latency to %s yet", provider.Name)
+		}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.BrokerURL+"/api/v1/clusters/"+provider.ClusterID, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var c brokerapi.Cluster
+		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET the catalog's %s: %d (%v)", provider.Name, resp.StatusCode, err)
+		}
+		if c.KPIs == nil || c.KPIs.TunnelLatencyMillis == nil {
+			return fmt.Errorf("the catalog shows no tunnel latency for %s: %+v", provider.Name, c.KPIs)
+		}
+		got, want := time.Duration(*c.KPIs.TunnelLatencyMillis*float64(time.Millisecond)), tep.Status.Latency.Duration
+		if d := (got - want).Abs(); d > max(2*time.Millisecond, want/5) {
+			return fmt.Errorf("the catalog's tunnel latency to %s %s, its gateway's %s", provider.Name, got, want)
+		}
+		t.Logf("the broker's catalog: %s %.2f ms away through the tunnel (its gateway: %s), %.2f ms to its API server", provider.Name,
+			*c.KPIs.TunnelLatencyMillis, want, ptr.Deref(c.KPIs.LatencyMillis, 0))
+		return nil
+	})
+}
+
 // TestConsumerReachesOrchestratedPodDirectly: a consumer pod reaches a pod
 // the broker runs on a provider at the address the consumer shows for it,
 // through the consumer's own tunnel with that provider; what crosses the
@@ -114,6 +157,7 @@ func TestConsumerReachesOrchestratedPodDirectly(t *testing.T) {
 	established(t, consumer, provider)
 	established(t, consumer, b)
 	established(t, b, provider)
+	tunnelKPI(t, b, provider)
 	if n, err := framework.VirtualNode(framework.Client(t, consumer), provider.ClusterID); err == nil {
 		t.Errorf("%s has a virtual node %s of %s, which it peered with for the network only", consumer.Name, n.Name, provider.Name)
 	}
