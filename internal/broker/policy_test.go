@@ -869,7 +869,7 @@ func TestOrchestratorMovesPaced(t *testing.T) {
 
 	update(func(s *brokerv1alpha1.SelectionSpec) { s.Excluded = []string{"cheap"} })
 	moved := time.Now()
-	paced := func(ctx context.Context) error {
+	paced := func(context.Context) error {
 		n, cheap, ready, err := state()
 		if err != nil {
 			return err

@@ -100,8 +100,11 @@ func tunnelKPI(t *testing.T, b, provider *playground.Member) {
 		}
 		defer resp.Body.Close()
 		var c brokerapi.Cluster
-		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET the catalog's %s: %d (%v)", provider.Name, resp.StatusCode, err)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET the catalog's %s: %s", provider.Name, resp.Status)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+			return fmt.Errorf("GET the catalog's %s: %w", provider.Name, err)
 		}
 		if c.KPIs == nil || c.KPIs.TunnelLatencyMillis == nil {
 			return fmt.Errorf("the catalog shows no tunnel latency for %s: %+v", provider.Name, c.KPIs)
