@@ -175,6 +175,9 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		Timestamp:       metav1.NewTime(now),
 		TimeToLive:      metav1.NewTime(now.Add(b.ttl())),
 	}
+	// A sum hides how it is cut up: the consumer learns the largest pod
+	// that fits in one piece too.
+	want.LargestPods = LargestOn(nodes.Items, pods.Items, counted, want.Resources)
 	if cc := b.Config(); cc != nil && cc.Spec.SharingConfig.Price != nil {
 		price := cc.Spec.SharingConfig.Price
 		want.Prices, want.Currency, want.PricePeriod = price.PerUnit.DeepCopy(), price.Currency, price.Period
@@ -193,12 +196,13 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	next := time.Until(written.TimeToLive.Add(-b.ttl() / 2))
 	// The quota of the consumer's namespaces follows what was offered.
 	return ctrl.Result{RequeueAfter: max(next, time.Second)}, b.setStatus(ctx, &pr, metav1.ConditionTrue, "Advertised",
-		fmt.Sprintf("Offering %d%% of the free resources: %s", pct, describe(written.Resources)), written.Resources, nil)
+		fmt.Sprintf("Offering %d%% of the free resources: %s", pct, Describe(written.Resources)), written.Resources, nil)
 }
 
 // stale reports whether written must be replaced by want.
 func (b *Broadcaster) stale(written, want *sharingv1alpha1.AdvertisementSpec, now time.Time) bool {
-	return ChangedBeyond(written.Resources, want.Resources, ChangeThreshold) || now.After(written.TimeToLive.Add(-b.ttl()/2)) ||
+	return ChangedBeyond(written.Resources, want.Resources, ChangeThreshold) || largestChanged(written.LargestPods, want.LargestPods) ||
+		now.After(written.TimeToLive.Add(-b.ttl()/2)) ||
 		!equalStrings(written.Labels, want.Labels) || !equalStrings(written.Properties, want.Properties) || written.ClusterIdentity != want.ClusterIdentity ||
 		!equality.Semantic.DeepEqual(written.Prices, want.Prices) || written.Currency != want.Currency || written.PricePeriod != want.PricePeriod
 }
@@ -346,6 +350,20 @@ func commonLabels(nodes []corev1.Node, counted func(*corev1.Node) bool) map[stri
 	return out
 }
 
+// largestChanged says whether the largest pods moved beyond the
+// threshold: one more or fewer, or one of them.
+func largestChanged(a, b []corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return true
+	}
+	for i := range a {
+		if ChangedBeyond(a[i], b[i], ChangeThreshold) {
+			return true
+		}
+	}
+	return false
+}
+
 func equalStrings(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
@@ -358,18 +376,6 @@ func equalStrings(a, b map[string]string) bool {
 	return true
 }
 
-func describe(l corev1.ResourceList) string {
-	s := ""
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
-		if q, ok := l[name]; ok {
-			if s != "" {
-				s += ", "
-			}
-			s += fmt.Sprintf("%s %s", name, q.String())
-		}
-	}
-	return s
-}
 
 // resourcesSettle is how long the Broadcaster lets node and pod changes
 // gather before it recomputes the offer: a burst of a thousand pods costs

@@ -121,7 +121,7 @@ func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisemen
 		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonAwaitingOperator, fmt.Sprintf(
 			"spec.sharingConfig.autoAccept is off; accept this offer with: kubectl annotate advertisement -n %s %s %s=true", adv.Namespace, adv.Name, sharingv1alpha1.AcceptAnnotation)
 	}
-	return sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.ReasonAccepted, "Accepted: " + describe(adv.Spec.Resources)
+	return sharingv1alpha1.AdvertisementAccepted, sharingv1alpha1.ReasonAccepted, "Accepted: " + Describe(adv.Spec.Resources)
 }
 
 // joined says whether this cluster peers with the provider of adv. A

@@ -20,6 +20,10 @@ const (
 	// name its virtual node was given: the name stays the provider's,
 	// reserved, even while the node is gone.
 	VirtualNodeNameAnnotation = "offloading.liqo.io/virtual-node-name"
+	// LargestPodsAnnotation carries, on a virtual node, the largest pods
+	// its offer can take (the Advertisement's largestPods, as JSON): a
+	// pod none of them holds is not bound to the node.
+	LargestPodsAnnotation = "offloading.liqo.io/largest-pods"
 
 	// OffloadingEnabledLabel marks a consumer namespace that has a
 	// NamespaceOffloading: the pod webhook selects namespaces by it, so

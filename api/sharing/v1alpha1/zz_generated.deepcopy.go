@@ -83,6 +83,19 @@ func (in *AdvertisementSpec) DeepCopyInto(out *AdvertisementSpec) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.LargestPods != nil {
+		in, out := &in.LargestPods, &out.LargestPods
+		*out = make([]v1.ResourceList, len(*in))
+		for i := range *in {
+			if (*in)[i] != nil {
+				in, out := &(*in)[i], &(*out)[i]
+				*out = make(v1.ResourceList, len(*in))
+				for key, val := range *in {
+					(*out)[key] = val.DeepCopy()
+				}
+			}
+		}
+	}
 	if in.Labels != nil {
 		in, out := &in.Labels, &out.Labels
 		*out = make(map[string]string, len(*in))

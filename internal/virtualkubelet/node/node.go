@@ -85,7 +85,8 @@ type Reconciler struct {
 	// a node waits there, with a NamespaceNotOffloaded event.
 	Untainted bool
 
-	// applied holds, by node name, the labels last applied to it.
+	// applied holds, by node name, the labels and annotations last
+	// applied to it (an appliedMeta).
 	applied sync.Map
 }
 
@@ -183,6 +184,7 @@ func PeerOffer(adv *sharingv1alpha1.Advertisement) *provider.Offer {
 	return &provider.Offer{
 		Provider: adv.Spec.ClusterIdentity.ClusterID, Name: adv.Spec.ClusterIdentity.ClusterName,
 		Resources: adv.Spec.Resources, Labels: sharing.AllowedNodeLabels(adv.Spec.Labels),
+		LargestPods: adv.Spec.LargestPods,
 	}
 }
 
@@ -278,9 +280,9 @@ func (r *Reconciler) rememberNodeName(ctx context.Context, provider, name string
 const FieldManager = "liqo-virtual-kubelet"
 
 // ensureNode creates the provider's virtual node, or keeps what the
-// virtual kubelet owns of it, and only that: its labels (applied, so that
-// those the provider no longer offers go and an operator's stay) and its
-// taint (added if missing). The node is shared with operators and other
+// virtual kubelet owns of it, and only that: its labels and the largest
+// pods annotation (applied, so that those the provider no longer offers
+// go and an operator's stay) and its taint (added if missing). The node is shared with operators and other
 // controllers, as a kubelet shares its Node: spec.unschedulable (cordon),
 // their taints, labels and annotations are theirs, never written back.
 func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*corev1.Node, error) {
@@ -298,6 +300,10 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 	labels[discoveryv1alpha1.ManagedByLabel] = discoveryv1alpha1.ManagedByValue
 	labels["kubernetes.io/hostname"] = name
 	labels["kubernetes.io/role"] = "agent"
+	annotations := map[string]string{}
+	if v := sharing.FormatLargestPods(offer.LargestPods); v != "" {
+		annotations[offloadingv1alpha1.LargestPodsAnnotation] = v
+	}
 	taint := corev1.Taint{Key: offloadingv1alpha1.VirtualNodeTaint, Value: "true", Effect: corev1.TaintEffectNoExecute}
 
 	// Read live: the cache may still hold a node of this name that was
@@ -323,11 +329,11 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 	} else if err != nil {
 		return nil, err
 	}
-	if !r.labelsApplied(node, labels) {
-		if err := r.Client.Apply(ctx, corev1ac.Node(name).WithLabels(labels), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if !r.metaApplied(node, labels, annotations) {
+		if err := r.Client.Apply(ctx, corev1ac.Node(name).WithLabels(labels).WithAnnotations(annotations), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("labelling virtual node %s: %w", name, err)
 		}
-		r.applied.Store(name, maps.Clone(labels))
+		r.applied.Store(name, appliedMeta{labels: maps.Clone(labels), annotations: maps.Clone(annotations)})
 		// What follows writes against the version read: read the one
 		// the labels made.
 		if err := reader.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
@@ -354,16 +360,28 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 	return node, nil
 }
 
-// labelsApplied says whether labels are what this controller manager last
-// applied to node and the node still carries them: an apply a reconcile
-// (every 10 s) is a write saved.
-func (r *Reconciler) labelsApplied(node *corev1.Node, labels map[string]string) bool {
-	last, ok := r.applied.Load(node.Name)
-	if !ok || !maps.Equal(last.(map[string]string), labels) {
+// appliedMeta is what this controller manager last applied of a node.
+type appliedMeta struct{ labels, annotations map[string]string }
+
+// metaApplied says whether labels and annotations are what this
+// controller manager last applied to node and the node still carries
+// them: an apply a reconcile (every 10 s) is a write saved.
+func (r *Reconciler) metaApplied(node *corev1.Node, labels, annotations map[string]string) bool {
+	v, ok := r.applied.Load(node.Name)
+	if !ok {
+		return false
+	}
+	last := v.(appliedMeta)
+	if !maps.Equal(last.labels, labels) || !maps.Equal(last.annotations, annotations) {
 		return false
 	}
 	for k, v := range labels {
 		if node.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range annotations {
+		if node.Annotations[k] != v {
 			return false
 		}
 	}

@@ -335,6 +335,7 @@ func TestOfferOfNoPeerKeepsANode(t *testing.T) {
 		Provider: "aggregate-1", Name: "aggregate",
 		Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("100")},
 		Labels:    map[string]string{"topology.kubernetes.io/region": "eu-west"},
+		LargestPods: []corev1.ResourceList{{corev1.ResourceCPU: resource.MustParse("2")}},
 	}
 	node, ready, _, err := r.Keep(ctx, offer)
 	if err != nil {
@@ -354,6 +355,31 @@ func TestOfferOfNoPeerKeepsANode(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, &coordinationv1.Lease{}); err != nil {
 		t.Errorf("the node's Lease: %v", err)
+	}
+	if v, want := got.Annotations[offloadingv1alpha1.LargestPodsAnnotation], `[{"cpu":"2"}]`; v != want {
+		t.Errorf("largest pods annotation %q, want %q", v, want)
+	}
+	// The offer's largest pods change, then go: the annotation follows,
+	// and an operator's stays.
+	patch := client.MergeFrom(got.DeepCopy())
+	metav1.SetMetaDataAnnotation(&got.ObjectMeta, "example.com/owner", "ops")
+	if err := c.Patch(ctx, &got, patch); err != nil {
+		t.Fatal(err)
+	}
+	offer.LargestPods = []corev1.ResourceList{{corev1.ResourceCPU: resource.MustParse("3")}}
+	if _, _, _, err := r.Keep(ctx, offer); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &got); err != nil || got.Annotations[offloadingv1alpha1.LargestPodsAnnotation] != `[{"cpu":"3"}]` {
+		t.Errorf("largest pods annotation %q (%v) after the offer changed, want the new one", got.Annotations[offloadingv1alpha1.LargestPodsAnnotation], err)
+	}
+	offer.LargestPods = nil
+	if _, _, _, err := r.Keep(ctx, offer); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &got); err != nil || metav1.HasAnnotation(got.ObjectMeta, offloadingv1alpha1.LargestPodsAnnotation) ||
+		got.Annotations["example.com/owner"] != "ops" {
+		t.Errorf("annotations %v (%v) after the offer's bound went, want the operator's alone", got.Annotations, err)
 	}
 
 	health.Down(offer.Provider, errors.New("no answer"))

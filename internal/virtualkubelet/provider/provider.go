@@ -113,6 +113,10 @@ type Offer struct {
 	// Labels are the node labels the offer shows, already reduced to
 	// those a virtual node may carry.
 	Labels map[string]string
+	// LargestPods bound what one pod may request to run there (the
+	// Advertisement's largestPods): a pod none holds is not bound to the
+	// virtual node. Empty: no bound beyond Resources.
+	LargestPods []corev1.ResourceList
 }
 
 // ErrNotSynced is returned by Namespace while the view's cache fills; the
