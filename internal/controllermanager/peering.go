@@ -122,6 +122,9 @@ func setupOffloading(ctx context.Context, mgr ctrl.Manager, o *Options, direct c
 	mgr.GetWebhookServer().Register(offloading.MutatePodPath, &admission.Webhook{
 		Handler: &offloading.PodMutator{Reader: mgr.GetClient()},
 	})
+	mgr.GetWebhookServer().Register(offloading.ValidateBindingPath, &admission.Webhook{
+		Handler: &offloading.BindingValidator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+	})
 	mgr.GetWebhookServer().Register(offloading.ValidateEndpointSlicePath, &admission.Webhook{
 		Handler: &offloading.EndpointSliceValidator{Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())},
 	})

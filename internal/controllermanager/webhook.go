@@ -50,12 +50,16 @@ const (
 	// ValidatingWebhookConfiguration that bounds the addresses of the
 	// EndpointSlices consumers write here.
 	EndpointSliceWebhookConfigurationName = "liqo-offloaded-endpointslices"
+	// BindingWebhookConfigurationName is the
+	// ValidatingWebhookConfiguration that keeps a pod off a virtual node
+	// whose offer cannot run it in one piece.
+	BindingWebhookConfigurationName = "liqo-pod-bindings"
 )
 
 // The controller manager reads and changes its own webhook configurations
 // alone, by name; creating one cannot be limited to a name.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=create
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=liqo-peeringrequests;liqo-offloaded-endpointslices,verbs=get;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=liqo-peeringrequests;liqo-offloaded-endpointslices;liqo-pod-bindings,verbs=get;update;patch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=liqo-pods,verbs=get;update;patch
 
 // webhookSetup is what the manager needs to serve the webhooks.
@@ -213,6 +217,9 @@ func (w *webhookRegistrar) ensure(ctx context.Context) error {
 	if err := w.ensureEndpointSlices(ctx); err != nil {
 		return fmt.Errorf("registering the EndpointSlice webhook: %w", err)
 	}
+	if err := w.ensureBindings(ctx); err != nil {
+		return fmt.Errorf("registering the binding webhook: %w", err)
+	}
 	return w.ensureVirtualNodePolicy(ctx)
 }
 
@@ -318,6 +325,33 @@ func (w *webhookRegistrar) ensureEndpointSlices(ctx context.Context) error {
 	return w.ensureValidating(ctx, vwc, want)
 }
 
+// ensureBindings registers the binding webhook for the offloaded
+// namespaces alone, failing open (Ignore): while this controller manager
+// is down a pod binds as it did before the bound, and may wait in the
+// provider instead of here; nothing else is at stake.
+func (w *webhookRegistrar) ensureBindings(ctx context.Context) error {
+	cc := clientConfig(w.base, offloading.ValidateBindingPath, w.caBundle)
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: BindingWebhookConfigurationName}}
+	want := admissionregistrationv1.ValidatingWebhook{
+		Name:         "bindings.offloading.liqo.io",
+		ClientConfig: cc,
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{""}, APIVersions: []string{"v1"},
+				Resources: []string{"pods/binding"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		}},
+		NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{offloadingv1alpha1.OffloadingEnabledLabel: "true"}},
+		FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		AdmissionReviewVersions: []string{"v1"},
+		TimeoutSeconds:          ptr.To(int32(5)),
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+	}
+	return w.ensureValidating(ctx, vwc, want)
+}
+
 func (w *webhookRegistrar) ensurePeeringRequests(ctx context.Context) error {
 	cc := clientConfig(w.base, peering.ValidatePath, w.caBundle)
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigurationName}}
@@ -360,7 +394,9 @@ func (w *webhookRegistrar) ensureValidating(ctx context.Context, vwc *admissionr
 		if len(vwc.Webhooks) == 1 {
 			got := vwc.Webhooks[0]
 			if got.Name == want.Name && equality.Semantic.DeepEqual(got.ClientConfig, want.ClientConfig) && equality.Semantic.DeepEqual(got.Rules, want.Rules) &&
-				ptr.Deref(got.FailurePolicy, "") == ptr.Deref(want.FailurePolicy, "") && equality.Semantic.DeepEqual(got.MatchConditions, want.MatchConditions) {
+				ptr.Deref(got.FailurePolicy, "") == ptr.Deref(want.FailurePolicy, "") && equality.Semantic.DeepEqual(got.MatchConditions, want.MatchConditions) &&
+				// The API server makes a selector left out an empty one.
+				(want.NamespaceSelector == nil || equality.Semantic.DeepEqual(got.NamespaceSelector, want.NamespaceSelector)) {
 				return nil
 			}
 		}
