@@ -50,7 +50,9 @@ func (i *Introducer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	wanted := map[string]bool{}
-	if err == nil && sel.DeletionTimestamp.IsZero() {
+	// An aggregated consumer is introduced to no one: it never learns its
+	// providers (those made before it was aggregated are withdrawn).
+	if err == nil && sel.DeletionTimestamp.IsZero() && !sel.Aggregated() {
 		for _, p := range slices.Concat(sel.InUse(), sel.Spec.Introductions) {
 			if p != consumer {
 				wanted[p] = true

@@ -108,6 +108,9 @@ type Orchestrator struct {
 	// Live reads through to the API server (the reservations' ledger);
 	// Client when nil.
 	Live client.Reader
+	// AggregateNew gives every new consumer a Selection that aggregates
+	// (the broker runs the aggregator and not the orchestrator).
+	AggregateNew bool
 	// Decided, when set, is told how long each decision under a policy
 	// took: reading the measurements, offers and pods, deciding and
 	// holding the reservations, before the Selection's status is written.
@@ -130,7 +133,7 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
-	if sel == nil || sel.Spec.Policy == nil {
+	if sel == nil || sel.Policy() == nil {
 		// No policy (or no consumer any more): it holds nothing.
 		if held, err := o.holds(ctx, consumer); err != nil || held {
 			if err == nil {
@@ -146,11 +149,19 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		// namespaces here, if any, are not the orchestrator's.
 		return ctrl.Result{}, nil
 	}
-	if err := o.ensureLogin(ctx, consumer); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := o.ensureView(ctx, consumer); err != nil {
-		return ctrl.Result{}, err
+	if sel.Aggregated() {
+		// It sees one pool: nothing of its Selection, which names the
+		// providers.
+		if err := o.revokeLogin(ctx, consumer); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else {
+		if err := o.ensureLogin(ctx, consumer); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := o.ensureView(ctx, consumer); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	var vnodes corev1.NodeList
 	if err := o.Client.List(ctx, &vnodes, client.MatchingLabels{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}); err != nil {
@@ -179,7 +190,7 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	var result ctrl.Result
 	var ch *choice
 	invalid := ""
-	if sel.Spec.Policy != nil {
+	if sel.Policy() != nil {
 		if errs := decide.Validate(&sel.Spec); len(errs) > 0 {
 			invalid = errs.ToAggregate().Error()
 			enabled = sel.InUse()
@@ -206,10 +217,10 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	// A policy that chooses no provider for now (none passes, or none
 	// holds the consumer's requests) leaves the pods where they run:
 	// evicted, they would wait here with nowhere to go.
-	stay := sel.Spec.Policy != nil && len(serving) == 0
+	stay := sel.Policy() != nil && len(serving) == 0
 	var maxMoves int32
-	if sel.Spec.Policy != nil {
-		maxMoves = sel.Spec.Policy.MaxMovesPerMinute
+	if p := sel.Policy(); p != nil {
+		maxMoves = p.MaxMovesPerMinute
 	}
 	for i := range namespaces.Items {
 		r, err := o.orchestrate(ctx, &namespaces.Items[i], enabled, serving, providerOf, failed, stay, maxMoves, count)
@@ -244,8 +255,9 @@ func (o *Orchestrator) selection(ctx context.Context, consumer string) (*brokerv
 
 // firstSelection gives a consumer peered with the broker its Selection,
 // empty: the broker offers it nothing until it enables providers (the
-// offer follows the Selection), and its pods wait. Nil for a cluster that
-// does not consume the broker.
+// offer follows the Selection), and its pods wait; or, with AggregateNew,
+// one that aggregates every provider. Nil for a cluster that does not
+// consume the broker.
 func (o *Orchestrator) firstSelection(ctx context.Context, consumer string) (*brokerv1alpha1.Selection, error) {
 	var fc discoveryv1alpha1.ForeignCluster
 	if err := o.Client.Get(ctx, client.ObjectKey{Name: consumer}, &fc); apierrors.IsNotFound(err) {
@@ -257,6 +269,9 @@ func (o *Orchestrator) firstSelection(ctx context.Context, consumer string) (*br
 		return nil, nil
 	}
 	sel := &brokerv1alpha1.Selection{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}}
+	if o.AggregateNew {
+		sel.Spec.Aggregate = &brokerv1alpha1.Aggregate{}
+	}
 	switch err := o.Client.Create(ctx, sel); {
 	case apierrors.IsNotFound(err):
 		return nil, nil // no tenant namespace yet: its creation is not watched, the peering's status is
@@ -291,6 +306,27 @@ func (o *Orchestrator) ensureLogin(ctx context.Context, consumer string) error {
 	} {
 		if err := o.ensureBinding(ctx, &b); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// revokeLogin undoes ensureLogin's bindings: an aggregated consumer reads
+// nothing of its Selection, and its users call nothing of the broker's
+// API (the service account's tokens, bound to nothing, grant nothing).
+func (o *Orchestrator) revokeLogin(ctx context.Context, consumer string) error {
+	ns := discoveryv1alpha1.TenantNamespace(consumer)
+	for _, obj := range []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: brokerv1alpha1.LoginClusterRole}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: brokerv1alpha1.ConsumerServiceAccount}},
+	} {
+		if err := o.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if err := o.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("revoking the consumer's login (RoleBinding %s/%s): %w", ns, obj.GetName(), err)
 		}
 	}
 	return nil
@@ -595,12 +631,12 @@ func (o *Orchestrator) report(ctx context.Context, sel *brokerv1alpha1.Selection
 			cond.Message += fmt.Sprintf("; its PodDisruptionBudgets hold %s for now", strings.Join(holds, ", "))
 		}
 		if len(paces) > 0 {
-			cond.Message += fmt.Sprintf("; the policy's maxMovesPerMinute (%d) holds %s for now", sel.Spec.Policy.MaxMovesPerMinute, strings.Join(paces, ", "))
+			cond.Message += fmt.Sprintf("; the policy's maxMovesPerMinute (%d) holds %s for now", sel.Policy().MaxMovesPerMinute, strings.Join(paces, ", "))
 		}
 	case len(unavailable) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonUnavailable
 		cond.Message = fmt.Sprintf("the broker has no Ready virtual node for %s: not peered, or unreachable", strings.Join(unavailable, ", "))
-	case len(enabled) == 0 && sel.Spec.Policy != nil:
+	case len(enabled) == 0 && sel.Policy() != nil:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonNoProvider
 		cond.Message = "the policy chose no provider: its pods wait; " + decision.Message
 	case len(enabled) == 0:
@@ -659,7 +695,7 @@ func (o *Orchestrator) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	everyConsumer := consumers(func(*brokerv1alpha1.Selection) bool { return true })
-	policyConsumers := consumers(func(s *brokerv1alpha1.Selection) bool { return s.Spec.Policy != nil })
+	policyConsumers := consumers(func(s *brokerv1alpha1.Selection) bool { return s.Policy() != nil })
 	virtual := predicate.NewPredicateFuncs(func(obj client.Object) bool { return offloadingv1alpha1.IsVirtualNode(obj.GetLabels()) })
 	peer := func(_ context.Context, obj client.Object) []reconcile.Request {
 		if fc, ok := obj.(*discoveryv1alpha1.ForeignCluster); ok && fc.Status.IncomingPeering && fc.Spec.ClusterIdentity.ClusterID != "" {

@@ -5,6 +5,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,7 +146,12 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 	if err != nil {
 		return nil, err
 	}
-	policy := sel.Spec.Policy
+	policy := sel.Policy()
+	excluded := sel.Spec.Excluded
+	if sel.Aggregated() {
+		// Never its own offer sold back to it.
+		excluded = append(slices.Clone(excluded), consumer)
+	}
 	// A consumer that changed its selection (its policy, its toggles)
 	// asked for a choice anew: hysteresis keeps a choice from flapping
 	// with the measurements, not from following the consumer.
@@ -153,7 +159,7 @@ func (o *Orchestrator) choose(ctx context.Context, sel *brokerv1alpha1.Selection
 	if sel.Status.ObservedGeneration != sel.Generation {
 		previous = nil
 	}
-	d := decide.Decide(decide.Input{Now: now, Policy: policy, Pinned: sel.Spec.Providers, Excluded: sel.Spec.Excluded,
+	d := decide.Decide(decide.Input{Now: now, Policy: policy, Pinned: sel.Spec.Providers, Excluded: excluded,
 		Candidates: candidates, Previous: previous, Demand: demand})
 	// The same decision as before keeps its time: a status written only
 	// when something in it changed.

@@ -41,11 +41,9 @@ func ParseModes(list string) ([]string, error) {
 	for _, m := range strings.Split(list, ",") {
 		m = strings.TrimSpace(m)
 		switch m {
-		case "catalog", "orchestrator":
-		case "aggregator":
-			return nil, errors.New("--broker: the aggregator is not built yet (docs/broker.md); choose among catalog, orchestrator")
+		case "catalog", "orchestrator", "aggregator":
 		default:
-			return nil, fmt.Errorf("--broker %q: want a comma-separated list of catalog, orchestrator", list)
+			return nil, fmt.Errorf("--broker %q: want a comma-separated list of catalog, orchestrator, aggregator", list)
 		}
 		if !slices.Contains(modes, m) {
 			modes = append(modes, m)
@@ -59,9 +57,6 @@ func ParseModes(list string) ([]string, error) {
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
 	if !o.Modes.Catalog && !o.Modes.Orchestrator && !o.Modes.Aggregator {
 		return nil, errors.New("the broker needs at least one mode: --with-catalog, --with-orchestrator or --with-aggregator")
-	}
-	if o.Modes.Aggregator {
-		return nil, errors.New("--with-aggregator: the aggregator is not built yet (docs/broker.md)")
 	}
 	if err := node.IndexPods(ctx, mgr); err != nil {
 		return nil, err
@@ -86,8 +81,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
 	if err := (&Introducer{Client: mgr.GetClient(), Namespace: o.Namespace}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the introducer: %w", err)
 	}
-	if o.Modes.Orchestrator {
-		if err := (&Orchestrator{Client: mgr.GetClient(), Live: direct, Namespace: o.Namespace, FailoverAfter: o.FailoverAfter}).SetupWithManager(mgr); err != nil {
+	// The aggregator is the orchestrator's machinery serving consumers
+	// whose Selection aggregates: alone, it gives every new consumer
+	// such a Selection; beside the orchestrator, the broker's operator
+	// aggregates a consumer by setting spec.aggregate.
+	if o.Modes.Orchestrator || o.Modes.Aggregator {
+		if err := (&Orchestrator{Client: mgr.GetClient(), Live: direct, Namespace: o.Namespace, FailoverAfter: o.FailoverAfter,
+			AggregateNew: o.Modes.Aggregator && !o.Modes.Orchestrator}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the orchestrator: %w", err)
 		}
 	}

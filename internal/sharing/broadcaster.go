@@ -163,6 +163,11 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		counted = OnProviders(sel.Offered())
 		// Its PodDisruptionBudgets bound the moves of its pods here.
 		properties = map[string]string{brokerv1alpha1.OrchestratorProperty: "true"}
+		if sel.Aggregated() {
+			// The aggregator resells its providers' offers by its own
+			// measure, not this cluster's share of its own nodes.
+			pct = sel.Spec.Aggregate.Resale()
+		}
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
 		return ctrl.Result{}, err
 	}

@@ -45,6 +45,19 @@ type SelectionSpec struct {
 	// +optional
 	Policy *Policy `json:"policy,omitempty"`
 
+	// Aggregate, when set, makes this consumer one the broker's
+	// aggregator serves: the broker offers it what every provider offers
+	// the broker (but the consumer itself, and within ResalePercent), in
+	// one Advertisement that names none of them, and places each of its
+	// pods on one. The consumer sees one pool: it can neither read nor
+	// change this Selection, and is introduced to no provider. Its
+	// providers are chosen as by a policy of Count 256 (every provider
+	// that answers: spec.policy, if set, narrows them), so a provider
+	// that fails is replaced as under any policy. Set by the broker's
+	// operator, or for every new consumer by liqo-broker when it runs the
+	// aggregator and not the orchestrator.
+	// +optional
+	Aggregate *Aggregate `json:"aggregate,omitempty"`
 	// Excluded are the providers a policy never chooses for this
 	// consumer (its toggles pinning them out).
 	// +listType=set
@@ -53,6 +66,47 @@ type SelectionSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
 	Excluded []string `json:"excluded,omitempty"`
+}
+
+// Placement is how the aggregator spreads a consumer's pods over its
+// providers.
+// +kubebuilder:validation:Enum=Spread;BinPack
+type Placement string
+
+// The placements.
+const (
+	// PlacementSpread puts each pod where the most is free (the
+	// scheduler's own default).
+	PlacementSpread Placement = "Spread"
+	// PlacementBinPack fills the fullest provider that holds the pod
+	// first, leaving the others whole for larger pods.
+	PlacementBinPack Placement = "BinPack"
+)
+
+// Aggregate is how the broker's aggregator serves one consumer.
+type Aggregate struct {
+	// ResalePercent is how much of each provider's offer to the broker
+	// the broker offers this consumer in turn.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=100
+	// +optional
+	ResalePercent int32 `json:"resalePercent,omitempty"`
+	// Placement of the consumer's pods over the providers.
+	// +kubebuilder:default=Spread
+	// +optional
+	Placement Placement `json:"placement,omitempty"`
+}
+
+// DefaultResalePercent is an Aggregate's ResalePercent when unset.
+const DefaultResalePercent = 100
+
+// Resale returns the percent of the providers' offers resold.
+func (a *Aggregate) Resale() int32 {
+	if a == nil || a.ResalePercent <= 0 || a.ResalePercent > 100 {
+		return DefaultResalePercent
+	}
+	return a.ResalePercent
 }
 
 // IntroductionState is a provider's answer to an introduction.
@@ -182,12 +236,29 @@ func init() {
 	register(&Selection{}, &SelectionList{})
 }
 
+// Aggregated says whether the broker's aggregator serves this consumer.
+func (s *Selection) Aggregated() bool { return s.Spec.Aggregate != nil }
+
+// Policy returns the policy the consumer's providers are chosen by:
+// spec.policy, or for an aggregated consumer that sets none, every
+// provider that answers (Count 256); nil when the consumer chooses by
+// hand.
+func (s *Selection) Policy() *Policy {
+	switch {
+	case s.Spec.Policy != nil:
+		return s.Spec.Policy
+	case s.Aggregated():
+		return &Policy{Count: MaxSelectedProviders, Toggles: TogglesPin}
+	}
+	return nil
+}
+
 // InUse are the providers the broker offloads the consumer's pods to:
 // under a policy, those of its last decision; otherwise, and under a
 // policy not decided on yet (being made, or invalid from the start),
 // those it enabled: never none for want of a decision.
 func (s *Selection) InUse() []string {
-	if s.Spec.Policy != nil && s.Status.Decision != nil {
+	if s.Policy() != nil && s.Status.Decision != nil {
 		return s.Status.Decision.Chosen
 	}
 	return s.Spec.Providers
@@ -208,7 +279,7 @@ const CriterionCapacity = "capacity"
 // choose more. The pods beyond what those chosen hold wait here, counted
 // in the next decision's demand.
 func (s *Selection) Offered() []string {
-	if s.Spec.Policy == nil || s.Status.Decision == nil {
+	if s.Policy() == nil || s.Status.Decision == nil {
 		return s.InUse()
 	}
 	out := slices.Clone(s.Status.Decision.Chosen)

@@ -55,7 +55,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "The Liqo namespace (leader election)")
 	fs.BoolVar(&o.Broker.Modes.Catalog, "with-catalog", o.Broker.Modes.Catalog, "Offer the catalog: the clusters peered with the broker, their offers and what is free")
 	fs.BoolVar(&o.Broker.Modes.Orchestrator, "with-orchestrator", o.Broker.Modes.Orchestrator, "Orchestrate consumers' pods over the providers each consumer selected")
-	fs.BoolVar(&o.Broker.Modes.Aggregator, "with-aggregator", o.Broker.Modes.Aggregator, "Aggregate the providers into one pool (not built yet)")
+	fs.BoolVar(&o.Broker.Modes.Aggregator, "with-aggregator", o.Broker.Modes.Aggregator, "Resell the providers as one pool; without --with-orchestrator, every new consumer is aggregated (docs/broker.md)")
 	fs.DurationVar(&o.Broker.FailoverAfter, "failover-after", broker.DefaultFailoverAfter, "How long a provider's API server must fail the broker's health checks before consumers' policies count it failed and their pods there are recreated elsewhere")
 	fs.StringVar(&o.Broker.BindAddress, "http-bind-address", o.Broker.BindAddress, "Address the broker's HTTP API listens on")
 	fs.BoolVar(&o.Broker.PublicCatalog, "public-catalog", o.Broker.PublicCatalog, "Let anonymous callers read the catalog; otherwise callers need get on catalog.broker.liqo.io (ClusterRole liqo-broker-catalog-reader)")

@@ -128,7 +128,7 @@ func TestBrokerValues(t *testing.T) {
 		b["image"].(map[string]any)["repository"] != "registry.example.com/liqo/liqo-broker" {
 		t.Errorf("broker values %v", b)
 	}
-	for flag, mention := range map[string]string{"aggregator": "not built yet", "catalog,dashboard": "--broker"} {
+	for flag, mention := range map[string]string{"catalog,dashboard": "--broker", "aggregate": "aggregator"} {
 		o := &Options{ClusterName: "hub", Broker: flag}
 		if _, err := o.Values(t.Context(), fakeClient(), "https://api.example.com", Profile{PodCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16"}, &out); err == nil || !strings.Contains(err.Error(), mention) {
 			t.Errorf("--broker %s: %v, want an error saying %q", flag, err, mention)
