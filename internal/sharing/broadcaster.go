@@ -381,7 +381,6 @@ func equalStrings(a, b map[string]string) bool {
 	return true
 }
 
-
 // resourcesSettle is how long the Broadcaster lets node and pod changes
 // gather before it recomputes the offer: a burst of a thousand pods costs
 // a few recomputations, not a thousand lists of every pod.

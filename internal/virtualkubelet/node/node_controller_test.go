@@ -333,8 +333,8 @@ func TestOfferOfNoPeerKeepsANode(t *testing.T) {
 	r := &Reconciler{Client: c, APIReader: c, Health: health}
 	offer := &provider.Offer{
 		Provider: "aggregate-1", Name: "aggregate",
-		Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("100")},
-		Labels:    map[string]string{"topology.kubernetes.io/region": "eu-west"},
+		Resources:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("100")},
+		Labels:      map[string]string{"topology.kubernetes.io/region": "eu-west"},
 		LargestPods: []corev1.ResourceList{{corev1.ResourceCPU: resource.MustParse("2")}},
 	}
 	node, ready, _, err := r.Keep(ctx, offer)
