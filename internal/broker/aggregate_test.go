@@ -27,8 +27,9 @@ import (
 // providers are every provider that answers but itself (also a provider
 // of the broker here), its namespace is offloaded to them, it keeps no
 // way to read its Selection (bindings an earlier orchestrator made go)
-// and is introduced to none; a provider that fails is replaced, as
-// under any policy.
+// and is introduced to none; its namespace and NamespaceOffloading are
+// marked aggregated; a provider that fails is replaced, as under any
+// policy.
 func TestAggregator(t *testing.T) {
 	w := startBroker(t, broker.Options{Modes: broker.Modes{Aggregator: true}, Namespace: install.DefaultNamespace, FailoverAfter: 2 * time.Second})
 	ctx := t.Context()
@@ -78,6 +79,14 @@ func TestAggregator(t *testing.T) {
 			}
 			if got := n.Annotations[brokerv1alpha1.ProvidersAnnotation]; got != strings.Join(want, ",") {
 				return fmt.Errorf("namespace %s offloaded to %q, want %q", ns, got, strings.Join(want, ","))
+			}
+			// Marked, for the broker's virtual kubelet to name no provider.
+			var no offloadingv1alpha1.NamespaceOffloading
+			if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+				return err
+			}
+			if n.Labels[brokerv1alpha1.AggregatedLabel] != "true" || no.Labels[brokerv1alpha1.AggregatedLabel] != "true" {
+				return fmt.Errorf("namespace labels %v, its NamespaceOffloading's %v: want both marked aggregated", n.Labels, no.Labels)
 			}
 			return nil
 		})

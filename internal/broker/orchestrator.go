@@ -223,7 +223,7 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		maxMoves = p.MaxMovesPerMinute
 	}
 	for i := range namespaces.Items {
-		r, err := o.orchestrate(ctx, &namespaces.Items[i], enabled, serving, providerOf, failed, stay, maxMoves, count)
+		r, err := o.orchestrate(ctx, &namespaces.Items[i], sel.Aggregated(), enabled, serving, providerOf, failed, stay, maxMoves, count)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -400,13 +400,14 @@ func newTally() *tally {
 // NamespaceOffloading, and the drain of disabled providers (at most
 // maxMoves a minute for the consumer, when more than 0, but for those of
 // failed providers).
-func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, enabled, serving []string, providerOf map[string]string,
+func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, aggregated bool, enabled, serving []string, providerOf map[string]string,
 	failed map[string]bool, stay bool, maxMoves int32, count *tally) (ctrl.Result, error) {
 	want := strings.Join(serving, ",")
 	if ns.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue || ns.Annotations[brokerv1alpha1.ProvidersAnnotation] != want ||
-		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) {
+		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) || aggregatedMark(ns.Labels) != aggregated {
 		patch := client.MergeFrom(ns.DeepCopy())
 		metav1.SetMetaDataLabel(&ns.ObjectMeta, brokerv1alpha1.OrchestratedLabel, brokerv1alpha1.OrchestratedValue)
+		setAggregatedMark(&ns.ObjectMeta, aggregated)
 		metav1.SetMetaDataAnnotation(&ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation, want)
 		if err := o.Client.Patch(ctx, ns, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("marking namespace %s orchestrated: %w", ns.Name, err)
@@ -453,7 +454,7 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, en
 		}
 	}
 	slices.Sort(keep)
-	if err := o.ensureOffloading(ctx, ns.Name, keep); err != nil {
+	if err := o.ensureOffloading(ctx, ns.Name, aggregated, keep); err != nil {
 		return ctrl.Result{}, err
 	}
 	var result ctrl.Result
@@ -534,7 +535,7 @@ func retryIn(r *ctrl.Result, d time.Duration) {
 
 // ensureOffloading keeps the namespace's NamespaceOffloading towards
 // providers, and towards none when there is none.
-func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, providers []string) error {
+func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, aggregated bool, providers []string) error {
 	req := corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: providers}
 	if len(providers) == 0 {
 		req = corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpDoesNotExist}
@@ -549,6 +550,7 @@ func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, provider
 	err := o.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no)
 	if apierrors.IsNotFound(err) {
 		no = offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, Spec: spec}
+		setAggregatedMark(&no.ObjectMeta, aggregated)
 		if err := o.Client.Create(ctx, &no); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("offloading namespace %s: %w", ns, err)
 		}
@@ -557,15 +559,31 @@ func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, provider
 	if err != nil {
 		return err
 	}
-	if equality.Semantic.DeepEqual(no.Spec.ClusterSelector, spec.ClusterSelector) && no.Spec.PodOffloadingStrategy == spec.PodOffloadingStrategy {
+	if equality.Semantic.DeepEqual(no.Spec.ClusterSelector, spec.ClusterSelector) && no.Spec.PodOffloadingStrategy == spec.PodOffloadingStrategy &&
+		aggregatedMark(no.Labels) == aggregated {
 		return nil
 	}
 	patch := client.MergeFrom(no.DeepCopy())
 	no.Spec.ClusterSelector, no.Spec.PodOffloadingStrategy = spec.ClusterSelector, spec.PodOffloadingStrategy
+	setAggregatedMark(&no.ObjectMeta, aggregated)
 	if err := o.Client.Patch(ctx, &no, patch); err != nil {
 		return fmt.Errorf("offloading namespace %s to %v: %w", ns, providers, err)
 	}
 	return nil
+}
+
+// aggregatedMark says whether labels mark what they are on aggregated.
+func aggregatedMark(labels map[string]string) bool {
+	return labels[brokerv1alpha1.AggregatedLabel] == "true"
+}
+
+// setAggregatedMark marks m aggregated, or not.
+func setAggregatedMark(m *metav1.ObjectMeta, aggregated bool) {
+	if aggregated {
+		metav1.SetMetaDataLabel(m, brokerv1alpha1.AggregatedLabel, "true")
+		return
+	}
+	delete(m.Labels, brokerv1alpha1.AggregatedLabel)
 }
 
 // report writes what the orchestrator does for the consumer into its

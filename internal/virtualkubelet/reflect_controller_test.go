@@ -1669,3 +1669,55 @@ func TestServiceCopyFollowsAffinity(t *testing.T) {
 	})
 	copyIs(corev1.ServiceAffinityNone, 0, true)
 }
+
+// TestAggregatedPodNamesNoProvider: a pod this cluster (a broker) runs
+// for a consumer says which provider runs it (ProviderAddress), for the
+// consumer's direct path; once its namespace is one the broker's
+// aggregator serves, it says nothing of the provider, nor passes on what
+// a provider that is a broker in turn says.
+func TestAggregatedPodNamesNoProvider(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	pod := w.offloadedPod(t, "resold", func(p *corev1.Pod) { p.Labels[offloadingv1alpha1.OriginClusterLabel] = "the-consumer" })
+	w.remotePod(t, pod.Name, nil)
+	w.running(t, pod.Name, "10.201.0.44")
+	says := func(reason string) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			var got corev1.Pod
+			if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+				return err
+			}
+			var reasons []string
+			for _, c := range got.Status.Conditions {
+				if c.Type == offloadingv1alpha1.ConditionProviderAddress {
+					reasons = append(reasons, c.Reason)
+				}
+			}
+			if (reason == "" && len(reasons) > 0) || (reason != "" && !slices.Equal(reasons, []string{reason})) {
+				return fmt.Errorf("the pod names providers %v, want %q", reasons, reason)
+			}
+			return nil
+		})
+	}
+	says(testProvider)
+
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.localNS, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(no.DeepCopy())
+	metav1.SetMetaDataLabel(&no.ObjectMeta, brokerv1alpha1.AggregatedLabel, "true")
+	if err := w.c.Patch(ctx, &no, patch); err != nil {
+		t.Fatal(err)
+	}
+	// The provider is a broker too, and says where it runs the pod.
+	if err := w.mem.Change(testProvider, provider.Pods, w.remoteNS, pod.Name, func(o client.Object) {
+		p := o.(*corev1.Pod)
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: offloadingv1alpha1.ConditionProviderAddress, Status: corev1.ConditionTrue,
+			Reason: "deeper-provider", Message: "10.9.0.1"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	says("")
+}

@@ -13,6 +13,11 @@ const (
 	OrchestratedLabel = "broker.liqo.io/orchestrated"
 	// OrchestratedValue is OrchestratedLabel's value.
 	OrchestratedValue = "true"
+	// AggregatedLabel, "true" on a namespace the broker orchestrates for
+	// a consumer its aggregator serves, and on its NamespaceOffloading,
+	// keeps the providers out of what the consumer sees of its pods: the
+	// broker's virtual kubelet says nowhere which provider runs one.
+	AggregatedLabel = "broker.liqo.io/aggregated"
 	// ProvidersAnnotation lists, comma-separated, the ClusterIDs of the
 	// providers an orchestrated namespace's new pods may go to: the
 	// consumer's enabled providers that the broker serves. Empty: none.

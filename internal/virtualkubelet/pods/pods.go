@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
@@ -230,7 +231,12 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	if resizeCond != nil && setResizePending(&status, &pod, *resizeCond) {
 		r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ResizeRefused", "Resize", "Provider %s refused the resize: %v", providerID, resizeErr)
 	}
-	if origin := pod.Labels[offloadingv1alpha1.OriginClusterLabel]; origin != "" && origin != r.LocalClusterID {
+	switch origin := pod.Labels[offloadingv1alpha1.OriginClusterLabel]; {
+	case no.Labels[brokerv1alpha1.AggregatedLabel] == "true":
+		// A consumer this broker's aggregator serves learns no
+		// provider, not even one a provider that is a broker names.
+		dropProviderAddress(&status)
+	case origin != "" && origin != r.LocalClusterID:
 		// This cluster runs the pod for a consumer, in turn in
 		// providerID (a broker): it says where, for the consumer's
 		// direct path.
@@ -647,9 +653,7 @@ func podIPs(st *corev1.PodStatus) []corev1.PodIP {
 // consumer in provider, where it runs: the provider and the pod's
 // addresses there, as the provider reported them.
 func setProviderAddress(st *corev1.PodStatus, provider string) {
-	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
-		return c.Type == offloadingv1alpha1.ConditionProviderAddress
-	})
+	dropProviderAddress(st)
 	var ips []string
 	for _, ip := range podIPs(st) {
 		ips = append(ips, ip.IP)
@@ -659,6 +663,13 @@ func setProviderAddress(st *corev1.PodStatus, provider string) {
 	}
 	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: offloadingv1alpha1.ConditionProviderAddress, Status: corev1.ConditionTrue,
 		Reason: provider, Message: strings.Join(ips, ",")})
+}
+
+// dropProviderAddress removes the ProviderAddress condition of st.
+func dropProviderAddress(st *corev1.PodStatus) {
+	st.Conditions = slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == offloadingv1alpha1.ConditionProviderAddress
+	})
 }
 
 // translateDirect shows, for a pod a broker (providerID) runs in another
