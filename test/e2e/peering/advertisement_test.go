@@ -70,6 +70,10 @@ func TestAdvertisement(t *testing.T) {
 			if got.Cmp(want) != 0 || adv.Status.Phase != phase || adv.Status.Reason != reason {
 				return errorf("Advertisement cpu %s phase %s/%s (%s), want cpu %s phase %s/%s", got.String(), adv.Status.Phase, adv.Status.Reason, adv.Status.Message, want.String(), phase, reason)
 			}
+			// One node: the largest pod is the whole offer.
+			if len(adv.Spec.LargestPods) != 1 || adv.Spec.LargestPods[0].Cpu().Cmp(want) != 0 {
+				return errorf("Advertisement largest pods %v, want one of cpu %s (B's one node, within the offer)", adv.Spec.LargestPods, want.String())
+			}
 			if adv.Spec.ClusterIdentity.ClusterID != b.ClusterID || !adv.Spec.TimeToLive.After(adv.Spec.Timestamp.Time) {
 				return errorf("Advertisement spec %+v: want B's identity and a time-to-live", adv.Spec)
 			}
