@@ -120,7 +120,7 @@ helm upgrade see it; -f and --set pass chart values as they do in helm.`,
 	f.StringArrayVar(&o.Set, "set", nil, "A chart value, key=value as in helm --set (can repeat)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the installation")
 	f.BoolVar(&o.DryRun, "dry-run", false, "Print the manifests instead of installing them")
-	f.StringVar(&o.Broker, "broker", o.Broker, "Make this cluster a broker offering these services, comma-separated: catalog, orchestrator (docs/broker.md)")
+	f.StringVar(&o.Broker, "broker", o.Broker, "Make this cluster a broker offering these services, comma-separated: catalog, orchestrator, aggregator (docs/broker.md)")
 	return cmd
 }
 

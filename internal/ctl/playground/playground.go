@@ -131,7 +131,7 @@ func newUpCommand(ctx context.Context, dir *string) *cobra.Command {
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", o.BinDir, "Directory of the control-plane binaries and liqo-controller-manager (default: next to liqoctl, or $LIQO_BIN_DIR)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "Give up, and stop what was started, after this long")
 	cmd.Flags().BoolVar(&o.Peer, "peer", o.Peer, "Peer every cluster with every other (autojoin and LAN trust); --peer=false only discovers")
-	cmd.Flags().StringVar(&o.Broker, "broker", o.Broker, "Add a cluster named broker, peered with every other, running liqo-broker with these services (comma-separated: catalog, orchestrator; --broker alone: both); its URL goes to <dir>/broker.url")
+	cmd.Flags().StringVar(&o.Broker, "broker", o.Broker, "Add a cluster named broker, peered with every other, running liqo-broker with these services (comma-separated: catalog, orchestrator, aggregator; --broker alone: catalog and orchestrator); its URL goes to <dir>/broker.url")
 	cmd.Flags().Lookup("broker").NoOptDefVal = "catalog,orchestrator"
 	cmd.Flags().BoolVar(&o.Network, "network", o.Network, "Give each cluster a real node (kubelet, containerd) and connect the clusters' pod networks through the gateways' tunnels; needs root, `make node-tools` and the gateway's image (`make demo` as root builds them)")
 	cmd.Flags().BoolVar(&o.DistinctPodRanges, "distinct-pod-ranges", o.DistinctPodRanges, "Give each cluster a pod range of its own (cluster-1 10.100.0.0/14, cluster-2 10.104.0.0/14, ...), so that peers reach each other's pods at their own addresses; by default all share "+localcluster.PodCIDR+" and the network fabric remaps each peer's range")
