@@ -44,6 +44,7 @@ import (
 	"github.com/liqo-go/liqo/internal/localcluster"
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
+	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -68,10 +69,13 @@ func TestMain(m *testing.M) {
 	}, &suite))
 }
 
-// get asks the broker's API, with token when set.
+// get asks the broker's API, with token when set; in a cleanup too (the
+// test's context is canceled then).
 func get(t *testing.T, method, path, token string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, suite.Broker.BrokerURL+path, nil)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, suite.Broker.BrokerURL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,6 +496,10 @@ func TestBroker(t *testing.T) {
 		})
 	})
 
+	t.Run("a pod no one provider can take waits at the consumer, told the largest it can, while smaller pods run", func(t *testing.T) {
+		largerThanAnyProvider(t, consumer)
+	})
+
 	t.Run("a consumer peers with a provider using only the catalog and the provider's policy", func(t *testing.T) {
 		o := &ctlbroker.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, Broker: b.ClusterID, URL: b.BrokerURL,
 			TTL: time.Hour, Timeout: 30 * time.Second}
@@ -649,4 +657,85 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// largerThanAnyProvider: the consumer's virtual node sums what its
+// provider's two nodes offer (32 CPUs each), more than the provider can
+// run in one piece. A pod asking more than the largest piece, and less
+// than the sum, is not bound to the virtual node: it waits at the
+// consumer, its FailedScheduling event naming the largest pod it can
+// take, while a small pod beside it runs.
+func largerThanAnyProvider(t *testing.T, consumer *playground.Member) {
+	ctx := t.Context()
+	b := suite.Broker
+	c := framework.Client(t, consumer)
+	var request resource.Quantity
+	var largest []corev1.ResourceList
+	framework.Eventually(t, time.Minute, func() error {
+		vnode, err := framework.VirtualNode(c, b.ClusterID)
+		if err != nil {
+			return err
+		}
+		// One a provider, less those another holds.
+		if largest, err = sharing.ParseLargestPods(vnode.Annotations); err != nil || len(largest) == 0 {
+			return fmt.Errorf("virtual node %s's largest pods %v (%v), want some", vnode.Name, largest, err)
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods); err != nil {
+			return err
+		}
+		free := vnode.Status.Allocatable.Cpu().DeepCopy()
+		for i := range pods.Items {
+			if pods.Items[i].Spec.NodeName == vnode.Name {
+				reqs := sharing.PodRequests(&pods.Items[i])
+				free.Sub(*reqs.Cpu())
+			}
+		}
+		request = largest[0].Cpu().DeepCopy() // sorted: the most cpu first
+		request.Add(resource.MustParse("1"))
+		if free.Cmp(request) < 0 {
+			return fmt.Errorf("virtual node %s has cpu %s free, less than %s, one more than the largest pod %v: the offer sums no more than one piece",
+				vnode.Name, free.String(), request.String(), largest)
+		}
+		return nil
+	})
+	pod := func(name string, cpu resource.Quantity) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "app", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu}},
+		}}}}
+	}
+	big, small := pod("too-big", request), pod("small", resource.MustParse("100m"))
+	for _, p := range []*corev1.Pod{big, small} {
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+	}
+	want := "the largest pod it can take is " + sharing.Describe(largest[0])
+	framework.Eventually(t, time.Minute, func() error {
+		var got corev1.Pod
+		if err := c.Get(ctx, client.ObjectKeyFromObject(small), &got); err != nil {
+			return err
+		}
+		if got.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("the small pod is %s, want Running", got.Status.Phase)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(big), &got); err != nil {
+			return err
+		}
+		if got.Spec.NodeName != "" {
+			return fmt.Errorf("the pod asking cpu %s was bound to %s", request.String(), got.Spec.NodeName)
+		}
+		var events corev1.EventList
+		if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == big.Name && e.Reason == "FailedScheduling" && strings.Contains(e.Message, want) {
+				t.Logf("the pod asking cpu %s waits: %s", request.String(), e.Message)
+				return nil
+			}
+		}
+		return fmt.Errorf("no FailedScheduling event of %s says %q", big.Name, want)
+	})
 }
