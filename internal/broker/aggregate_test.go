@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,8 +29,8 @@ import (
 // of the broker here), its namespace is offloaded to them, it keeps no
 // way to read its Selection (bindings an earlier orchestrator made go)
 // and is introduced to none; its namespace and NamespaceOffloading are
-// marked aggregated; a provider that fails is replaced, as under any
-// policy.
+// marked aggregated; bin-packed, they are told the providers fullest
+// first; a provider that fails is replaced, as under any policy.
 func TestAggregator(t *testing.T) {
 	w := startBroker(t, broker.Options{Modes: broker.Modes{Aggregator: true}, Namespace: install.DefaultNamespace, FailoverAfter: 2 * time.Second})
 	ctx := t.Context()
@@ -104,6 +105,40 @@ func TestAggregator(t *testing.T) {
 		}
 		if len(intros.Items) != 0 {
 			return fmt.Errorf("%d introductions, want none: an aggregated consumer learns no provider", len(intros.Items))
+		}
+		return nil
+	})
+
+	// Bin-packed: the fullest provider first, for the pod webhook.
+	for _, id := range []string{"one", "two"} {
+		var n corev1.Node
+		if err := w.c.Get(ctx, client.ObjectKey{Name: "liqo-" + id}, &n); err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi")}
+		if err := w.c.Status().Update(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: consumer}},
+		Spec: corev1.PodSpec{NodeName: "liqo-two", Containers: []corev1.Container{{Name: "c", Image: "pause",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}}})
+	var sel brokerv1alpha1.Selection
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(sel.DeepCopy())
+	sel.Spec.Aggregate.Placement = brokerv1alpha1.PlacementBinPack
+	if err := w.c.Patch(ctx, &sel, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		var n corev1.Namespace
+		if err := w.c.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+			return err
+		}
+		if got := n.Annotations[brokerv1alpha1.PackOrderAnnotation]; got != "two,one" {
+			return fmt.Errorf("pack order %q, want two (half full) before one (empty)", got)
 		}
 		return nil
 	})

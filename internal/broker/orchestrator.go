@@ -37,6 +37,7 @@ import (
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/broker/decide"
 	"github.com/liqo-go/liqo/internal/identity"
+	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 )
 
@@ -222,8 +223,14 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if p := sel.Policy(); p != nil {
 		maxMoves = p.MaxMovesPerMinute
 	}
+	marks := nsMarks{aggregated: sel.Aggregated()}
+	if sel.Aggregated() && sel.Spec.Aggregate.Placement == brokerv1alpha1.PlacementBinPack {
+		if marks.packOrder, err = o.packOrder(ctx, vnodes.Items, serving); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	for i := range namespaces.Items {
-		r, err := o.orchestrate(ctx, &namespaces.Items[i], sel.Aggregated(), enabled, serving, providerOf, failed, stay, maxMoves, count)
+		r, err := o.orchestrate(ctx, &namespaces.Items[i], marks, enabled, serving, providerOf, failed, stay, maxMoves, count)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -400,14 +407,21 @@ func newTally() *tally {
 // NamespaceOffloading, and the drain of disabled providers (at most
 // maxMoves a minute for the consumer, when more than 0, but for those of
 // failed providers).
-func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, aggregated bool, enabled, serving []string, providerOf map[string]string,
+func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, marks nsMarks, enabled, serving []string, providerOf map[string]string,
 	failed map[string]bool, stay bool, maxMoves int32, count *tally) (ctrl.Result, error) {
+	aggregated := marks.aggregated
 	want := strings.Join(serving, ",")
 	if ns.Labels[brokerv1alpha1.OrchestratedLabel] != brokerv1alpha1.OrchestratedValue || ns.Annotations[brokerv1alpha1.ProvidersAnnotation] != want ||
-		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) || aggregatedMark(ns.Labels) != aggregated {
+		!metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation) || aggregatedMark(ns.Labels) != aggregated ||
+		ns.Annotations[brokerv1alpha1.PackOrderAnnotation] != marks.packOrder {
 		patch := client.MergeFrom(ns.DeepCopy())
 		metav1.SetMetaDataLabel(&ns.ObjectMeta, brokerv1alpha1.OrchestratedLabel, brokerv1alpha1.OrchestratedValue)
 		setAggregatedMark(&ns.ObjectMeta, aggregated)
+		if marks.packOrder != "" {
+			metav1.SetMetaDataAnnotation(&ns.ObjectMeta, brokerv1alpha1.PackOrderAnnotation, marks.packOrder)
+		} else {
+			delete(ns.Annotations, brokerv1alpha1.PackOrderAnnotation)
+		}
 		metav1.SetMetaDataAnnotation(&ns.ObjectMeta, brokerv1alpha1.ProvidersAnnotation, want)
 		if err := o.Client.Patch(ctx, ns, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("marking namespace %s orchestrated: %w", ns.Name, err)
@@ -570,6 +584,64 @@ func (o *Orchestrator) ensureOffloading(ctx context.Context, ns string, aggregat
 		return fmt.Errorf("offloading namespace %s to %v: %w", ns, providers, err)
 	}
 	return nil
+}
+
+// nsMarks are what a consumer's namespaces are marked with besides their
+// providers.
+type nsMarks struct {
+	// aggregated: the broker's aggregator serves the consumer.
+	aggregated bool
+	// packOrder: its pods are bin-packed, over these providers (comma-
+	// separated, fullest first).
+	packOrder string
+}
+
+// packOrder orders the providers serving a bin-packed consumer fullest
+// first: by the share of their virtual node's CPU and memory that the
+// pods bound there (every consumer's) request, the mean of the two. The
+// pod webhook prefers them in that order, so that a new pod goes to the
+// fullest that holds it and the emptiest stay whole for larger pods.
+func (o *Orchestrator) packOrder(ctx context.Context, vnodes []corev1.Node, serving []string) (string, error) {
+	used := map[string]float64{}
+	for i := range vnodes {
+		n := &vnodes[i]
+		p := n.Labels[offloadingv1alpha1.RemoteClusterLabel]
+		if !slices.Contains(serving, p) {
+			continue
+		}
+		var pods corev1.PodList
+		if err := o.Client.List(ctx, &pods, client.MatchingFields{node.PodsByNodeField: n.Name}); err != nil {
+			return "", err
+		}
+		requested := corev1.ResourceList{}
+		for j := range pods.Items {
+			if ph := pods.Items[j].Status.Phase; ph != corev1.PodSucceeded && ph != corev1.PodFailed {
+				addAll(requested, sharing.PodRequests(&pods.Items[j]))
+			}
+		}
+		share, terms := 0.0, 0
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			alloc, req := n.Status.Allocatable[name], requested[name]
+			if alloc.Sign() > 0 {
+				share += float64(req.MilliValue()) / float64(alloc.MilliValue())
+				terms++
+			}
+		}
+		if terms > 0 {
+			used[p] = max(used[p], share/float64(terms))
+		}
+	}
+	order := slices.Clone(serving)
+	slices.SortStableFunc(order, func(a, b string) int {
+		switch {
+		case used[a] > used[b]:
+			return -1
+		case used[a] < used[b]:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return strings.Join(order, ","), nil
 }
 
 // aggregatedMark says whether labels mark what they are on aggregated.

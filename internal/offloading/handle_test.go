@@ -5,6 +5,8 @@ package offloading
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -240,4 +242,50 @@ func applyPatches(t *testing.T, resp admission.Response, raw []byte) corev1.Pod 
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestBinPackedPodPrefersFullestFirst: in a namespace whose pods the
+// broker bin-packs, a new pod prefers the providers in the namespace's
+// pack order, the first most, keeping its own preferences; it may still
+// go to none but the namespace's providers.
+func TestBinPackedPodPrefersFullestFirst(t *testing.T) {
+	no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: offloadingv1alpha1.NamespaceOffloadingName},
+		Spec: offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns",
+		Labels:      map[string]string{brokerv1alpha1.OrchestratedLabel: brokerv1alpha1.OrchestratedValue},
+		Annotations: map[string]string{brokerv1alpha1.ProvidersAnnotation: "p1,p2,p3", brokerv1alpha1.PackOrderAnnotation: "p2,p3,p1"}}}
+	m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(no, ns).Build()}
+	own := corev1.PreferredSchedulingTerm{Weight: 5, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "img"}},
+		Affinity:   &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{own}}},
+	}}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+	}})
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	got := applyPatches(t, resp, raw)
+	na := got.Spec.Affinity.NodeAffinity
+	var prefers []string
+	for _, p := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+		e := p.Preference.MatchExpressions[0]
+		prefers = append(prefers, fmt.Sprintf("%s=%s:%d", e.Key, strings.Join(e.Values, ","), p.Weight))
+	}
+	want := []string{"disk=ssd:5", offloadingv1alpha1.RemoteClusterLabel + "=p2:64", offloadingv1alpha1.RemoteClusterLabel + "=p3:32", offloadingv1alpha1.RemoteClusterLabel + "=p1:16"}
+	if !slices.Equal(prefers, want) {
+		t.Errorf("prefers %v, want %v", prefers, want)
+	}
+	req := na.RequiredDuringSchedulingIgnoredDuringExecution
+	if req == nil || !slices.ContainsFunc(req.NodeSelectorTerms[0].MatchExpressions, func(e corev1.NodeSelectorRequirement) bool {
+		return e.Key == offloadingv1alpha1.RemoteClusterLabel && slices.Equal(e.Values, []string{"p1", "p2", "p3"})
+	}) {
+		t.Errorf("required %+v, want the namespace's three providers", req)
+	}
 }

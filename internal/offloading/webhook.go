@@ -85,6 +85,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	}
 	if orchestrated {
 		RestrictToProviders(pod, providers)
+		if order := ns.Annotations[brokerv1alpha1.PackOrderAnnotation]; order != "" {
+			PreferProviders(pod, strings.Split(order, ","))
+		}
 		changed = true
 	}
 	if !changed {
@@ -143,6 +146,31 @@ func RestrictToProviders(pod *corev1.Pod, providers []string) {
 		req = corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpDoesNotExist}
 	}
 	mergeRequiredAffinity(pod, []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}})
+}
+
+// maxPreferred bounds the providers a bin-packed pod prefers, in order:
+// past a few, the scheduler's own scoring outweighs their weights.
+const maxPreferred = 7
+
+// PreferProviders has the scheduler prefer the virtual nodes of order's
+// providers, the first most (weights 64, 32, 16...): among those that
+// hold the pod, the first in order wins, as a bin-packing wants when order
+// is fullest first. The pod's own preferences stay.
+func PreferProviders(pod *corev1.Pod, order []string) {
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := pod.Spec.Affinity.NodeAffinity
+	for i, p := range order[:min(len(order), maxPreferred)] {
+		na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, corev1.PreferredSchedulingTerm{
+			Weight: int32(64 >> i), Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{p},
+			}}},
+		})
+	}
 }
 
 // PinnedToNode says whether pod names the node it runs on: spec.nodeName,

@@ -18,6 +18,10 @@ const (
 	// keeps the providers out of what the consumer sees of its pods: the
 	// broker's virtual kubelet says nowhere which provider runs one.
 	AggregatedLabel = "broker.liqo.io/aggregated"
+	// PackOrderAnnotation lists, comma-separated and fullest first, the
+	// providers of an aggregated namespace whose pods are bin-packed:
+	// the pod webhook prefers them in that order.
+	PackOrderAnnotation = "broker.liqo.io/pack-order"
 	// ProvidersAnnotation lists, comma-separated, the ClusterIDs of the
 	// providers an orchestrated namespace's new pods may go to: the
 	// consumer's enabled providers that the broker serves. Empty: none.
