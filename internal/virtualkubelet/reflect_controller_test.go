@@ -4,6 +4,7 @@ package virtualkubelet_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -1673,11 +1674,17 @@ func TestServiceCopyFollowsAffinity(t *testing.T) {
 // TestAggregatedPodNamesNoProvider: a pod this cluster (a broker) runs
 // for a consumer says which provider runs it (ProviderAddress), for the
 // consumer's direct path; once its namespace is one the broker's
-// aggregator serves, it says nothing of the provider, nor passes on what
+// aggregator serves, it says nothing of the provider, nor of the address
+// the pod has there (its address condition neither), nor passes on what
 // a provider that is a broker in turn says.
 func TestAggregatedPodNamesNoProvider(t *testing.T) {
 	w := startReflectors(t)
 	ctx := t.Context()
+	// No network agreed: the address condition says why it hides the
+	// pod's address, which names the provider but when opaque.
+	if err := w.c.Delete(ctx, &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: testProvider}}); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
 	pod := w.offloadedPod(t, "resold", func(p *corev1.Pod) { p.Labels[offloadingv1alpha1.OriginClusterLabel] = "the-consumer" })
 	w.remotePod(t, pod.Name, nil)
 	w.running(t, pod.Name, "10.201.0.44")
@@ -1696,6 +1703,13 @@ func TestAggregatedPodNamesNoProvider(t *testing.T) {
 			}
 			if (reason == "" && len(reasons) > 0) || (reason != "" && !slices.Equal(reasons, []string{reason})) {
 				return fmt.Errorf("the pod names providers %v, want %q", reasons, reason)
+			}
+			raw, err := json.Marshal(got.Status)
+			if err != nil {
+				return err
+			}
+			if named := strings.Contains(string(raw), testProvider) || strings.Contains(string(raw), "10.201.0.44"); named != (reason != "") {
+				return fmt.Errorf("the pod's status names its provider or its address there: %v, want %v: %s", named, reason != "", raw)
 			}
 			return nil
 		})

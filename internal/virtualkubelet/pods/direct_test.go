@@ -63,7 +63,7 @@ func TestDirectAddress(t *testing.T) {
 	// In the broker: the provider's pod at 10.2.3.4.
 	st := corev1.PodStatus{PodIP: "10.2.3.4", PodIPs: []corev1.PodIP{{IP: "10.2.3.4"}}}
 	setProviderAddress(&st, provider)
-	inBroker.translate(ctx, provider, &st)
+	inBroker.translate(ctx, provider, &st, false)
 	if st.PodIP != "10.62.3.4" {
 		t.Fatalf("the broker shows %s, want 10.62.3.4", st.PodIP)
 	}
@@ -78,7 +78,7 @@ func TestDirectAddress(t *testing.T) {
 	// In the consumer, which copies the broker pod's status.
 	reflect := func(from corev1.PodStatus) corev1.PodStatus {
 		out := *from.DeepCopy()
-		inConsumer.translate(ctx, broker, &out)
+		inConsumer.translate(ctx, broker, &out, false)
 		return out
 	}
 	got := reflect(st)

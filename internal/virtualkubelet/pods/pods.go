@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
+	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
@@ -231,8 +231,9 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	if resizeCond != nil && setResizePending(&status, &pod, *resizeCond) {
 		r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "ResizeRefused", "Resize", "Provider %s refused the resize: %v", providerID, resizeErr)
 	}
+	opaque := no.Labels[brokerv1alpha1.AggregatedLabel] == "true"
 	switch origin := pod.Labels[offloadingv1alpha1.OriginClusterLabel]; {
-	case no.Labels[brokerv1alpha1.AggregatedLabel] == "true":
+	case opaque:
 		// A consumer this broker's aggregator serves learns no
 		// provider, not even one a provider that is a broker names.
 		dropProviderAddress(&status)
@@ -242,7 +243,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		// direct path.
 		setProviderAddress(&status, providerID)
 	}
-	r.translate(ctx, providerID, &status)
+	r.translate(ctx, providerID, &status, opaque)
 	if err := r.setHostIPs(ctx, &pod, &status); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -355,7 +356,9 @@ func (r *Reflector) setHostIPs(ctx context.Context, pod *corev1.Pod, st *corev1.
 // cluster's EndpointSlices would send its own clients to it. The
 // provider's node addresses (hostIP) are never shown (setHostIPs shows the
 // virtual node's).
-func (r *Reflector) translate(ctx context.Context, providerID string, st *corev1.PodStatus) {
+// Opaque (a pod this broker runs for a consumer its aggregator serves)
+// says neither the provider nor the addresses it reported.
+func (r *Reflector) translate(ctx context.Context, providerID string, st *corev1.PodStatus, opaque bool) {
 	st.HostIP, st.HostIPs = "", nil
 	reported := podIPs(st)
 	if len(reported) == 0 {
@@ -382,14 +385,18 @@ func (r *Reflector) translate(ctx context.Context, providerID string, st *corev1
 	}
 	cond := corev1.PodCondition{Type: offloadingv1alpha1.ConditionPodAddress, Status: corev1.ConditionTrue,
 		Reason: offloadingv1alpha1.ReasonAddressTranslated, Message: "The provider's address, as this cluster reaches it through the tunnel"}
+	who, addrs := "provider "+providerID, " ("+strings.Join(hidden, ", ")+")"
+	if opaque {
+		who, addrs = "its provider", ""
+	}
 	switch {
 	case len(hidden) == 0:
 	case r.Translate == nil || !r.agreed(ctx, providerID):
 		cond.Status, cond.Reason = corev1.ConditionFalse, offloadingv1alpha1.ReasonNoNetwork
-		cond.Message = fmt.Sprintf("No network is agreed with provider %s: its pod addresses (%s) would not be reachable from here, and are not shown", providerID, strings.Join(hidden, ", "))
+		cond.Message = fmt.Sprintf("No network is agreed with %s: its pod addresses%s would not be reachable from here, and are not shown", who, addrs)
 	default:
 		cond.Status, cond.Reason = corev1.ConditionFalse, offloadingv1alpha1.ReasonAddressOutsideRanges
-		cond.Message = fmt.Sprintf("Provider %s reported addresses outside the ranges agreed with it (%s): they are not shown", providerID, strings.Join(hidden, ", "))
+		cond.Message = fmt.Sprintf("The pod's addresses reported by %s are outside the ranges agreed with it%s: they are not shown", who, addrs)
 	}
 	st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
 }
