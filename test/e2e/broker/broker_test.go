@@ -23,6 +23,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +39,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
 	"github.com/liqo-go/liqo/internal/broker"
 	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
@@ -579,6 +582,97 @@ func TestBroker(t *testing.T) {
 		} else {
 			t.Logf("%s left the catalog %s after its peering ended", p1.Name, lag.Round(time.Millisecond))
 		}
+	})
+
+	t.Run("the broker's operator aggregates the consumer: it no longer reads its selection, and its pods name no provider", func(t *testing.T) {
+		aggregated(t, consumer, p2, one, replicas)
+	})
+}
+
+// aggregated has the broker's operator aggregate the consumer (its
+// Selection's spec.aggregate): the token the consumer's user had works
+// no more (403), its provider is chosen by the aggregator's policy (every
+// provider that answers), its 100 pods run on, and their status at the
+// consumer, like the broker's offer, names no provider.
+func aggregated(t *testing.T, consumer, provider *playground.Member, token string, replicas int) {
+	ctx := t.Context()
+	b := suite.Broker
+	inBroker := framework.Client(t, b)
+	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName}
+	var sel brokerv1alpha1.Selection
+	if err := inBroker.Get(ctx, key, &sel); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(sel.DeepCopy())
+	sel.Spec.Aggregate = &brokerv1alpha1.Aggregate{}
+	if err := inBroker.Patch(ctx, &sel, patch); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, func() error {
+		for _, name := range []string{brokerv1alpha1.LoginClusterRole, brokerv1alpha1.ConsumerServiceAccount} {
+			if err := inBroker.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: name}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("RoleBinding %s/%s still there (%v)", key.Namespace, name, err)
+			}
+		}
+		if err := inBroker.Get(ctx, key, &sel); err != nil {
+			return err
+		}
+		if d := sel.Status.Decision; d == nil || !slices.Equal(d.Chosen, []string{provider.ClusterID}) {
+			return fmt.Errorf("the aggregated consumer's decision %+v, want %s chosen", d, provider.Name)
+		}
+		return nil
+	})
+	// The broker's API keeps an allowed verdict a minute, as an API
+	// server's authorization webhook cache does.
+	framework.Eventually(t, 90*time.Second, func() error {
+		if code, body := get(t, http.MethodGet, "/api/v1/selection", token); code != http.StatusForbidden {
+			return fmt.Errorf("the consumer's token reads its selection: %d %.200s, want 403", code, body)
+		}
+		return nil
+	})
+	names := []string{provider.ClusterID, provider.Name}
+	framework.Eventually(t, time.Minute, func() error {
+		var pods corev1.PodList
+		if err := framework.Client(t, consumer).List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		running := 0
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+			raw, err := json.Marshal(p.Status)
+			if err != nil {
+				return err
+			}
+			for _, name := range names {
+				if strings.Contains(string(raw), name) {
+					return fmt.Errorf("pod %s's status names its provider (%q): %s", p.Name, name, raw)
+				}
+			}
+		}
+		if running < replicas {
+			return fmt.Errorf("%d of the consumer's pods Running, want %d", running, replicas)
+		}
+		var adv sharingv1alpha1.Advertisement
+		if err := framework.Client(t, consumer).Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(b.ClusterID),
+			Name: sharingv1alpha1.AdvertisementName(b.ClusterID)}, &adv); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(adv.Spec)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if strings.Contains(string(raw), name) {
+				return fmt.Errorf("the broker's offer names its provider (%q): %s", name, raw)
+			}
+		}
+		if len(adv.Spec.LargestPods) == 0 || adv.Spec.Resources.Cpu().IsZero() {
+			return fmt.Errorf("the broker's offer %s, largest pods %v: want the provider's resold", sharing.Describe(adv.Spec.Resources), adv.Spec.LargestPods)
+		}
+		return nil
 	})
 }
 
