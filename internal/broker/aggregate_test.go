@@ -96,7 +96,7 @@ func TestAggregator(t *testing.T) {
 	eventually(t, func() error {
 		for _, name := range []string{brokerv1alpha1.LoginClusterRole, brokerv1alpha1.ConsumerServiceAccount} {
 			if err := w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: name}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("RoleBinding %s/%s still there (%v): the consumer could read its Selection", tenant, name, err)
+				return fmt.Errorf("RoleBinding %s/%s still there (%w): the consumer could read its Selection", tenant, name, err)
 			}
 		}
 		var intros discoveryv1alpha1.IntroductionList

@@ -19,12 +19,13 @@ func sameLists(a, b []corev1.ResourceList) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) {
+	for i, want := range b {
+		got := a[i]
+		if len(got) != len(want) {
 			return false
 		}
-		for name, q := range b[i] {
-			if got, ok := a[i][name]; !ok || got.Cmp(q) != 0 {
+		for name, q := range want {
+			if have, ok := got[name]; !ok || have.Cmp(q) != 0 {
 				return false
 			}
 		}

@@ -595,6 +595,7 @@ func TestBroker(t *testing.T) {
 // provider that answers), its 100 pods run on, and their status at the
 // consumer, like the broker's offer, names no provider.
 func aggregated(t *testing.T, consumer, provider *playground.Member, token string, replicas int) {
+	t.Helper()
 	ctx := t.Context()
 	b := suite.Broker
 	inBroker := framework.Client(t, b)
@@ -611,7 +612,7 @@ func aggregated(t *testing.T, consumer, provider *playground.Member, token strin
 	framework.Eventually(t, 30*time.Second, func() error {
 		for _, name := range []string{brokerv1alpha1.LoginClusterRole, brokerv1alpha1.ConsumerServiceAccount} {
 			if err := inBroker.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: name}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("RoleBinding %s/%s still there (%v)", key.Namespace, name, err)
+				return fmt.Errorf("RoleBinding %s/%s still there (%w)", key.Namespace, name, err)
 			}
 		}
 		if err := inBroker.Get(ctx, key, &sel); err != nil {
@@ -760,6 +761,7 @@ func equalMaps(a, b map[string]string) bool {
 // consumer, its FailedScheduling event naming the largest pod it can
 // take, while a small pod beside it runs.
 func largerThanAnyProvider(t *testing.T, consumer *playground.Member) {
+	t.Helper()
 	ctx := t.Context()
 	b := suite.Broker
 	c := framework.Client(t, consumer)
@@ -772,7 +774,7 @@ func largerThanAnyProvider(t *testing.T, consumer *playground.Member) {
 		}
 		// One a provider, less those another holds.
 		if largest, err = sharing.ParseLargestPods(vnode.Annotations); err != nil || len(largest) == 0 {
-			return fmt.Errorf("virtual node %s's largest pods %v (%v), want some", vnode.Name, largest, err)
+			return fmt.Errorf("virtual node %s's largest pods %v (%w), want some", vnode.Name, largest, err)
 		}
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods); err != nil {
