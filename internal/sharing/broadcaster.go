@@ -182,7 +182,7 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	// A sum hides how it is cut up: the consumer learns the largest pod
 	// that fits in one piece too.
-	want.LargestPods = LargestOn(nodes.Items, pods.Items, counted, want.Resources)
+	want.LargestPods = LargestOn(nodes.Items, counted, pct)
 	if cc := b.Config(); cc != nil && cc.Spec.SharingConfig.Price != nil {
 		price := cc.Spec.SharingConfig.Price
 		want.Prices, want.Currency, want.PricePeriod = price.PerUnit.DeepCopy(), price.Currency, price.Period

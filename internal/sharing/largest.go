@@ -18,57 +18,47 @@ import (
 // schema says the same).
 const MaxLargestPods = 256
 
-// LargestOn returns the largest pods the nodes counted can take, for an
-// offer of offered: what a pod must fit in whole. The cluster's own
-// nodes make one entry, the most any one of them has free of each
-// resource; a virtual node (a provider behind it, for a broker) makes
-// the entries its provider offered (its LargestPodsAnnotation), each
-// held to what is free on the node, or, without them, one entry of what
-// is free on it. Every entry is held to offered, and an entry another
-// holds is dropped. Every pod on a node counts, the consumer's too: a new
-// pod needs room that is free now. Nil when nothing is counted.
-func LargestOn(nodes []corev1.Node, pods []corev1.Pod, counted func(*corev1.Node) bool, offered corev1.ResourceList) []corev1.ResourceList {
-	free := map[string]corev1.ResourceList{}
-	for i := range nodes {
-		if counted(&nodes[i]) {
-			free[nodes[i].Name] = nodes[i].Status.Allocatable.DeepCopy()
-		}
-	}
-	for i := range pods {
-		p := &pods[i]
-		f, ok := free[p.Spec.NodeName]
-		if !ok || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		for name, q := range PodRequests(p) {
-			sub(f, name, q)
-		}
-	}
+// LargestOn returns the largest pods the nodes counted can take in one
+// piece, for an offer of percent% of them. The cluster's own nodes make
+// one entry: the most any one of them has allocatable of each resource,
+// held to percent% of them all. A virtual node (a provider behind it, for
+// a broker) makes the entries its provider offered (its
+// LargestPodsAnnotation), or, without them, one of its allocatable. An
+// entry another holds is dropped. They say what can ever fit, not what is
+// free now: a pod they refuse could never run, while one that waits for
+// room is the scheduler's to hold (the virtual node's allocatable), and
+// it wakes it when room comes. Nil when nothing is counted.
+func LargestOn(nodes []corev1.Node, counted func(*corev1.Node) bool, percent int32) []corev1.ResourceList {
 	var out []corev1.ResourceList
-	own := corev1.ResourceList{}
+	own, total := corev1.ResourceList{}, corev1.ResourceList{}
 	for i := range nodes {
 		n := &nodes[i]
-		f, ok := free[n.Name]
-		if !ok {
+		if !counted(n) {
 			continue
 		}
 		if !IsVirtual(n) {
-			maxOf(own, f)
+			maxOf(own, n.Status.Allocatable)
+			for name, q := range n.Status.Allocatable {
+				add(total, name, q)
+			}
 			continue
 		}
 		entries, err := ParseLargestPods(n.Annotations)
 		if err != nil || len(entries) == 0 {
-			entries = []corev1.ResourceList{f}
+			entries = []corev1.ResourceList{n.Status.Allocatable}
 		}
 		for _, e := range entries {
-			out = append(out, minOf(e, f))
+			out = append(out, minOf(e, nil)) // a copy, never below zero
 		}
 	}
 	if len(own) > 0 {
-		out = append(out, own)
+		share := corev1.ResourceList{}
+		for name, q := range total {
+			share[name] = scale(name, q, percent)
+		}
+		out = append(out, minOf(own, share))
 	}
 	for i := range out {
-		out[i] = minOf(out[i], offered)
 		delete(out[i], corev1.ResourcePods) // a pod is one pod
 	}
 	return Undominated(out)

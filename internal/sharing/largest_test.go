@@ -42,53 +42,48 @@ func describeAll(l []corev1.ResourceList) []string {
 }
 
 // TestLargestOnOwnNodes: a cluster's nodes make one entry, the most any
-// one node has free of each resource (every pod counted, the consumer's
-// too), held to the offer.
+// one node has allocatable of each resource, held to the offer's share of
+// them all; what runs there does not count (the scheduler holds a pod
+// that waits for room; this bounds what could ever fit).
 func TestLargestOnOwnNodes(t *testing.T) {
 	nodes := []corev1.Node{
 		node("a", false, "4", "8Gi", "110"),
 		node("b", false, "8", "4Gi", "110"),
 		node("virtual", true, "100", "1Ti", "1000"),
 	}
-	pods := []corev1.Pod{
-		pod("a", "", "1", "2Gi", corev1.PodRunning),
-		pod("b", "consumer", "2", "1Gi", corev1.PodRunning), // the consumer's own: takes room all the same
-		pod("b", "", "6", "3Gi", corev1.PodSucceeded),       // finished: frees its room
-	}
-	got := LargestOn(nodes, pods, RealNode, list("100", "100Gi"))
-	if want := []corev1.ResourceList{list("6", "6Gi")}; !sameLists(got, want) {
+	got := LargestOn(nodes, RealNode, 100)
+	if want := []corev1.ResourceList{list("8", "8Gi")}; !sameLists(got, want) {
 		t.Errorf("largest %v, want %v", describeAll(got), describeAll(want))
 	}
-	// Held to the offer: a share of 50% of 12 cpu is less than a node's 6.
-	got = LargestOn(nodes, pods, RealNode, list("5", "100Gi"))
-	if want := []corev1.ResourceList{list("5", "6Gi")}; !sameLists(got, want) {
-		t.Errorf("held to the offer: %v, want %v", describeAll(got), describeAll(want))
+	// Held to the share: 50% of 12 cpu is less than a node's 8.
+	got = LargestOn(nodes, RealNode, 50)
+	if want := []corev1.ResourceList{list("6", "6Gi")}; !sameLists(got, want) {
+		t.Errorf("held to the share: %v, want %v", describeAll(got), describeAll(want))
 	}
-	if got := LargestOn(nil, nil, RealNode, list("1", "1Gi")); got != nil {
+	if got := LargestOn(nil, RealNode, 100); got != nil {
 		t.Errorf("no node: %v, want none", describeAll(got))
 	}
 }
 
-// TestLargestOnProviders: a broker's virtual nodes make one entry each
-// of what their provider offered, held to what is free on the node; an
-// entry another holds goes.
+// TestLargestOnProviders: a broker's virtual nodes make the entries their
+// provider offered, or one of their allocatable; an entry another holds
+// goes.
 func TestLargestOnProviders(t *testing.T) {
 	p1 := node("p1", true, "10", "20Gi", "100")
-	p1.Annotations = map[string]string{offloadingv1alpha1.LargestPodsAnnotation: FormatLargestPods([]corev1.ResourceList{list("4", "16Gi")})}
+	p1.Annotations = map[string]string{offloadingv1alpha1.LargestPodsAnnotation: FormatLargestPods([]corev1.ResourceList{list("2", "16Gi")})}
 	p2 := node("p2", true, "6", "6Gi", "100")
 	p2.Annotations = map[string]string{offloadingv1alpha1.LargestPodsAnnotation: FormatLargestPods([]corev1.ResourceList{list("6", "2Gi")})}
-	p3 := node("p3", true, "2", "1Gi", "100") // no bound said: its free room is one piece
+	p3 := node("p3", true, "2", "1Gi", "100") // no bound said: its allocatable is one piece
 	small := node("small", true, "1", "1Gi", "100")
 	small.Annotations = map[string]string{offloadingv1alpha1.LargestPodsAnnotation: FormatLargestPods([]corev1.ResourceList{list("1", "512Mi")})}
 	nodes := []corev1.Node{p1, p2, p3, small}
-	pods := []corev1.Pod{pod("p1", "", "8", "2Gi", corev1.PodRunning)} // leaves p1 2 cpu, 18Gi
-	got := LargestOn(nodes, pods, OnProviders([]string{"x"}), list("100", "100Gi"))
-	if len(got) != 0 {
+	if got := LargestOn(nodes, OnProviders([]string{"x"}), 100); len(got) != 0 {
 		t.Errorf("no provider counted: %v", describeAll(got))
 	}
 	counted := func(*corev1.Node) bool { return true }
-	got = LargestOn(nodes, pods, counted, list("100", "100Gi"))
-	// small is held by p1's and p3's: gone. Sorted, largest cpu first.
+	got := LargestOn(nodes, counted, 50)
+	// small is held by p1's and p3's: gone. Sorted, largest cpu first;
+	// a provider's piece is not cut by the share.
 	want := []corev1.ResourceList{list("6", "2Gi"), list("2", "16Gi")}
 	if !sameLists(got, want) {
 		t.Errorf("largest %v, want %v", describeAll(got), describeAll(want))

@@ -21,11 +21,10 @@ type AdvertisementSpec struct {
 
 	// LargestPods bound, per place a pod must fit in whole, what one pod
 	// may request: a cluster offers one entry, the most any one of its
-	// nodes has free of each resource (within Resources); a broker that
-	// aggregates providers offers one entry a provider, naming none. A
-	// pod whose requests no entry holds cannot run here, however much
-	// Resources sum up to, and the consumer does not bind it to the
-	// virtual node. Empty: no bound beyond Resources. (A provider that
+	// nodes has allocatable of each resource (within its share of them
+	// all); a broker offers one entry a provider, naming none. A pod whose
+	// requests no entry holds can never run here, however much Resources
+	// sum up to, and the consumer does not bind it to the virtual node. Empty: no bound beyond Resources. (A provider that
 	// says less than it has only keeps pods off its own virtual node.)
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxProperties=16
