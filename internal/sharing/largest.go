@@ -22,8 +22,9 @@ const MaxLargestPods = 256
 // piece, for an offer of percent% of them. The cluster's own nodes make
 // one entry: the most any one of them has allocatable of each resource,
 // held to percent% of them all. A virtual node (a provider behind it, for
-// a broker) makes the entries its provider offered (its
-// LargestPodsAnnotation), or, without them, one of its allocatable. An
+// a broker) makes one entry: the most of each resource among those its
+// provider offered (its LargestPodsAnnotation), or, without them, its
+// allocatable. An
 // entry another holds is dropped. They say what can ever fit, not what is
 // free now: a pod they refuse could never run, while one that waits for
 // room is the scheduler's to hold (the virtual node's allocatable), and
@@ -43,13 +44,19 @@ func LargestOn(nodes []corev1.Node, counted func(*corev1.Node) bool, percent int
 			}
 			continue
 		}
+		// One entry a provider, whatever it said: a provider stating
+		// hundreds would otherwise multiply the work of every offer
+		// this broker makes (and, from a broker, its entries merged
+		// say at most what its largest provider takes).
 		entries, err := ParseLargestPods(n.Annotations)
 		if err != nil || len(entries) == 0 {
 			entries = []corev1.ResourceList{n.Status.Allocatable}
 		}
+		one := corev1.ResourceList{}
 		for _, e := range entries {
-			out = append(out, minOf(e, nil)) // a copy, never below zero
+			maxOf(one, e)
 		}
+		out = append(out, minOf(one, nil)) // never below zero
 	}
 	if len(own) > 0 {
 		share := corev1.ResourceList{}

@@ -3,6 +3,7 @@
 package sharing
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,9 +66,9 @@ func TestLargestOnOwnNodes(t *testing.T) {
 	}
 }
 
-// TestLargestOnProviders: a broker's virtual nodes make the entries their
-// provider offered, or one of their allocatable; an entry another holds
-// goes.
+// TestLargestOnProviders: a broker's virtual node makes one entry, the
+// most its provider offered of each resource, or its allocatable; an
+// entry another holds goes.
 func TestLargestOnProviders(t *testing.T) {
 	p1 := node("p1", true, "10", "20Gi", "100")
 	p1.Annotations = map[string]string{offloadingv1alpha1.LargestPodsAnnotation: FormatLargestPods([]corev1.ResourceList{list("2", "16Gi")})}
@@ -79,6 +80,16 @@ func TestLargestOnProviders(t *testing.T) {
 	nodes := []corev1.Node{p1, p2, p3, small}
 	if got := LargestOn(nodes, OnProviders([]string{"x"}), 100); len(got) != 0 {
 		t.Errorf("no provider counted: %v", describeAll(got))
+	}
+	// A provider stating many entries makes one all the same.
+	many := node("many", true, "4", "4Gi", "100")
+	var said []corev1.ResourceList
+	for i := range MaxLargestPods {
+		said = append(said, list(fmt.Sprintf("%dm", i+1), fmt.Sprintf("%dMi", MaxLargestPods-i)))
+	}
+	many.Annotations = map[string]string{offloadingv1alpha1.LargestPodsAnnotation: FormatLargestPods(said)}
+	if got, want := LargestOn([]corev1.Node{many}, func(*corev1.Node) bool { return true }, 100), []corev1.ResourceList{list("256m", "256Mi")}; !sameLists(got, want) {
+		t.Errorf("a provider stating %d entries: %v, want its one largest %v", len(said), describeAll(got), describeAll(want))
 	}
 	counted := func(*corev1.Node) bool { return true }
 	got := LargestOn(nodes, counted, 50)
