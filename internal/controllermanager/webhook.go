@@ -303,25 +303,15 @@ var endpointSliceWebhookCondition = "request.userInfo.username.startsWith('" + i
 // is down no such write passes (failure policy Fail; the virtual kubelet
 // retries), and nobody else's goes through it.
 func (w *webhookRegistrar) ensureEndpointSlices(ctx context.Context) error {
-	cc := clientConfig(w.base, offloading.ValidateEndpointSlicePath, w.caBundle)
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: EndpointSliceWebhookConfigurationName}}
-	want := admissionregistrationv1.ValidatingWebhook{
-		Name:         "endpointslices.offloading.liqo.io",
-		ClientConfig: cc,
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{discoveryv1.GroupName}, APIVersions: []string{"v1"},
-				Resources: []string{"endpointslices"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
-			},
-		}},
-		MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "virtual-kubelet", Expression: endpointSliceWebhookCondition}},
-		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-		AdmissionReviewVersions: []string{"v1"},
-		TimeoutSeconds:          ptr.To(int32(5)),
-		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-	}
+	want := w.validating("endpointslices.offloading.liqo.io", offloading.ValidateEndpointSlicePath, admissionregistrationv1.Fail, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{discoveryv1.GroupName}, APIVersions: []string{"v1"},
+			Resources: []string{"endpointslices"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+		},
+	})
+	want.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "virtual-kubelet", Expression: endpointSliceWebhookCondition}}
 	return w.ensureValidating(ctx, vwc, want)
 }
 
@@ -330,56 +320,52 @@ func (w *webhookRegistrar) ensureEndpointSlices(ctx context.Context) error {
 // is down a pod binds as it did before the bound, and may wait in the
 // provider instead of here; nothing else is at stake.
 func (w *webhookRegistrar) ensureBindings(ctx context.Context) error {
-	cc := clientConfig(w.base, offloading.ValidateBindingPath, w.caBundle)
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: BindingWebhookConfigurationName}}
-	want := admissionregistrationv1.ValidatingWebhook{
-		Name:         "bindings.offloading.liqo.io",
-		ClientConfig: cc,
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{""}, APIVersions: []string{"v1"},
-				Resources: []string{"pods/binding"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
-			},
-		}},
-		NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{offloadingv1alpha1.OffloadingEnabledLabel: "true"}},
-		FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
-		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-		AdmissionReviewVersions: []string{"v1"},
-		TimeoutSeconds:          ptr.To(int32(5)),
-		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-	}
+	want := w.validating("bindings.offloading.liqo.io", offloading.ValidateBindingPath, admissionregistrationv1.Ignore, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{""}, APIVersions: []string{"v1"},
+			Resources: []string{"pods/binding"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+		},
+	})
+	want.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{offloadingv1alpha1.OffloadingEnabledLabel: "true"}}
 	return w.ensureValidating(ctx, vwc, want)
 }
 
-func (w *webhookRegistrar) ensurePeeringRequests(ctx context.Context) error {
-	cc := clientConfig(w.base, peering.ValidatePath, w.caBundle)
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigurationName}}
-	want := admissionregistrationv1.ValidatingWebhook{
-		Name:         "peeringrequests.discovery.liqo.io",
-		ClientConfig: cc,
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, APIVersions: []string{discoveryv1alpha1.GroupVersion.Version},
-				Resources: []string{"peeringrequests"}, Scope: ptr.To(admissionregistrationv1.ClusterScope),
-			},
-		}},
-		// No PeeringRequest enters unchecked, also while the controller
-		// manager is down: consumers retry.
-		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+// validating is a webhook of this controller manager at path, for rule,
+// with failure policy failure: no side effects, 5 s, equivalent
+// versions matched.
+func (w *webhookRegistrar) validating(name, path string, failure admissionregistrationv1.FailurePolicyType, rule admissionregistrationv1.RuleWithOperations) admissionregistrationv1.ValidatingWebhook {
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:                    name,
+		ClientConfig:            clientConfig(w.base, path, w.caBundle),
+		Rules:                   []admissionregistrationv1.RuleWithOperations{rule},
+		FailurePolicy:           ptr.To(failure),
 		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 		AdmissionReviewVersions: []string{"v1"},
 		TimeoutSeconds:          ptr.To(int32(5)),
 		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-		// The controller manager's own metadata updates (its finalizer)
-		// do not need it: removing a finalizer must work while the
-		// webhook is down or uninstalled.
-		MatchConditions: []admissionregistrationv1.MatchCondition{{
-			Name:       "spec-or-consumer",
-			Expression: "request.operation == 'CREATE' || request.userInfo.username.startsWith('" + identity.ConsumerUserPrefix + "') || object.spec != oldObject.spec",
-		}},
 	}
+}
+
+func (w *webhookRegistrar) ensurePeeringRequests(ctx context.Context) error {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigurationName}}
+	// No PeeringRequest enters unchecked, also while the controller
+	// manager is down: consumers retry.
+	want := w.validating("peeringrequests.discovery.liqo.io", peering.ValidatePath, admissionregistrationv1.Fail, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{discoveryv1alpha1.GroupVersion.Group}, APIVersions: []string{discoveryv1alpha1.GroupVersion.Version},
+			Resources: []string{"peeringrequests"}, Scope: ptr.To(admissionregistrationv1.ClusterScope),
+		},
+	})
+	// The controller manager's own metadata updates (its finalizer) do
+	// not need it: removing a finalizer must work while the webhook is
+	// down or uninstalled.
+	want.MatchConditions = []admissionregistrationv1.MatchCondition{{
+		Name:       "spec-or-consumer",
+		Expression: "request.operation == 'CREATE' || request.userInfo.username.startsWith('" + identity.ConsumerUserPrefix + "') || object.spec != oldObject.spec",
+	}}
 	return w.ensureValidating(ctx, vwc, want)
 }
 
