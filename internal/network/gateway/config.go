@@ -92,6 +92,52 @@ type Peer struct {
 	// Exposed are this cluster's pod addresses the peer may open
 	// connections to, as /32s.
 	Exposed []netip.Prefix `json:"exposed,omitempty"`
+	// Transit lets the peer, an aggregator's consumer, open connections
+	// through this gateway to pods that run at other peers (the
+	// aggregator's providers): to TransitRoutes alone, each an address of
+	// this cluster's external range that leads to one such pod. Without
+	// it, nothing the peer sends leaves through the tunnel again.
+	Transit bool `json:"transit,omitempty"`
+	// TransitRoutes are the peer's ways through: a route whose address is
+	// not in this cluster's external range (or is the tunnel address), or
+	// whose target is not in another peer's pod range, is left out.
+	TransitRoutes []TransitRoute `json:"transitRoutes,omitempty"`
+}
+
+// TransitRoute leads a peer from an address of this cluster's external
+// range (in this cluster's view; the peer reaches it in its own) to a pod
+// of another peer, at the address this cluster sees it at.
+type TransitRoute struct {
+	Address netip.Addr `json:"address"`
+	Target  netip.Addr `json:"target"`
+}
+
+// usableTransit keeps, of each peer's transit routes, those whose
+// address is this cluster's external range (not the tunnel address) and
+// whose target is a pod of another accepted peer; what is dropped is
+// counted.
+func usableTransit(cfg Config) (peers []Peer, dropped int) {
+	peers = slices.Clone(cfg.Peers)
+	for i := range peers {
+		p := &peers[i]
+		if !p.Transit {
+			dropped += len(p.TransitRoutes)
+			p.TransitRoutes = nil
+			continue
+		}
+		var keep []TransitRoute
+		for _, r := range p.TransitRoutes {
+			ok := cfg.ExternalCIDR.Contains(r.Address) && r.Address != TunnelAddress(cfg.ExternalCIDR) &&
+				slices.ContainsFunc(peers, func(o Peer) bool { return o.ID != p.ID && o.PodCIDR.Contains(r.Target) })
+			if ok {
+				keep = append(keep, r)
+			} else {
+				dropped++
+			}
+		}
+		p.TransitRoutes = keep
+	}
+	return peers, dropped
 }
 
 // TunnelAddress is the gateway's own address in the tunnel: the first host

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/google/nftables"
@@ -79,8 +80,16 @@ func (f *firewall) apply(cfg Config, changed map[string]bool) error {
 	// The addresses a peer may reach change with the pods: the elements
 	// of its set follow, its rules and connections stay.
 	for _, p := range cfg.Peers {
-		if _, ok := existing[PeerTable(p.ID)]; ok && !changed[PeerTable(p.ID)] && !p.ReachAll {
+		if _, ok := existing[PeerTable(p.ID)]; !ok || changed[PeerTable(p.ID)] {
+			continue
+		}
+		if !p.ReachAll {
 			if err := syncExposed(c, p); err != nil {
+				return err
+			}
+		}
+		if p.Transit {
+			if err := syncTransit(c, cfg, p); err != nil {
 				return err
 			}
 		}
@@ -171,6 +180,32 @@ func (f *firewall) gatewayTable(c *nftables.Conn, cfg Config) {
 	}
 	c.AddRule(&nftables.Rule{Table: t, Chain: forward, Exprs: concat(
 		ifname(expr.MetaKeyIIFNAME, f.iface), replyDirection(), []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}})})
+	// A transit peer's connections leave through the tunnel again: those
+	// it opened (conntrack's original direction) from its ranges to
+	// this cluster's external range as it sees it, which only its own
+	// transit map sends anywhere but here (its prefix translation takes
+	// them into this cluster's external range, never routed into the
+	// tunnel). Where they may go, the peer's table decides (its exposed
+	// set holds the targets of its routes, and nothing else of another
+	// peer's). The rules sit in a chain of their own: the library reads
+	// back no conntrack address match, and the forward chain is read for
+	// its counters.
+	if slices.ContainsFunc(cfg.Peers, func(p Peer) bool { return p.Transit }) {
+		transit := c.AddChain(&nftables.Chain{Name: "transit", Table: t})
+		for _, p := range cfg.Peers {
+			if !p.Transit {
+				continue
+			}
+			for _, src := range []netip.Prefix{p.PodCIDR, p.ExternalCIDR} {
+				c.AddRule(&nftables.Rule{Table: t, Chain: transit, Exprs: concat(
+					ctMatch(expr.CtKeySRC, src), ctMatch(expr.CtKeyDST, p.LocalExternalCIDR),
+					[]expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}})})
+			}
+		}
+		c.AddRule(&nftables.Rule{Table: t, Chain: forward, Exprs: concat(
+			ifname(expr.MetaKeyIIFNAME, f.iface), ifname(expr.MetaKeyOIFNAME, f.iface), originalDirection(),
+			[]expr.Any{&expr.Verdict{Kind: expr.VerdictJump, Chain: transit.Name}})})
+	}
 	c.AddRule(&nftables.Rule{Table: t, Chain: forward, Exprs: concat(
 		ifname(expr.MetaKeyIIFNAME, f.iface), notIn(daddr, cfg.PodCIDR),
 		[]expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}})})
@@ -219,7 +254,7 @@ func (f *firewall) peerTable(c *nftables.Conn, cfg Config, p Peer) error {
 		if err := c.AddSet(set, nil); err != nil {
 			return fmt.Errorf("the set of what peer %s may reach: %w", p.ID, err)
 		}
-		if err := inChunks(exposedElements(p.Exposed), func(e []nftables.SetElement) error { return c.SetAddElements(set, e) }); err != nil {
+		if err := inChunks(exposedElements(reachable(p)), func(e []nftables.SetElement) error { return c.SetAddElements(set, e) }); err != nil {
 			return fmt.Errorf("the set of what peer %s may reach: %w", p.ID, err)
 		}
 		reach := c.AddChain(&nftables.Chain{Name: "reach", Table: t, Type: nftables.ChainTypeFilter,
@@ -248,6 +283,27 @@ func (f *firewall) peerTable(c *nftables.Conn, cfg Config, p Peer) error {
 
 	pre := c.AddChain(&nftables.Chain{Name: "prerouting", Table: t, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityNATDest})
+	// Transit first: an address of the map leads to its target, at
+	// another peer; any other address of the external range is
+	// translated back into it below, and goes nowhere.
+	if p.Transit {
+		m := &nftables.Set{Table: t, Name: TransitMap, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeIPAddr}
+		if err := c.AddSet(m, nil); err != nil {
+			return fmt.Errorf("the transit map of peer %s: %w", p.ID, err)
+		}
+		if err := inChunks(transitElements(cfg, p), func(e []nftables.SetElement) error { return c.SetAddElements(m, e) }); err != nil {
+			return fmt.Errorf("the transit map of peer %s: %w", p.ID, err)
+		}
+		for _, src := range peerRanges {
+			c.AddRule(&nftables.Rule{Table: t, Chain: pre, Exprs: concat(
+				ifname(expr.MetaKeyIIFNAME, f.iface), in(saddr, src), in(daddr, p.LocalExternalCIDR),
+				[]expr.Any{
+					&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: daddr, Len: 4},
+					&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: m.Name, SetID: m.ID},
+					&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1},
+				})})
+		}
+	}
 	for _, src := range peerRanges {
 		for _, m := range []struct{ seen, ours netip.Prefix }{{p.LocalPodCIDR, cfg.PodCIDR}, {p.LocalExternalCIDR, cfg.ExternalCIDR}} {
 			c.AddRule(&nftables.Rule{Table: t, Chain: pre, Exprs: concat(
@@ -288,6 +344,33 @@ func (f *firewall) peerTable(c *nftables.Conn, cfg Config, p Peer) error {
 // may open connections to.
 const ExposedSet = "exposed"
 
+// TransitMap is the map, in a transit peer's table, from the addresses
+// it opens connections to (this cluster's external range in its view) to
+// the pods of other peers they lead to.
+const TransitMap = "transit"
+
+// reachable is what p may open connections to: what is exposed to it,
+// and the targets of its transit routes.
+func reachable(p Peer) []netip.Prefix {
+	out := slices.Clone(p.Exposed)
+	for _, r := range p.TransitRoutes {
+		out = append(out, netip.PrefixFrom(r.Target, 32))
+	}
+	return out
+}
+
+// transitElements are the elements of p's transit map: each route's
+// address in p's view, to its target.
+func transitElements(cfg Config, p Peer) []nftables.SetElement {
+	var out []nftables.SetElement
+	for _, r := range p.TransitRoutes {
+		if key, ok := ipam.Translate(r.Address, cfg.ExternalCIDR, p.LocalExternalCIDR); ok && key.Is4() && r.Target.Is4() {
+			out = append(out, nftables.SetElement{Key: key.AsSlice(), Val: r.Target.AsSlice()})
+		}
+	}
+	return out
+}
+
 func exposedElements(exposed []netip.Prefix) []nftables.SetElement {
 	var out []nftables.SetElement
 	for _, p := range exposed {
@@ -327,7 +410,7 @@ func syncExposed(c *nftables.Conn, p Peer) error {
 		return fmt.Errorf("the elements of what peer %s may reach: %w", p.ID, err)
 	}
 	want := map[netip.Addr]bool{}
-	for _, e := range exposedElements(p.Exposed) {
+	for _, e := range exposedElements(reachable(p)) {
 		a, _ := netip.AddrFromSlice(e.Key)
 		want[a] = true
 	}
@@ -355,6 +438,65 @@ func syncExposed(c *nftables.Conn, p Peer) error {
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("updating what peer %s may reach: %w", p.ID, err)
+	}
+	return nil
+}
+
+// syncTransit makes the elements of p's transit map exactly its routes.
+// The connections through an address that goes or leads elsewhere are
+// forgotten: they would keep their old target while packets flow.
+func syncTransit(c *nftables.Conn, cfg Config, p Peer) error {
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: PeerTable(p.ID)}
+	m, err := c.GetSetByName(t, TransitMap)
+	if err != nil {
+		return fmt.Errorf("the transit map of peer %s: %w", p.ID, err)
+	}
+	have, err := c.GetSetElements(m)
+	if err != nil {
+		return fmt.Errorf("the elements of the transit map of peer %s: %w", p.ID, err)
+	}
+	want := map[netip.Addr]netip.Addr{}
+	for _, e := range transitElements(cfg, p) {
+		k, _ := netip.AddrFromSlice(e.Key)
+		v, _ := netip.AddrFromSlice(e.Val)
+		want[k] = v
+	}
+	var stale []nftables.SetElement
+	var forget []netlink.CustomConntrackFilter
+	for _, e := range have {
+		k, _ := netip.AddrFromSlice(e.Key)
+		v, _ := netip.AddrFromSlice(e.Val)
+		if to, ok := want[k]; ok && to == v {
+			delete(want, k)
+			continue
+		}
+		stale = append(stale, nftables.SetElement{Key: e.Key})
+		f := &netlink.ConntrackFilter{}
+		if err := f.AddIPNet(netlink.ConntrackOrigDstIP, ipam.IPNet(netip.PrefixFrom(k, 32))); err != nil {
+			return err
+		}
+		forget = append(forget, f)
+	}
+	fresh := make([]nftables.SetElement, 0, len(want))
+	for k, v := range want {
+		fresh = append(fresh, nftables.SetElement{Key: k.AsSlice(), Val: v.AsSlice()})
+	}
+	if len(stale) == 0 && len(fresh) == 0 {
+		return nil
+	}
+	if err := inChunks(stale, func(e []nftables.SetElement) error { return c.SetDeleteElements(m, e) }); err != nil {
+		return err
+	}
+	if err := inChunks(fresh, func(e []nftables.SetElement) error { return c.SetAddElements(m, e) }); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("updating the transit map of peer %s: %w", p.ID, err)
+	}
+	if len(forget) > 0 {
+		if _, err := netlink.ConntrackDeleteFilters(netlink.ConntrackTable, unix.AF_INET, forget...); err != nil {
+			return fmt.Errorf("forgetting the connections through transit routes that changed: %w", err)
+		}
 	}
 	return nil
 }
@@ -470,13 +612,17 @@ func in(offset uint32, p netip.Prefix) []expr.Any { return prefixMatch(offset, p
 func notIn(offset uint32, p netip.Prefix) []expr.Any { return prefixMatch(offset, p, expr.CmpOpNeq) }
 
 func prefixMatch(offset uint32, p netip.Prefix, op expr.CmpOp) []expr.Any {
+	return append([]expr.Any{&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4}}, masked(p, op)...)
+}
+
+// masked compares register 1, masked to p's length, with p's network.
+func masked(p netip.Prefix, op expr.CmpOp) []expr.Any {
 	m := make([]byte, 4)
 	for i := range p.Bits() {
 		m[i/8] |= 0x80 >> (i % 8)
 	}
 	a := p.Masked().Addr().As4()
 	return []expr.Any{
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: m, Xor: make([]byte, 4)},
 		&expr.Cmp{Op: op, Register: 1, Data: a[:]},
 	}
@@ -502,4 +648,10 @@ func tcpSYN() []expr.Any {
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{0x02 | 0x04}, Xor: []byte{0}},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0x02}},
 	}
+}
+
+// ctMatch matches the address conntrack recorded for the connection's
+// opener (key CtKeySRC or CtKeyDST, original direction) inside p.
+func ctMatch(key expr.CtKey, p netip.Prefix) []expr.Any {
+	return append([]expr.Any{&expr.Ct{Register: 1, Key: key, Direction: 0}}, masked(p, expr.CmpOpEq)...)
 }

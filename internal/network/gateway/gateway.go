@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,6 +73,10 @@ func (g *Gateway) Apply(ctx context.Context, cfg Config) error {
 	}
 	cfg.Peers = adm.accept
 	g.refused = adm.refuse
+	var dropped int
+	if cfg.Peers, dropped = usableTransit(cfg); dropped > 0 {
+		g.log.Info("Transit routes left out: not from this cluster's external range, or not to another peer's pods", "routes", dropped)
+	}
 	if len(cfg.Peers) == 0 {
 		err := g.teardown()
 		g.applied = &cfg
@@ -158,18 +163,36 @@ func (g *Gateway) changedTables(cfg Config) map[string]bool {
 	// they are; so do new exposed addresses, which change the elements
 	// of its set alone.
 	type rules struct {
-		ranges [4]netip.Prefix
-		all    bool
+		ranges       [4]netip.Prefix
+		all, transit bool
 	}
 	ranges := func(p Peer) rules {
-		return rules{[4]netip.Prefix{p.PodCIDR, p.ExternalCIDR, p.LocalPodCIDR, p.LocalExternalCIDR}, p.ReachAll}
+		return rules{[4]netip.Prefix{p.PodCIDR, p.ExternalCIDR, p.LocalPodCIDR, p.LocalExternalCIDR}, p.ReachAll, p.Transit}
 	}
 	for _, p := range cfg.Peers {
 		if old, ok := before[p.ID]; !ok || ranges(old) != ranges(p) {
 			changed[PeerTable(p.ID)] = true
 		}
 	}
+	// The gateway's filter lets each transit peer's connections out
+	// through the tunnel again: it follows who has transit, and their
+	// ranges.
+	if !slices.Equal(transitPeers(prev.Peers), transitPeers(cfg.Peers)) {
+		changed[GatewayTable] = true
+	}
 	return changed
+}
+
+// transitPeers lists the ranges of the peers with transit, in order: what
+// the gateway table's transit rules are made of.
+func transitPeers(peers []Peer) [][3]netip.Prefix {
+	var out [][3]netip.Prefix
+	for _, p := range peers {
+		if p.Transit {
+			out = append(out, [3]netip.Prefix{p.PodCIDR, p.ExternalCIDR, p.LocalExternalCIDR})
+		}
+	}
+	return out
 }
 
 // down is the prober telling that a peer does not answer: a client

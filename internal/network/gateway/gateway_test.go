@@ -718,3 +718,113 @@ func TestPeerReachesWhatIsExposed(t *testing.T) {
 	waitEstablished(t, a, "b", 5*time.Second)
 	must(t, exchange(t.Context(), a.pod, hiddenInA, 1400))
 }
+
+// The views of the transit tests' broker b and provider p.
+var (
+	pAsSeenByB = view{pfx("10.83.0.0/16"), pfx("10.84.0.0/16")}
+	bAsSeenByP = view{pfx("10.93.0.0/16"), pfx("10.94.0.0/16")}
+)
+
+// TestTransitLeadsAPeerToThePodsPlacedForIt: a, an aggregator's consumer,
+// reaches p's pod through b (the aggregator) at the address b assigned in
+// its external range, in a's view; p's pod sees b's gateway, and b's
+// counters of both tunnels move. Without transit, and through any other
+// address, a reaches nothing beyond b: not p's pods, not a route whose
+// target is no peer's pod, not p's pods by naming them itself.
+func TestTransitLeadsAPeerToThePodsPlacedForIt(t *testing.T) {
+	l := newLab(t)
+	a, b, p := l.cluster("a"), l.cluster("b"), l.cluster("p")
+	// A second pod of p's, placed for nobody, and a network behind b's
+	// gateway that is no peer's.
+	hidden := netip.MustParseAddr("10.100.0.11")
+	must(t, p.pod.IP("addr", "add", hidden.String()+"/16", "dev", "eth0"))
+	other := netlab.ForTest(t, "b-other")
+	must(t, netlab.Veth(b.gw, "other", pfx("10.96.0.1/24"), other, "eth0", pfx("10.96.0.10/24")))
+	must(t, other.IP("route", "add", "default", "via", "10.96.0.1"))
+	fromAtP := echoServer(t, p.pod)
+	reachedOther := echoServer(t, other)
+
+	pInB := translated(pAsSeenByB)
+	hiddenInB := netip.AddrFrom4([4]byte{10, 83, 0, 11})
+	toP := peer(p, pAsSeenByB, bAsSeenByP, true)
+	// p runs both pods for b: b may reach both.
+	toB := peer(b, bAsSeenByP, pAsSeenByB, false)
+	toB.Exposed = []netip.Prefix{netip.PrefixFrom(podAddr, 32), netip.PrefixFrom(hidden, 32)}
+	toA := peer(a, aAsSeenByB, bAsSeenByA, false)
+	// b's routes for a: its external range's .5 to p's pod, .6 to the
+	// network behind b, .7 to b's own pod; .1 is b's tunnel address.
+	routes := []gateway.TransitRoute{
+		{Address: netip.MustParseAddr("10.70.0.5"), Target: pInB},
+		{Address: netip.MustParseAddr("10.70.0.6"), Target: netip.MustParseAddr("10.96.0.10")},
+		{Address: netip.MustParseAddr("10.70.0.7"), Target: podAddr},
+		{Address: netip.MustParseAddr("10.70.0.1"), Target: hiddenInB},
+	}
+	toA.TransitRoutes = routes
+	must(t, a.proc.Apply(config(a, peer(b, bAsSeenByA, aAsSeenByB, true))))
+	must(t, p.proc.Apply(config(p, toB)))
+	must(t, b.proc.Apply(config(b, toA, toP)))
+	waitEstablished(t, a, "b", 5*time.Second)
+	waitEstablished(t, b, "p", 5*time.Second)
+	inA := func(last byte) netip.Addr { return netip.AddrFrom4([4]byte{10, 82, 0, last}) }
+
+	// Routes without transit lead nowhere.
+	if err := attempt(t.Context(), a.pod, inA(5)); err == nil {
+		t.Error("a reached p's pod through b without transit")
+	}
+
+	toA.Transit = true
+	must(t, b.proc.Apply(config(b, toA, toP)))
+	stB, err := b.proc.Status()
+	must(t, err)
+	must(t, exchange(t.Context(), a.pod, inA(5), 8000))
+	if got, want := <-fromAtP, gateway.TunnelAddress(bAsSeenByP.external); got != want {
+		t.Errorf("p's pod saw the transit connection from %s, want %s (b's gateway in p's view)", got, want)
+	}
+	after, err := b.proc.Status()
+	must(t, err)
+	moved := map[string]bool{}
+	for i, ps := range after.Peers {
+		moved[ps.ID] = ps.RxPackets > stB.Peers[i].RxPackets && ps.TxPackets > stB.Peers[i].TxPackets
+	}
+	if !moved["a"] || !moved["p"] {
+		t.Errorf("b's counters moved both ways for a: %v, for p: %v; want both", moved["a"], moved["p"])
+	}
+
+	// Every other way is closed: a route to what is not another peer's
+	// pod, the tunnel address, an address with no route, p's pod named
+	// by a itself.
+	for _, to := range []netip.Addr{inA(6), inA(7), inA(1), inA(8)} {
+		if err := attempt(t.Context(), a.pod, to); err == nil {
+			t.Errorf("a reached something through b at %s", to)
+		}
+	}
+	// a turns against b: it routes b's view of p's pods into the tunnel
+	// as if they were b's external range.
+	bent := peer(b, view{bAsSeenByA.pod, pfx("10.83.0.0/16")}, aAsSeenByB, true)
+	must(t, a.proc.Apply(config(a, bent)))
+	if err := attempt(t.Context(), a.pod, pInB); err == nil {
+		t.Error("a reached p's pod at b's address for it, naming it itself")
+	}
+	if err := attempt(t.Context(), a.pod, hiddenInB); err == nil {
+		t.Error("a reached p's pod placed for nobody")
+	}
+	must(t, a.proc.Apply(config(a, peer(b, bAsSeenByA, aAsSeenByB, true))))
+	waitEstablished(t, a, "b", 5*time.Second)
+
+	// The route goes: the address leads nowhere again, and the
+	// connection through it is forgotten.
+	toA.TransitRoutes = routes[1:]
+	must(t, b.proc.Apply(config(b, toA, toP)))
+	if err := attempt(t.Context(), a.pod, inA(5)); err == nil {
+		t.Error("a reached p's pod through a transit route b removed")
+	}
+	// And back, to the other pod of p's.
+	toA.TransitRoutes = []gateway.TransitRoute{{Address: netip.MustParseAddr("10.70.0.5"), Target: hiddenInB}}
+	must(t, b.proc.Apply(config(b, toA, toP)))
+	must(t, exchange(t.Context(), a.pod, inA(5), 1400))
+	select {
+	case from := <-reachedOther:
+		t.Errorf("the network behind b was reached from %s", from)
+	default:
+	}
+}
