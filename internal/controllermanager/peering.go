@@ -20,6 +20,7 @@ import (
 	"github.com/liqo-go/liqo/internal/clusterconfig"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/kubeauth"
+	"github.com/liqo-go/liqo/internal/network/transit"
 	"github.com/liqo-go/liqo/internal/network/translation"
 	"github.com/liqo-go/liqo/internal/offloading"
 	"github.com/liqo-go/liqo/internal/peering"
@@ -176,6 +177,9 @@ func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clus
 		LocalClusterID: clusterID, Providers: router, Health: router, Addresses: router, Kubelet: server, KubeletAddress: addr,
 		Removed:        func(p string) { sessions.StopAfter(p, time.Minute) },
 		UntaintedNodes: !o.VirtualNodeTaint,
+		// The pods an aggregator's consumers place here, at the
+		// addresses its gateway leads them to.
+		Transit: &transit.Allocator{Client: mgr.GetClient()},
 	}); err != nil {
 		return nil, nil, err
 	}

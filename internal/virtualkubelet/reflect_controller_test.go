@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -42,6 +43,7 @@ import (
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+	"github.com/liqo-go/liqo/internal/network/transit"
 	"github.com/liqo-go/liqo/internal/network/translation"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/objects"
@@ -117,6 +119,7 @@ func run(m *testing.M) int {
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Providers: shared.mem, LocalClusterID: testConsumer, Workers: 4,
 			Translate: translation.FromPeers(mgr.GetClient()),
 			Agreed:    translation.Agreed(mgr.GetClient()),
+			Transit:   &transit.Allocator{Client: mgr.GetClient()},
 		}).SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -1734,4 +1737,138 @@ func TestAggregatedPodNamesNoProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	says("")
+}
+
+// TestAggregatedPodsShowTheirTransitAddress: on an aggregator, a pod its
+// consumer placed here runs at a provider and shows, instead of the
+// address this cluster reaches it at, an address of this cluster's
+// external range, which the consumer's TunnelEndpoint routes to it; the
+// consumer is the namespace's, whatever the pod's own label says (the
+// consumer writes it); the pod keeps the address while its provider's
+// changes, and the route goes with the pod.
+func TestAggregatedPodsShowTheirTransitAddress(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	ensureTunnel(t, w.c)
+	const consumer, other = "aggregated-consumer", "another-consumer"
+	for _, id := range []string{consumer, other} {
+		tep := &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: netv1alpha1.TunnelEndpointSpec{
+			ClusterID: id, PublicKey: "Ljk0kCqrl1KXUj2gN4wrxCu5ewcoPuVX3k0o6hMkRWg=",
+			Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/16"},
+			RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: "10.91.0.0/16", ExternalCIDR: "10.92.0.0/16"},
+			Local:        &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/14", ExternalCIDR: "10.70.0.0/16"},
+			LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"},
+		}}
+		if err := w.c.Create(ctx, tep); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	var ns corev1.Namespace
+	if err := w.c.Get(ctx, client.ObjectKey{Name: w.localNS}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	metav1.SetMetaDataLabel(&ns.ObjectMeta, offloadingv1alpha1.OriginClusterLabel, consumer)
+	if err := w.c.Patch(ctx, &ns, patch); err != nil {
+		t.Fatal(err)
+	}
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.localNS, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(no.DeepCopy())
+	metav1.SetMetaDataLabel(&no.ObjectMeta, brokerv1alpha1.AggregatedLabel, "true")
+	if err := w.c.Patch(ctx, &no, patch); err != nil {
+		t.Fatal(err)
+	}
+	pod := w.offloadedPod(t, "in-transit", func(p *corev1.Pod) { p.Labels[offloadingv1alpha1.OriginClusterLabel] = other })
+	key := pod.Namespace + "/" + pod.Name
+	w.remotePod(t, pod.Name, nil)
+	w.running(t, pod.Name, "10.201.0.45")
+	external := netip.MustParsePrefix("10.70.0.0/16")
+	routeOf := func(ctx context.Context, id string) (netv1alpha1.TransitRoute, bool, error) {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := w.c.Get(ctx, client.ObjectKey{Name: id}, &tep); err != nil {
+			return netv1alpha1.TransitRoute{}, false, err
+		}
+		if tep.Spec.Transit != nil {
+			for _, r := range tep.Spec.Transit.Routes {
+				if r.Pod == key {
+					return r, true, nil
+				}
+			}
+		}
+		return netv1alpha1.TransitRoute{}, false, nil
+	}
+	var shown string
+	showsTransit := func(target string) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			var got corev1.Pod
+			if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+				return err
+			}
+			addr, err := netip.ParseAddr(got.Status.PodIP)
+			if err != nil || !external.Contains(addr) || len(got.Status.PodIPs) != 1 {
+				return fmt.Errorf("the pod shows %q %v, want one address of %s", got.Status.PodIP, got.Status.PodIPs, external)
+			}
+			var reason string
+			for _, c := range got.Status.Conditions {
+				if c.Type == offloadingv1alpha1.ConditionPodAddress {
+					reason = c.Reason
+				}
+			}
+			if reason != offloadingv1alpha1.ReasonTransit {
+				return fmt.Errorf("the pod's address condition says %q, want %s", reason, offloadingv1alpha1.ReasonTransit)
+			}
+			raw, err := json.Marshal(got.Status)
+			if err != nil {
+				return err
+			}
+			for _, hidden := range []string{testProvider, "10.201.0.", "10.51.0."} {
+				if strings.Contains(string(raw), hidden) {
+					return fmt.Errorf("the pod's status names %s: %s", hidden, raw)
+				}
+			}
+			r, ok, err := routeOf(ctx, consumer)
+			if err != nil {
+				return err
+			}
+			if !ok || r.Address != addr.String() || r.Target != target {
+				return fmt.Errorf("%s's route for the pod: %+v, %v; want %s to %s", consumer, r, ok, addr, target)
+			}
+			if shown != "" && shown != got.Status.PodIP {
+				return fmt.Errorf("the pod moved from %s to %s", shown, got.Status.PodIP)
+			}
+			shown = got.Status.PodIP
+			return nil
+		})
+	}
+	showsTransit("10.51.0.45")
+	if _, ok, err := routeOf(ctx, other); err != nil || ok {
+		t.Errorf("the consumer the pod's own label names has a route for it: %v, %v", ok, err)
+	}
+	// The pod restarts at its provider with another address: the route
+	// follows, the address it shows stays.
+	w.running(t, pod.Name, "10.201.0.46")
+	showsTransit("10.51.0.46")
+
+	if err := w.c.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	w.remotePod(t, pod.Name, func(p *corev1.Pod) error {
+		if p.DeletionTimestamp == nil {
+			return errors.New("provider pod not being deleted")
+		}
+		return nil
+	})
+	w.mem.Remove(testProvider, provider.Pods, w.remoteNS, pod.Name) // its containers stopped
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if _, ok, err := routeOf(ctx, consumer); err != nil {
+			return err
+		} else if ok {
+			return errors.New("the pod went; its route is still there")
+		}
+		return nil
+	})
 }

@@ -46,6 +46,9 @@ type Options struct {
 	// UntaintedNodes leaves the virtual nodes untainted (node.Reconciler's
 	// Untainted).
 	UntaintedNodes bool
+	// Transit, on an aggregator, assigns the addresses its consumers
+	// reach their pods at (pods.Reflector's Transit).
+	Transit pods.Transit
 }
 
 // Setup adds the virtual kubelet to mgr: the virtual nodes, the pod
@@ -82,6 +85,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		// them at, as agreed (for a peer, in its TunnelEndpoint).
 		podReflector.Translate = addresses.FromProvider
 		podReflector.Agreed = addresses.Agreed
+		podReflector.Transit = o.Transit
 	}
 	if err := podReflector.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the pod reflector: %w", err)

@@ -66,6 +66,41 @@ type TunnelEndpointSpec struct {
 	// +listType=set
 	// +optional
 	Exposed []string `json:"exposed,omitempty"`
+	// Transit, set on the TunnelEndpoint of an aggregator's consumer, is
+	// the consumer's way through this cluster's gateway to the pods the
+	// aggregator placed for it at its providers: only the listed
+	// addresses of this cluster's external range lead anywhere, each to
+	// one such pod. Absent, nothing the peer sends leaves through the
+	// tunnel again. Written by this cluster's controller manager alone.
+	// +optional
+	Transit *Transit `json:"transit,omitempty"`
+}
+
+// Transit lists a consumer's transit routes.
+type Transit struct {
+	// Routes are the consumer's pods placed at providers, each at an
+	// address of this cluster's external range, kept for as long as the
+	// pod lives here.
+	// +kubebuilder:validation:MaxItems=16384
+	// +listType=map
+	// +listMapKey=address
+	// +optional
+	Routes []TransitRoute `json:"routes,omitempty"`
+}
+
+// TransitRoute leads from an address of this cluster's external range to
+// a pod placed at a provider.
+type TransitRoute struct {
+	// Address is this cluster's, in its external range; the consumer
+	// reaches it in its own view of that range, and sees the pod there.
+	// +kubebuilder:validation:MaxLength=15
+	Address string `json:"address"`
+	// Target is the pod at its provider, as this cluster reaches it.
+	// +kubebuilder:validation:MaxLength=15
+	Target string `json:"target"`
+	// Pod is the pod of this cluster the route is for, namespace/name.
+	// +kubebuilder:validation:MaxLength=317
+	Pod string `json:"pod"`
 }
 
 // NetworkReach says what a peer may reach through the tunnel.

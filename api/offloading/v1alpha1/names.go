@@ -107,6 +107,13 @@ const (
 	// ReasonAddressOutsideRanges: the provider reported an address
 	// outside the ranges agreed with it.
 	ReasonAddressOutsideRanges = "OutsideAgreedRanges"
+	// ReasonTransit: on an aggregator, the address of its external range
+	// through which the consumer reaches the pod placed at a provider
+	// (its gateway leads it there); the provider's is not shown.
+	ReasonTransit = "Transit"
+	// ReasonNoTransit: on an aggregator, no transit address is assigned
+	// to the pod (yet): the consumer is shown no address.
+	ReasonNoTransit = "NoTransit"
 	// ReasonAddressDirect: the address of the pod in the provider a
 	// broker runs it in, as this cluster reaches it through its own
 	// tunnel with that provider.

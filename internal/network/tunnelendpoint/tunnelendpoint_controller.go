@@ -194,6 +194,16 @@ func peer(tep *netv1alpha1.TunnelEndpoint) (gateway.Peer, error) {
 			p.Exposed = append(p.Exposed, a)
 		}
 	}
+	if tr := tep.Spec.Transit; tr != nil {
+		p.Transit = true
+		for _, r := range tr.Routes {
+			addr, err1 := netip.ParseAddr(r.Address)
+			target, err2 := netip.ParseAddr(r.Target)
+			if err1 == nil && err2 == nil {
+				p.TransitRoutes = append(p.TransitRoutes, gateway.TransitRoute{Address: addr, Target: target})
+			}
+		}
+	}
 	for _, f := range []struct {
 		field, cidr string
 		into        *netip.Prefix

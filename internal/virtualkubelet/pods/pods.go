@@ -79,6 +79,20 @@ type Reflector struct {
 	// Agreed says whether the network fabric has an agreement with the
 	// provider, to tell why an address is hidden; nil means never.
 	Agreed func(ctx context.Context, providerID string) bool
+	// Transit, on an aggregator, gives each pod a consumer placed here
+	// (its namespace aggregated) the address through which the consumer
+	// reaches it; nil shows such pods no address.
+	Transit Transit
+}
+
+// Transit assigns the addresses through which an aggregator's consumers
+// reach their pods placed at providers (transit.Allocator).
+type Transit interface {
+	// Assign returns the address through which consumer reaches pod
+	// (namespace/name here), which this cluster reaches at target.
+	Assign(ctx context.Context, consumer, pod string, target netip.Addr) (netip.Addr, error)
+	// Release forgets pod's address.
+	Release(ctx context.Context, pod string) error
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -86,7 +100,11 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	var pod corev1.Pod
 	err = r.Client.Get(ctx, req.NamespacedName, &pod)
 	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, r.deleteOrphans(ctx, req.Namespace, req.Name, "", "")
+		var released error
+		if r.Transit != nil {
+			released = r.Transit.Release(ctx, req.String())
+		}
+		return ctrl.Result{}, errors.Join(r.deleteOrphans(ctx, req.Namespace, req.Name, "", ""), released)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -244,6 +262,10 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		setProviderAddress(&status, providerID)
 	}
 	r.translate(ctx, providerID, &status, opaque)
+	var transitErr error
+	if opaque {
+		transitErr = r.transit(ctx, &pod, &status)
+	}
 	if err := r.setHostIPs(ctx, &pod, &status); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -257,6 +279,10 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		if err := r.Client.Status().Patch(ctx, &pod, client.RawPatch(types.MergePatchType, data)); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+	}
+	if transitErr != nil {
+		// The status flows meanwhile, without an address.
+		return result, fmt.Errorf("the transit address of pod %s/%s: %w", pod.Namespace, pod.Name, transitErr)
 	}
 	if ephemeralErr != nil && !refused {
 		// The status flows meanwhile; the ephemeral containers are tried
@@ -399,6 +425,50 @@ func (r *Reflector) translate(ctx context.Context, providerID string, st *corev1
 		cond.Message = fmt.Sprintf("The pod's addresses reported by %s are outside the ranges agreed with it%s: they are not shown", who, addrs)
 	}
 	st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
+}
+
+// transit shows, instead of the address at which this cluster, an
+// aggregator, reaches an opaque pod at its provider, the address of this
+// cluster's external range through which the pod's consumer reaches it
+// (this cluster's gateway leads it there): the consumer never reads a
+// provider's address, nor this cluster's view of one. The consumer is
+// the namespace's, as this cluster labelled it (not the pod's label,
+// which the consumer writes).
+func (r *Reflector) transit(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus) error {
+	shown := podIPs(st)
+	if len(shown) == 0 {
+		return nil // nothing to show; the address condition says why
+	}
+	st.PodIP, st.PodIPs = "", nil
+	cond := corev1.PodCondition{Type: offloadingv1alpha1.ConditionPodAddress, Status: corev1.ConditionFalse, Reason: offloadingv1alpha1.ReasonNoTransit,
+		Message: "This cluster offers its consumer no transit to the pod: its address at its provider is not shown"}
+	defer func() {
+		st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
+	}()
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, &ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	consumer := ns.Labels[offloadingv1alpha1.OriginClusterLabel]
+	var target netip.Addr
+	for _, ip := range shown {
+		if a, err := netip.ParseAddr(ip.IP); err == nil && a.Unmap().Is4() {
+			target = a.Unmap()
+			break
+		}
+	}
+	if r.Transit == nil || consumer == "" || !target.IsValid() {
+		return nil
+	}
+	addr, err := r.Transit.Assign(ctx, consumer, pod.Namespace+"/"+pod.Name, target)
+	if err != nil {
+		cond.Message = fmt.Sprintf("No transit address for the pod yet: %v", err)
+		return err
+	}
+	st.PodIP, st.PodIPs = addr.String(), []corev1.PodIP{{IP: addr.String()}}
+	cond.Status, cond.Reason = corev1.ConditionTrue, offloadingv1alpha1.ReasonTransit
+	cond.Message = "The address, in this cluster's external range, through which the consumer reaches the pod: this cluster's gateway leads it there"
+	return nil
 }
 
 // agreed says whether the network fabric has an agreement with the
