@@ -6,7 +6,8 @@
 // real node on one underlay with the chart's gateway and route agent.
 // cluster-1 never peers with cluster-2 by hand: the broker introduces it,
 // and cluster-1's controller manager peers with cluster-2 for the network
-// only.
+// only. Then the broker aggregates cluster-1, and its traffic to the same
+// pod goes through the broker (transit).
 package direct_test
 
 import (
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
@@ -32,6 +35,7 @@ import (
 	brokerapi "github.com/liqo-go/liqo/internal/broker"
 	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
 	"github.com/liqo-go/liqo/internal/install"
+	"github.com/liqo-go/liqo/internal/network/ipam"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -42,7 +46,7 @@ func TestMain(m *testing.M) {
 	os.Exit(framework.Main(m, framework.Options{
 		Clusters: 2,
 		Network:  true,
-		Broker:   []string{"catalog", "orchestrator"},
+		Broker:   []string{"catalog", "orchestrator", "aggregator"},
 		ClusterConfig: func(_ string, spec *configv1alpha1.ClusterConfigSpec) {
 			spec.DiscoveryConfig.EnableDiscovery = ptr.To(false)
 			spec.DiscoveryConfig.EnableAdvertisement = ptr.To(false)
@@ -223,5 +227,112 @@ func TestConsumerReachesOrchestratedPodDirectly(t *testing.T) {
 	// the peerings' control traffic: a few kB, never the data.
 	if crossed >= size/2 {
 		t.Errorf("%d bytes crossed the broker's tunnel during the fetches, want the data to bypass it (under %d)", crossed, size/2)
+	}
+
+	t.Run("aggregated, the consumer reaches the pod through the broker, and a peer that is not its consumer does not", func(t *testing.T) {
+		transit(t, consumer, provider, server, onProvider.Items[0].Status.PodIP)
+	})
+}
+
+// transit has the broker's operator aggregate consumer: its pod server,
+// which provider runs at providerIP, shows at an address of the broker's
+// external range (in the consumer's view), names no provider; a client
+// on the consumer's real node fetches from it there, and what it fetched
+// crossed the broker's tunnel both ways; the provider, a peer of the
+// broker's that is not its aggregated consumer, gets nothing at that
+// address in its own view of the broker.
+func transit(t *testing.T, consumer, provider *playground.Member, server *corev1.Pod, providerIP string) {
+	ctx := t.Context()
+	b := suite.Broker
+	inBroker := framework.Client(t, b)
+	key := client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName}
+	var sel brokerv1alpha1.Selection
+	if err := inBroker.Get(ctx, key, &sel); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(sel.DeepCopy())
+	sel.Spec.Aggregate = &brokerv1alpha1.Aggregate{}
+	if err := inBroker.Patch(ctx, &sel, patch); err != nil {
+		t.Fatal(err)
+	}
+	var seenByConsumer netv1alpha1.TunnelEndpoint
+	if err := framework.Client(t, consumer).Get(ctx, client.ObjectKey{Name: b.ClusterID}, &seenByConsumer); err != nil {
+		t.Fatal(err)
+	}
+	external := netip.MustParsePrefix(seenByConsumer.Spec.RemoteSeenAs.ExternalCIDR)
+	framework.Eventually(t, 2*time.Minute, func() error {
+		if err := framework.Client(t, consumer).Get(ctx, client.ObjectKeyFromObject(server), server); err != nil {
+			return err
+		}
+		addr, err := netip.ParseAddr(server.Status.PodIP)
+		if err != nil || !external.Contains(addr) {
+			return fmt.Errorf("the aggregated pod in %s at %q, not in the broker's external range as it sees it (%s) yet: %+v", consumer.Name, server.Status.PodIP, external, server.Status.Conditions)
+		}
+		raw, err := json.Marshal(server)
+		if err != nil {
+			return err
+		}
+		for _, hidden := range []string{provider.ClusterID, `"` + providerIP + `"`} {
+			if strings.Contains(string(raw), hidden) {
+				return fmt.Errorf("the aggregated pod in %s names %s: %s", consumer.Name, hidden, raw)
+			}
+		}
+		return nil
+	})
+	// Only the consumer's TunnelEndpoint in the broker has transit.
+	for _, m := range []*playground.Member{consumer, provider} {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := inBroker.Get(ctx, client.ObjectKey{Name: m.ClusterID}, &tep); err != nil {
+			t.Fatal(err)
+		}
+		if got := tep.Spec.Transit != nil && len(tep.Spec.Transit.Routes) > 0; got != (m == consumer) {
+			t.Errorf("the broker's TunnelEndpoint of %s has transit routes: %v (%+v)", m.Name, got, tep.Spec.Transit)
+		}
+	}
+	t.Logf("the aggregated pod runs in %s at %s, shown in %s at %s, through the broker", provider.Name, providerIP, consumer.Name, server.Status.PodIP)
+
+	const size, fetches = 200_000, 6
+	const clientNS = "transit-client"
+	if err := framework.Client(t, consumer).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clientNS}}); err != nil {
+		t.Fatal(err)
+	}
+	framework.DeleteOnCleanup(t, framework.Client(t, consumer), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clientNS}})
+	url := fmt.Sprintf("http://%s:8080/bytes/%d", server.Status.PodIP, size)
+	brokerRX, brokerTX := tunnelBytes(t, b)
+	got := framework.CheckResults(t, consumer, framework.CheckPod(t, consumer, clientNS, "client", map[string]string{"kubernetes.io/hostname": consumer.RealNodeName(0)}, "get", url))
+	brokerRX2, brokerTX2 := tunnelBytes(t, b)
+	if r := got[url]; !r.OK || r.Answer != strings.Repeat("x", size) {
+		t.Fatalf("the consumer's pod asking the aggregated pod at %s: ok %v, %d bytes, error %q; want %d bytes", server.Status.PodIP, r.OK, len(r.Answer), r.Error, size)
+	}
+	rx, tx := brokerRX2-brokerRX, brokerTX2-brokerTX
+	t.Logf("during the fetches, the broker's tunnel received %d bytes and sent %d", rx, tx)
+	if rx < size*fetches || tx < size*fetches {
+		t.Errorf("the broker's tunnel received %d bytes and sent %d during the fetches, want the %d fetched both ways (in from %s, out to %s)", rx, tx, size*fetches, provider.Name, consumer.Name)
+	}
+
+	// The provider turns to the same address, in its own view of the
+	// broker's external range: it is not the broker's aggregated
+	// consumer, and gets nothing.
+	var seenByProvider netv1alpha1.TunnelEndpoint
+	if err := framework.Client(t, provider).Get(ctx, client.ObjectKey{Name: b.ClusterID}, &seenByProvider); err != nil {
+		t.Fatal(err)
+	}
+	inBrokerRange, ok := ipam.Translate(netip.MustParseAddr(server.Status.PodIP), external, netip.MustParsePrefix(seenByConsumer.Spec.Remote.ExternalCIDR))
+	if !ok {
+		t.Fatalf("%s does not translate back into the broker's external range", server.Status.PodIP)
+	}
+	inProviderView, ok := ipam.Translate(inBrokerRange, netip.MustParsePrefix(seenByProvider.Spec.Remote.ExternalCIDR), netip.MustParsePrefix(seenByProvider.Spec.RemoteSeenAs.ExternalCIDR))
+	if !ok {
+		t.Fatalf("%s does not translate into %s's view of the broker", inBrokerRange, provider.Name)
+	}
+	const strangerNS = "transit-stranger"
+	if err := framework.Client(t, provider).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: strangerNS}}); err != nil {
+		t.Fatal(err)
+	}
+	framework.DeleteOnCleanup(t, framework.Client(t, provider), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: strangerNS}})
+	strangerURL := fmt.Sprintf("http://%s:8080/bytes/10", inProviderView)
+	got = framework.CheckResults(t, provider, framework.CheckPod(t, provider, strangerNS, "stranger", map[string]string{"kubernetes.io/hostname": provider.RealNodeName(0)}, "get", strangerURL))
+	if r := got[strangerURL]; r.OK {
+		t.Errorf("%s, not the broker's aggregated consumer, reached the aggregated pod through the broker at %s: %q", provider.Name, inProviderView, r.Answer)
 	}
 }
