@@ -242,6 +242,7 @@ func TestConsumerReachesOrchestratedPodDirectly(t *testing.T) {
 // broker's that is not its aggregated consumer, gets nothing at that
 // address in its own view of the broker.
 func transit(t *testing.T, consumer, provider *playground.Member, server *corev1.Pod, providerIP string) {
+	t.Helper()
 	ctx := t.Context()
 	b := suite.Broker
 	inBroker := framework.Client(t, b)
