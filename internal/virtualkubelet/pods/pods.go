@@ -38,6 +38,7 @@ import (
 	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/network/transit"
 	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
@@ -280,7 +281,14 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	if transitErr != nil {
+	switch {
+	case errors.Is(transitErr, transit.ErrNoNetwork):
+		// Until the consumer's network is agreed: no address to give,
+		// nothing failed.
+		if result.RequeueAfter == 0 || result.RequeueAfter > noNetworkRetry {
+			result.RequeueAfter = noNetworkRetry
+		}
+	case transitErr != nil:
 		// The status flows meanwhile, without an address.
 		return result, fmt.Errorf("the transit address of pod %s/%s: %w", pod.Namespace, pod.Name, transitErr)
 	}
@@ -426,6 +434,10 @@ func (r *Reflector) translate(ctx context.Context, providerID string, st *corev1
 	}
 	st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }), cond)
 }
+
+// noNetworkRetry is how often an opaque pod asks again for a transit
+// address while its consumer has no network agreed.
+const noNetworkRetry = 15 * time.Second
 
 // transit shows, instead of the address at which this cluster, an
 // aggregator, reaches an opaque pod at its provider, the address of this
