@@ -114,6 +114,10 @@ type Options struct {
 	// VirtualNodeTaint taints the virtual nodes so that only pods of
 	// offloaded namespaces (which tolerate it) land there.
 	VirtualNodeTaint bool
+	// OpaqueVirtualNodes names new virtual nodes liqo-<random> rather
+	// than after their provider: an aggregating broker's, whose
+	// consumers read their pods' node names.
+	OpaqueVirtualNodes bool
 	// ForceUnpeerAfter bounds an unpeering from an unreachable provider.
 	ForceUnpeerAfter time.Duration
 	// ExchangeTTL is how long a token exchange may wait for its
@@ -177,6 +181,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "Base URL the API server reaches the webhook at (default: https:// and the bind address, or the host name when it binds all addresses)")
 	fs.StringVar(&o.KubeletBindAddress, "kubelet-bind-address", o.KubeletBindAddress, "Address the virtual nodes' kubelet API (kubectl logs, exec) listens on; each virtual node takes its own port, from this one up (port 0: any free port); 0 disables it")
 	fs.StringVar(&o.KubeletAddress, "kubelet-address", o.KubeletAddress, "IP address the API server reaches the virtual nodes' kubelet API at (default: the bind address's host, or $POD_IP)")
+	fs.BoolVar(&o.OpaqueVirtualNodes, "opaque-virtual-nodes", o.OpaqueVirtualNodes, "Name new virtual nodes liqo-<random hex> rather than after their provider (the chart sets it when broker.modes has aggregator: an aggregated consumer reads its pods' node names in the broker)")
 	fs.BoolVar(&o.VirtualNodeTaint, "virtual-node-taint", o.VirtualNodeTaint, "Taint the virtual nodes (offloading.liqo.io/virtual-node=true:NoExecute) so that only pods of offloaded namespaces, which tolerate it, land there; false leaves them untainted, for suites that take only untainted nodes as schedulable (upstream conformance)")
 	fs.DurationVar(&o.ExchangeTTL, "peering-exchange-ttl", o.ExchangeTTL, "How long a token exchange may wait for its PeeringRequest before the identity it issued is revoked")
 	fs.DurationVar(&o.ForceUnpeerAfter, "force-unpeer-after", o.ForceUnpeerAfter, "How long an unpeering waits for an unreachable provider before removing the local side alone")

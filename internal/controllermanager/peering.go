@@ -176,7 +176,7 @@ func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clus
 	if err := virtualkubelet.Setup(ctx, mgr, virtualkubelet.Options{
 		LocalClusterID: clusterID, Providers: router, Health: router, Addresses: router, Kubelet: server, KubeletAddress: addr,
 		Removed:        func(p string) { sessions.StopAfter(p, time.Minute) },
-		UntaintedNodes: !o.VirtualNodeTaint,
+		UntaintedNodes: !o.VirtualNodeTaint, OpaqueNodeNames: o.OpaqueVirtualNodes,
 		// The pods an aggregator's consumers place here, at the
 		// addresses its gateway leads them to.
 		Transit: &transit.Allocator{Client: mgr.GetClient()},

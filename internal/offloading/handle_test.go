@@ -289,3 +289,72 @@ func TestBinPackedPodPrefersFullestFirst(t *testing.T) {
 		t.Errorf("required %+v, want the namespace's three providers", req)
 	}
 }
+
+// TestAggregatedPodNamesNoProviderInItsSpec: in a namespace the broker
+// aggregates, a new pod's affinity, required and preferred, names the
+// providers' virtual nodes, never a provider: their opaque names, a
+// provider with no node matching nothing; the pod's own preferences stay.
+func TestAggregatedPodNamesNoProviderInItsSpec(t *testing.T) {
+	no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: offloadingv1alpha1.NamespaceOffloadingName},
+		Spec: offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote,
+			ClusterSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"provider-one", "provider-two", "provider-three"}},
+			}}}}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns",
+		Labels: map[string]string{brokerv1alpha1.OrchestratedLabel: brokerv1alpha1.OrchestratedValue, brokerv1alpha1.AggregatedLabel: "true"},
+		Annotations: map[string]string{brokerv1alpha1.ProvidersAnnotation: "provider-one,provider-two,provider-three",
+			brokerv1alpha1.PackOrderAnnotation: "provider-two,provider-three,provider-one"}}}
+	vnode := func(name, provider string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue, offloadingv1alpha1.RemoteClusterLabel: provider}}}
+	}
+	// provider-three has no virtual node (yet).
+	m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).
+		WithObjects(no, ns, vnode("liqo-0a1b2c3d4e", "provider-one"), vnode("liqo-5f6a7b8c9d", "provider-two")).Build()}
+	own := corev1.PreferredSchedulingTerm{Weight: 5, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "topology.kubernetes.io/region", Operator: corev1.NodeSelectorOpIn, Values: []string{"eu"}}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "img"}},
+		Affinity:   &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{own}}},
+	}}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+	}})
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	got := applyPatches(t, resp, raw)
+	out, err := json.Marshal(got.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "provider-") {
+		t.Errorf("the aggregated pod's spec names a provider: %s", out)
+	}
+	na := got.Spec.Affinity.NodeAffinity
+	var prefers []string
+	for _, p := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+		e := p.Preference.MatchExpressions[0]
+		prefers = append(prefers, fmt.Sprintf("%s=%s:%d", e.Key, strings.Join(e.Values, ","), p.Weight))
+	}
+	want := []string{"topology.kubernetes.io/region=eu:5", corev1.LabelHostname + "=liqo-5f6a7b8c9d:64", corev1.LabelHostname + "=liqo-0a1b2c3d4e:16"}
+	if !slices.Equal(prefers, want) {
+		t.Errorf("prefers %v, want %v", prefers, want)
+	}
+	// Every required term keeps the pod to the two providers' nodes.
+	req := na.RequiredDuringSchedulingIgnoredDuringExecution
+	if req == nil || len(req.NodeSelectorTerms) == 0 {
+		t.Fatalf("no required affinity: %+v", na)
+	}
+	for _, term := range req.NodeSelectorTerms {
+		if !slices.ContainsFunc(term.MatchExpressions, func(e corev1.NodeSelectorRequirement) bool {
+			return e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && slices.Equal(e.Values, []string{"liqo-0a1b2c3d4e", "liqo-5f6a7b8c9d"})
+		}) {
+			t.Errorf("required term %+v, want it held to the two providers' nodes", term)
+		}
+	}
+}

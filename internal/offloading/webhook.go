@@ -90,6 +90,15 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		}
 		changed = true
 	}
+	if ns.Labels[brokerv1alpha1.AggregatedLabel] == "true" {
+		// The aggregated consumer reads its pods here whole.
+		nodeOf, err := m.virtualNodes(ctx)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		HideProviders(pod, nodeOf)
+		changed = true
+	}
 	if !changed {
 		return admission.Allowed("nothing to change")
 	}
@@ -146,6 +155,78 @@ func RestrictToProviders(pod *corev1.Pod, providers []string) {
 		req = corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpDoesNotExist}
 	}
 	mergeRequiredAffinity(pod, []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}})
+}
+
+// virtualNodes maps each provider to the name of its virtual node.
+func (m *PodMutator) virtualNodes(ctx context.Context) (map[string]string, error) {
+	var nodes corev1.NodeList
+	if err := m.Reader.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}); err != nil {
+		return nil, fmt.Errorf("listing the virtual nodes: %w", err)
+	}
+	out := map[string]string{}
+	for _, n := range nodes.Items {
+		if p := n.Labels[offloadingv1alpha1.RemoteClusterLabel]; p != "" {
+			out[p] = n.Name
+		}
+	}
+	return out, nil
+}
+
+// HideProviders rewrites every requirement of pod's node affinity on the
+// provider label into one on the names of the providers' virtual nodes
+// (kubernetes.io/hostname), which an aggregating broker makes opaque: its
+// consumer reads the pod, and must find no provider in it. A requirement
+// left with no provider that has a node matches nothing (required) or
+// goes (preferred); one that excludes none goes.
+func HideProviders(pod *corev1.Pod, nodeOf map[string]string) {
+	if pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil {
+		return
+	}
+	// rewrite returns e's replacement, and whether it may match anything.
+	rewrite := func(e corev1.NodeSelectorRequirement) ([]corev1.NodeSelectorRequirement, bool) {
+		if e.Key != offloadingv1alpha1.RemoteClusterLabel || (e.Operator != corev1.NodeSelectorOpIn && e.Operator != corev1.NodeSelectorOpNotIn) {
+			return []corev1.NodeSelectorRequirement{e}, true
+		}
+		var names []string
+		for _, v := range e.Values {
+			if n, ok := nodeOf[v]; ok {
+				names = append(names, n)
+			}
+		}
+		switch {
+		case len(names) > 0:
+			return []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: e.Operator, Values: names}}, true
+		case e.Operator == corev1.NodeSelectorOpNotIn:
+			return nil, true
+		}
+		return []corev1.NodeSelectorRequirement{
+			{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpExists},
+			{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpDoesNotExist},
+		}, false
+	}
+	term := func(t corev1.NodeSelectorTerm) (corev1.NodeSelectorTerm, bool) {
+		out := corev1.NodeSelectorTerm{MatchFields: t.MatchFields}
+		possible := true
+		for _, e := range t.MatchExpressions {
+			r, ok := rewrite(e)
+			out.MatchExpressions = append(out.MatchExpressions, r...)
+			possible = possible && ok
+		}
+		return out, possible
+	}
+	na := pod.Spec.Affinity.NodeAffinity
+	if req := na.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
+		for i, t := range req.NodeSelectorTerms {
+			req.NodeSelectorTerms[i], _ = term(t)
+		}
+	}
+	var preferred []corev1.PreferredSchedulingTerm
+	for _, p := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+		if t, ok := term(p.Preference); ok {
+			preferred = append(preferred, corev1.PreferredSchedulingTerm{Weight: p.Weight, Preference: t})
+		}
+	}
+	na.PreferredDuringSchedulingIgnoredDuringExecution = preferred
 }
 
 // maxPreferred bounds the providers a bin-packed pod prefers, in order:

@@ -420,6 +420,11 @@ func startMember(ctx context.Context, opts Options, name, podCIDR string, networ
 	if name == BrokerName {
 		// The broker measures its providers (the chart's broker.enabled).
 		m.extraArgs = append(slices.Clone(m.extraArgs), "--measure-providers")
+		// An aggregating broker's virtual nodes tell its consumers
+		// nothing of its providers (the chart's broker.modes).
+		if slices.Contains(opts.Broker, "aggregator") {
+			m.extraArgs = append(m.extraArgs, "--opaque-virtual-nodes")
+		}
 	}
 	if opts.ControllerManagerArgsFor != nil {
 		m.extraArgs = append(append([]string{}, m.extraArgs...), opts.ControllerManagerArgsFor(name)...)

@@ -46,6 +46,9 @@ type Options struct {
 	// UntaintedNodes leaves the virtual nodes untainted (node.Reconciler's
 	// Untainted).
 	UntaintedNodes bool
+	// OpaqueNodeNames names new virtual nodes liqo-<random>
+	// (node.Reconciler's Opaque): an aggregating broker's.
+	OpaqueNodeNames bool
 	// Transit, on an aggregator, assigns the addresses its consumers
 	// reach their pods at (pods.Reflector's Transit).
 	Transit pods.Transit
@@ -65,7 +68,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	nodes := &node.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Health: o.Health, Removed: o.Removed,
-		Untainted: o.UntaintedNodes,
+		Untainted: o.UntaintedNodes, Opaque: o.OpaqueNodeNames,
 	}
 	if o.Kubelet != nil {
 		nodes.Kubelet, nodes.KubeletAddress = o.Kubelet, o.KubeletAddress

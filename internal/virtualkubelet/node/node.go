@@ -8,9 +8,13 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,6 +88,11 @@ type Reconciler struct {
 	// conformance). A pod of a namespace not offloaded that lands on such
 	// a node waits there, with a NamespaceNotOffloaded event.
 	Untainted bool
+	// Opaque names new virtual nodes liqo-<random>, never after their
+	// provider: on an aggregating broker, whose consumers read their pods'
+	// node names (and EndpointSlices' too) and must not learn a provider
+	// from them. A node keeps the name it has.
+	Opaque bool
 
 	// applied holds, by node name, the labels and annotations last
 	// applied to it (an appliedMeta).
@@ -240,6 +249,9 @@ func (r *Reconciler) nodeName(ctx context.Context, offer *provider.Offer) (strin
 		return err == nil && existing.Labels[offloadingv1alpha1.RemoteClusterLabel] != provider
 	}
 	fallback := "liqo-" + provider
+	if r.Opaque {
+		return r.opaqueName(offer, clusters.Items, claimedByOthers)
+	}
 	for i := range clusters.Items {
 		fc := &clusters.Items[i]
 		if remembered := fc.Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation]; fc.Spec.ClusterIdentity.ClusterID == provider && remembered != "" {
@@ -253,6 +265,34 @@ func (r *Reconciler) nodeName(ctx context.Context, offer *provider.Offer) (strin
 		return name, nil
 	}
 	return fallback, nil
+}
+
+// opaqueName is the name of a new virtual node of provider that tells
+// nothing of it: the one remembered for it, unless that names the
+// provider (given before the names were opaque) or another cluster has
+// it; else liqo- and ten random hexadecimal digits.
+func (r *Reconciler) opaqueName(offer *provider.Offer, clusters []discoveryv1alpha1.ForeignCluster, claimedByOthers func(string, bool) bool) (string, error) {
+	telling := func(name string) bool {
+		return name == "liqo-"+offer.Provider || name == Name(discoveryv1alpha1.ClusterIdentity{ClusterID: offer.Provider, ClusterName: offer.Name}) ||
+			strings.Contains(name, offer.Provider) || offer.Name != "" && strings.Contains(name, offer.Name)
+	}
+	for i := range clusters {
+		fc := &clusters[i]
+		if remembered := fc.Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation]; fc.Spec.ClusterIdentity.ClusterID == offer.Provider && remembered != "" &&
+			!telling(remembered) && !claimedByOthers(remembered, false) {
+			return remembered, nil
+		}
+	}
+	for range 8 {
+		b := make([]byte, 5)
+		if _, err := rand.Read(b); err != nil {
+			return "", err
+		}
+		if name := "liqo-" + hex.EncodeToString(b); !telling(name) && !claimedByOthers(name, true) {
+			return name, nil
+		}
+	}
+	return "", errors.New("no free random name")
 }
 
 // rememberNodeName records name on provider's ForeignCluster.

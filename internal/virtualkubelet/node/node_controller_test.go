@@ -464,3 +464,65 @@ func TestUntaintedNodes(t *testing.T) {
 		t.Errorf("node %s taints %v (%v), want the virtual nodes' taint back", fresh.Name, got.Spec.Taints, err)
 	}
 }
+
+// TestOpaqueNodeNames: an aggregating broker names a new virtual node
+// liqo-<random>, nothing of its provider's ClusterID or name in it, and
+// gives it the same name when it is made again; a name remembered from
+// before the names were opaque, which names the provider, is not taken
+// again; two providers never share one.
+func TestOpaqueNodeNames(t *testing.T) {
+	_, c := startInstalled(t)
+	ctx := t.Context()
+	r := &Reconciler{Client: c, APIReader: c, Health: memory.New(), Opaque: true}
+	w := &nodeWorld{c: c}
+	offer := func(id string) *provider.Offer {
+		return &provider.Offer{Provider: id, Name: "name-of-" + id, Resources: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}
+	}
+	for _, id := range []string{"provider-a", "provider-b"} {
+		fc := w.foreignCluster(t, id)
+		fc.Spec.ClusterIdentity.ClusterName = "name-of-" + id
+		if err := c.Update(ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// provider-b's node was named after it before.
+	var fc discoveryv1alpha1.ForeignCluster
+	if err := c.Get(ctx, client.ObjectKey{Name: "provider-b"}, &fc); err != nil {
+		t.Fatal(err)
+	}
+	metav1.SetMetaDataAnnotation(&fc.ObjectMeta, offloadingv1alpha1.VirtualNodeNameAnnotation, "liqo-name-of-provider-b")
+	if err := c.Update(ctx, &fc); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, id := range []string{"provider-a", "provider-b"} {
+		n, _, _, err := r.Keep(ctx, offer(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[id] = n.Name
+		if len(n.Name) != len("liqo-")+10 || !strings.HasPrefix(n.Name, "liqo-") || strings.Contains(n.Name, id) || strings.Contains(n.Name, "name-of") {
+			t.Errorf("%s's virtual node is %s, want liqo- and ten random hexadecimal digits", id, n.Name)
+		}
+	}
+	if names["provider-a"] == names["provider-b"] {
+		t.Errorf("both providers' nodes are %s", names["provider-a"])
+	}
+	// Made again: the same name.
+	if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: names["provider-a"]}}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKey{Name: names["provider-a"]}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("node %s still there (%w)", names["provider-a"], err)
+		}
+		return nil
+	})
+	n, _, _, err := r.Keep(ctx, offer("provider-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Name != names["provider-a"] {
+		t.Errorf("provider-a's node made again is %s, want %s", n.Name, names["provider-a"])
+	}
+}
