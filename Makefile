@@ -311,10 +311,13 @@ demo: $(RUNTIME_BINS) build $(DEMO_NETWORK_DEPS) ## Start a playground of $(CLUS
 	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS) --network
 	@if [ -n "$(DEMO_DOWN)" ]; then $(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR); fi
 
+# The broker's mode beside its catalog: orchestrator or aggregator.
+MODE ?= orchestrator
+
 .PHONY: demo-broker
-demo-broker: $(RUNTIME_BINS) build $(DEMO_NETWORK_DEPS) ## Start a playground of $(CLUSTERS) clusters and a broker, and show the catalog, the orchestrator and (with a network as root) the direct data plane; DEMO_DOWN=1 tears it down after.
+demo-broker: $(RUNTIME_BINS) build $(DEMO_NETWORK_DEPS) ## Start a playground of $(CLUSTERS) clusters and a broker, and show the catalog and the orchestrator (MODE=aggregator: the aggregator), with a network as root the data plane (direct, or through the broker); DEMO_DOWN=1 tears it down after.
 	$(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR) >/dev/null
-	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS) --broker --network
+	$(BIN)/liqoctl playground up --dir $(PLAYGROUND_DIR) --clusters $(CLUSTERS) --broker=catalog,$(MODE) --network
 	@if [ -n "$(DEMO_DOWN)" ]; then $(BIN)/liqoctl playground down --dir $(PLAYGROUND_DIR); fi
 
 .PHONY: down
