@@ -1834,7 +1834,7 @@ func TestAggregatedPodsShowTheirTransitAddress(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if !ok || r.Address != addr.String() || r.Target != target {
+			if !ok || r.Address != addr.String() || r.Target != target || r.Provider != testProvider {
 				return fmt.Errorf("%s's route for the pod: %+v, %v; want %s to %s", consumer, r, ok, addr, target)
 			}
 			if shown != "" && shown != got.Status.PodIP {

@@ -98,6 +98,10 @@ type TransitRoute struct {
 	// Target is the pod at its provider, as this cluster reaches it.
 	// +kubebuilder:validation:MaxLength=15
 	Target string `json:"target"`
+	// Provider is the ClusterID of the peer the pod runs in: the target
+	// must be inside its pod range as this cluster sees it.
+	// +kubebuilder:validation:MaxLength=63
+	Provider string `json:"provider"`
 	// Pod is the pod of this cluster the route is for, namespace/name.
 	// +kubebuilder:validation:MaxLength=317
 	Pod string `json:"pod"`

@@ -106,16 +106,18 @@ type Peer struct {
 
 // TransitRoute leads a peer from an address of this cluster's external
 // range (in this cluster's view; the peer reaches it in its own) to a pod
-// of another peer, at the address this cluster sees it at.
+// of another peer, Via, at the address this cluster sees it at.
 type TransitRoute struct {
 	Address netip.Addr `json:"address"`
 	Target  netip.Addr `json:"target"`
+	Via     string     `json:"via"`
 }
 
 // usableTransit keeps, of each peer's transit routes, those whose
 // address is this cluster's external range (not the tunnel address) and
-// whose target is a pod of another accepted peer; what is dropped is
-// counted.
+// whose target is inside the pod range of the route's peer (Via: another
+// accepted peer, not the transit peer itself); what is dropped is
+// counted. A peer seen elsewhere takes none of another's routes.
 func usableTransit(cfg Config) (peers []Peer, dropped int) {
 	peers = slices.Clone(cfg.Peers)
 	for i := range peers {
@@ -128,7 +130,7 @@ func usableTransit(cfg Config) (peers []Peer, dropped int) {
 		var keep []TransitRoute
 		for _, r := range p.TransitRoutes {
 			ok := cfg.ExternalCIDR.Contains(r.Address) && r.Address != TunnelAddress(cfg.ExternalCIDR) &&
-				slices.ContainsFunc(peers, func(o Peer) bool { return o.ID != p.ID && o.PodCIDR.Contains(r.Target) })
+				r.Via != p.ID && slices.ContainsFunc(peers, func(o Peer) bool { return o.ID == r.Via && o.PodCIDR.Contains(r.Target) })
 			if ok {
 				keep = append(keep, r)
 			} else {

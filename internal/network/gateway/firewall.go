@@ -106,7 +106,10 @@ func (f *firewall) apply(cfg Config, changed map[string]bool) error {
 			continue
 		}
 		for _, r := range []netip.Prefix{p.PodCIDR, p.ExternalCIDR} {
-			for _, dir := range []netlink.ConntrackFilterType{netlink.ConntrackOrigSrcIP, netlink.ConntrackOrigDstIP} {
+			// Reply source too: a transit connection to the peer's pod
+			// has it there alone (its original addresses are the
+			// transit peer's).
+			for _, dir := range []netlink.ConntrackFilterType{netlink.ConntrackOrigSrcIP, netlink.ConntrackOrigDstIP, netlink.ConntrackReplySrcIP} {
 				f := &netlink.ConntrackFilter{}
 				if err := f.AddIPNet(dir, ipam.IPNet(r)); err != nil {
 					return err
@@ -294,6 +297,28 @@ func (f *firewall) peerTable(c *nftables.Conn, cfg Config, p Peer) error {
 		if err := inChunks(transitElements(cfg, p), func(e []nftables.SetElement) error { return c.SetAddElements(m, e) }); err != nil {
 			return fmt.Errorf("the transit map of peer %s: %w", p.ID, err)
 		}
+		// Whatever sent them there (this map, or a DNAT of anyone
+		// else's, kube-proxy's to a Service's endpoint at another peer),
+		// the peer's connections leave through the tunnel again to its
+		// routes' targets alone: a drop here is final.
+		targets := &nftables.Set{Table: t, Name: TransitTargetsSet, KeyType: nftables.TypeIPAddr}
+		if err := c.AddSet(targets, nil); err != nil {
+			return fmt.Errorf("the transit targets of peer %s: %w", p.ID, err)
+		}
+		if err := inChunks(targetElements(p), func(e []nftables.SetElement) error { return c.SetAddElements(targets, e) }); err != nil {
+			return fmt.Errorf("the transit targets of peer %s: %w", p.ID, err)
+		}
+		out := c.AddChain(&nftables.Chain{Name: "transit-out", Table: t, Type: nftables.ChainTypeFilter,
+			Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter})
+		for _, src := range peerRanges {
+			c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: concat(
+				ifname(expr.MetaKeyIIFNAME, f.iface), ifname(expr.MetaKeyOIFNAME, f.iface), in(saddr, src), originalDirection(),
+				[]expr.Any{
+					&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: daddr, Len: 4},
+					&expr.Lookup{SourceRegister: 1, SetName: targets.Name, SetID: targets.ID, Invert: true},
+					&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop},
+				})})
+		}
 		for _, src := range peerRanges {
 			c.AddRule(&nftables.Rule{Table: t, Chain: pre, Exprs: concat(
 				ifname(expr.MetaKeyIIFNAME, f.iface), in(saddr, src), in(daddr, p.LocalExternalCIDR),
@@ -348,6 +373,22 @@ const ExposedSet = "exposed"
 // it opens connections to (this cluster's external range in its view) to
 // the pods of other peers they lead to.
 const TransitMap = "transit"
+
+// TransitTargetsSet is the set, in a transit peer's table, of its
+// routes' targets: all its connections may leave through the tunnel to.
+const TransitTargetsSet = "transit-targets"
+
+func targetElements(p Peer) []nftables.SetElement {
+	seen := map[netip.Addr]bool{}
+	var out []nftables.SetElement
+	for _, r := range p.TransitRoutes {
+		if r.Target.Is4() && !seen[r.Target] {
+			seen[r.Target] = true
+			out = append(out, nftables.SetElement{Key: r.Target.AsSlice()})
+		}
+	}
+	return out
+}
 
 // reachable is what p may open connections to: what is exposed to it,
 // and the targets of its transit routes.
@@ -471,11 +512,18 @@ func syncTransit(c *nftables.Conn, cfg Config, p Peer) error {
 			continue
 		}
 		stale = append(stale, nftables.SetElement{Key: e.Key})
-		f := &netlink.ConntrackFilter{}
-		if err := f.AddIPNet(netlink.ConntrackOrigDstIP, ipam.IPNet(netip.PrefixFrom(k, 32))); err != nil {
-			return err
+		// The peer's own connections through that address alone: the
+		// address is in its view, which other peers' ranges may overlap.
+		for _, src := range []netip.Prefix{p.PodCIDR, p.ExternalCIDR} {
+			f := &netlink.ConntrackFilter{}
+			if err := f.AddIPNet(netlink.ConntrackOrigDstIP, ipam.IPNet(netip.PrefixFrom(k, 32))); err != nil {
+				return err
+			}
+			if err := f.AddIPNet(netlink.ConntrackOrigSrcIP, ipam.IPNet(src)); err != nil {
+				return err
+			}
+			forget = append(forget, f)
 		}
-		forget = append(forget, f)
 	}
 	fresh := make([]nftables.SetElement, 0, len(want))
 	for k, v := range want {
@@ -488,6 +536,16 @@ func syncTransit(c *nftables.Conn, cfg Config, p Peer) error {
 		return err
 	}
 	if err := inChunks(fresh, func(e []nftables.SetElement) error { return c.SetAddElements(m, e) }); err != nil {
+		return err
+	}
+	// The targets' set, made anew with the map (a handful of elements
+	// per pod, in the same transaction).
+	targets, err := c.GetSetByName(t, TransitTargetsSet)
+	if err != nil {
+		return fmt.Errorf("the transit targets of peer %s: %w", p.ID, err)
+	}
+	c.FlushSet(targets)
+	if err := inChunks(targetElements(p), func(e []nftables.SetElement) error { return c.SetAddElements(targets, e) }); err != nil {
 		return err
 	}
 	if err := c.Flush(); err != nil {
@@ -536,11 +594,13 @@ func (f *firewall) refused(peers []Peer) (uint64, error) {
 		total += n.packets
 	}
 	for _, p := range peers {
-		n, err := chainCounters(c, &nftables.Table{Family: nftables.TableFamilyIPv4, Name: PeerTable(p.ID)}, "reach")
-		if err != nil {
-			return 0, err
+		for _, chain := range []string{"reach", "transit-out"} {
+			n, err := chainCounters(c, &nftables.Table{Family: nftables.TableFamilyIPv4, Name: PeerTable(p.ID)}, chain)
+			if err != nil {
+				return 0, err
+			}
+			total += n.packets
 		}
-		total += n.packets
 	}
 	return total, nil
 }

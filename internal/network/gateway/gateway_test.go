@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/liqo-go/liqo/internal/netlab"
 	"github.com/liqo-go/liqo/internal/network/gateway"
@@ -753,11 +755,14 @@ func TestTransitLeadsAPeerToThePodsPlacedForIt(t *testing.T) {
 	toA := peer(a, aAsSeenByB, bAsSeenByA, false)
 	// b's routes for a: its external range's .5 to p's pod, .6 to the
 	// network behind b, .7 to b's own pod; .1 is b's tunnel address.
+	// .8 names p's pod but says it is a's (a route must lead into its
+	// provider's range).
 	routes := []gateway.TransitRoute{
-		{Address: netip.MustParseAddr("10.70.0.5"), Target: pInB},
-		{Address: netip.MustParseAddr("10.70.0.6"), Target: netip.MustParseAddr("10.96.0.10")},
-		{Address: netip.MustParseAddr("10.70.0.7"), Target: podAddr},
-		{Address: netip.MustParseAddr("10.70.0.1"), Target: hiddenInB},
+		{Address: netip.MustParseAddr("10.70.0.5"), Target: pInB, Via: "p"},
+		{Address: netip.MustParseAddr("10.70.0.6"), Target: netip.MustParseAddr("10.96.0.10"), Via: "p"},
+		{Address: netip.MustParseAddr("10.70.0.7"), Target: podAddr, Via: "p"},
+		{Address: netip.MustParseAddr("10.70.0.1"), Target: hiddenInB, Via: "p"},
+		{Address: netip.MustParseAddr("10.70.0.8"), Target: hiddenInB, Via: "a"},
 	}
 	toA.TransitRoutes = routes
 	must(t, a.proc.Apply(config(a, peer(b, bAsSeenByA, aAsSeenByB, true))))
@@ -819,12 +824,52 @@ func TestTransitLeadsAPeerToThePodsPlacedForIt(t *testing.T) {
 		t.Error("a reached p's pod through a transit route b removed")
 	}
 	// And back, to the other pod of p's.
-	toA.TransitRoutes = []gateway.TransitRoute{{Address: netip.MustParseAddr("10.70.0.5"), Target: hiddenInB}}
+	toA.TransitRoutes = []gateway.TransitRoute{{Address: netip.MustParseAddr("10.70.0.5"), Target: hiddenInB, Via: "p"}}
 	must(t, b.proc.Apply(config(b, toA, toP)))
+	must(t, exchange(t.Context(), a.pod, inA(5), 1400))
+
+	// Something else on b's node translates an address of a's view of
+	// b's external range before the gateway does (kube-proxy, for a
+	// Service whose address a's view happens to cover, with an endpoint
+	// at p): a, even reaching every pod of b, still reaches through b
+	// only its routes' targets.
+	toA.ReachAll = true
+	toA.TransitRoutes = []gateway.TransitRoute{{Address: netip.MustParseAddr("10.70.0.5"), Target: pInB, Via: "p"}}
+	must(t, b.proc.Apply(config(b, toA, toP)))
+	must(t, b.gw.Do(func() error { return dnatBefore(inA(9), hiddenInB) }))
+	must(t, exchange(t.Context(), a.pod, inA(5), 1400))
+	before := refused(t, b)
+	if err := attempt(t.Context(), a.pod, inA(9)); err == nil {
+		t.Errorf("a reached p's pod placed for nobody through another DNAT of b's node")
+	}
+	if n := refused(t, b); n <= before {
+		t.Errorf("b's gateway refused %d packets, %d before: the attempt was not counted", n, before)
+	}
 	must(t, exchange(t.Context(), a.pod, inA(5), 1400))
 	select {
 	case from := <-reachedOther:
 		t.Errorf("the network behind b was reached from %s", from)
 	default:
 	}
+}
+
+// dnatBefore adds, in the network namespace it runs in, a table of its
+// own translating from into to as packets arrive, before the gateway's
+// peer tables, as kube-proxy's Service rules could.
+func dnatBefore(from, to netip.Addr) error {
+	c, err := nftables.New()
+	if err != nil {
+		return err
+	}
+	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: "not-the-gateways"})
+	ch := c.AddChain(&nftables.Chain{Name: "prerouting", Table: t, Type: nftables.ChainTypeNAT,
+		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRef(-150)})
+	f, d := from.As4(), to.As4()
+	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: f[:]},
+		&expr.Immediate{Register: 1, Data: d[:]},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1},
+	}})
+	return c.Flush()
 }

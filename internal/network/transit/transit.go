@@ -15,6 +15,7 @@ package transit
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -24,6 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,13 +65,12 @@ type consumer struct {
 	written uint64 // changes written
 	writing bool
 	wrote   chan struct{} // closed when a write ends
-	enabled bool          // its TunnelEndpoint has spec.transit
 }
 
 // Assign returns the address of this cluster's external range through
 // which consumer reaches pod (namespace/name here), which this cluster
-// reaches at target; it returns once the route is written.
-func (a *Allocator) Assign(ctx context.Context, consumerID, pod string, target netip.Addr) (netip.Addr, error) {
+// reaches at target, in provider; it returns once the route is written.
+func (a *Allocator) Assign(ctx context.Context, consumerID, pod, provider string, target netip.Addr) (netip.Addr, error) {
 	var tep netv1alpha1.TunnelEndpoint
 	if err := a.Client.Get(ctx, client.ObjectKey{Name: consumerID}, &tep); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -93,10 +94,10 @@ func (a *Allocator) Assign(ctx context.Context, consumerID, pod string, target n
 	r, ok := c.byPod[pod]
 	addr, _ := netip.ParseAddr(r.Address)
 	switch {
-	case ok && usable(external, addr) && r.Target == target.String():
+	case ok && usable(external, addr) && r.Target == target.String() && r.Provider == provider:
 		// As written, or about to be.
 	case ok && usable(external, addr):
-		r.Target = target.String()
+		r.Target, r.Provider = target.String(), provider
 		c.byPod[pod] = r
 		c.gen++
 	default:
@@ -108,19 +109,45 @@ func (a *Allocator) Assign(ctx context.Context, consumerID, pod string, target n
 			return netip.Addr{}, fmt.Errorf("this cluster's external range %s has no free address for transit", external)
 		}
 		a.used[addr] = true
-		c.byPod[pod] = netv1alpha1.TransitRoute{Address: addr.String(), Target: target.String(), Pod: pod}
+		c.byPod[pod] = netv1alpha1.TransitRoute{Address: addr.String(), Target: target.String(), Provider: provider, Pod: pod}
 		c.gen++
 	}
-	if !c.enabled && c.written == c.gen {
-		// Its TunnelEndpoint has no transit yet: the route is written.
+	if c.written == c.gen && !holds(&tep, c.byPod[pod]) {
+		// Written, and not there: the TunnelEndpoint is new (made
+		// again with the peering), or the cache has not seen the write
+		// yet; written again either way, whole.
 		c.gen++
 	}
 	want := c.gen
+	dirty := a.dirty(consumerID)
 	a.mu.Unlock()
 	if err := a.write(ctx, consumerID, want); err != nil {
 		return netip.Addr{}, err
 	}
+	// Others' changes not written yet (routes of pods gone while this
+	// process was down, a write that failed) go too; they are tried
+	// again with any later change.
+	for id, gen := range dirty {
+		_ = a.write(ctx, id, gen)
+	}
 	return addr, nil
+}
+
+// holds says whether tep has r among its routes.
+func holds(tep *netv1alpha1.TunnelEndpoint, r netv1alpha1.TransitRoute) bool {
+	return tep.Spec.Transit != nil && slices.Contains(tep.Spec.Transit.Routes, r)
+}
+
+// dirty lists, with how far they must be written, the consumers but
+// except whose changes are not all written. Called with a.mu held.
+func (a *Allocator) dirty(except string) map[string]uint64 {
+	out := map[string]uint64{}
+	for id, c := range a.consumers {
+		if id != except && c.gen > c.written {
+			out[id] = c.gen
+		}
+	}
+	return out
 }
 
 // Release forgets the route of pod (namespace/name here), whatever its
@@ -131,22 +158,23 @@ func (a *Allocator) Release(ctx context.Context, pod string) error {
 		a.mu.Unlock()
 		return err
 	}
-	var ids []string
-	var wants []uint64
-	for id, c := range a.consumers {
+	for _, c := range a.consumers {
 		if r, ok := c.byPod[pod]; ok {
 			delete(c.byPod, pod)
 			if addr, err := netip.ParseAddr(r.Address); err == nil {
 				delete(a.used, addr)
 			}
 			c.gen++
-			ids, wants = append(ids, id), append(wants, c.gen)
 		}
 	}
+	// Every consumer with changes not written: this one's, and any an
+	// earlier write failed for (a Release asked again finds its pod
+	// gone already, and must still write).
+	dirty := a.dirty("")
 	a.mu.Unlock()
 	var errs []error
-	for i, id := range ids {
-		errs = append(errs, a.write(ctx, id, wants[i]))
+	for id, gen := range dirty {
+		errs = append(errs, a.write(ctx, id, gen))
 	}
 	return errors.Join(errs...)
 }
@@ -207,7 +235,6 @@ func (a *Allocator) load(ctx context.Context) error {
 			continue
 		}
 		c := a.consumer(tep.Name)
-		c.enabled = true
 		for _, r := range tep.Spec.Transit.Routes {
 			addr, err := netip.ParseAddr(r.Address)
 			if err != nil || a.used[addr] {
@@ -276,7 +303,7 @@ func (a *Allocator) write(ctx context.Context, id string, want uint64) error {
 		a.mu.Lock()
 		c.writing = false
 		if err == nil {
-			c.written, c.enabled = gen, true
+			c.written = gen
 		}
 		close(c.wrote)
 		c.wrote = make(chan struct{})
@@ -287,20 +314,21 @@ func (a *Allocator) write(ctx context.Context, id string, want uint64) error {
 	}
 }
 
+// patch replaces the routes of id's TunnelEndpoint with routes, whatever
+// a cache shows of them.
 func (a *Allocator) patch(ctx context.Context, id string, routes []netv1alpha1.TransitRoute) error {
-	var tep netv1alpha1.TunnelEndpoint
-	if err := a.Client.Get(ctx, client.ObjectKey{Name: id}, &tep); err != nil {
+	if routes == nil {
+		routes = []netv1alpha1.TransitRoute{}
+	}
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"transit": map[string]any{"routes": routes}}})
+	if err != nil {
+		return err
+	}
+	tep := &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}}
+	if err := a.Client.Patch(ctx, tep, client.RawPatch(types.MergePatchType, body)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ErrNoNetwork
 		}
-		return err
-	}
-	if tep.Spec.Transit != nil && slices.Equal(tep.Spec.Transit.Routes, routes) {
-		return nil
-	}
-	patch := client.MergeFrom(tep.DeepCopy())
-	tep.Spec.Transit = &netv1alpha1.Transit{Routes: routes}
-	if err := a.Client.Patch(ctx, &tep, patch); err != nil {
 		return fmt.Errorf("writing the transit routes of %s: %w", id, err)
 	}
 	return nil

@@ -83,7 +83,7 @@ func TestTransitAddresses(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { got[i], errs[i] = a.Assign(ctx, consumerOf(i), keys[i], target(i)) })
+		wg.Go(func() { got[i], errs[i] = a.Assign(ctx, consumerOf(i), keys[i], "provider-1", target(i)) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -117,14 +117,14 @@ func TestTransitAddresses(t *testing.T) {
 	written := map[string]map[string]netv1alpha1.TransitRoute{"consumer-1": routesOf("consumer-1"), "consumer-2": routesOf("consumer-2")}
 	for i := range n {
 		r, ok := written[consumerOf(i)][keys[i]]
-		if !ok || r.Address != got[i].String() || r.Target != target(i).String() {
+		if !ok || r.Address != got[i].String() || r.Target != target(i).String() || r.Provider != "provider-1" {
 			t.Errorf("%s's TunnelEndpoint has %+v for %s, want %s to %s", consumerOf(i), r, keys[i], got[i], target(i))
 		}
 	}
 	if len(written["consumer-1"]) != n/2 || len(written["consumer-2"]) != n/2 {
 		t.Errorf("the TunnelEndpoints list %d and %d routes, want %d each: a consumer's pods only", len(written["consumer-1"]), len(written["consumer-2"]), n/2)
 	}
-	if _, err := a.Assign(ctx, "unagreed", pod(n), target(n)); !errors.Is(err, ErrNoNetwork) {
+	if _, err := a.Assign(ctx, "unagreed", pod(n), "provider-1", target(n)); !errors.Is(err, ErrNoNetwork) {
 		t.Errorf("a consumer with no network agreed: %v, want ErrNoNetwork", err)
 	}
 	if e := routesOf("unagreed"); len(e) != 0 {
@@ -133,11 +133,11 @@ func TestTransitAddresses(t *testing.T) {
 
 	// The target moves (the pod restarted at its provider): the address
 	// stays.
-	if addr, err := a.Assign(ctx, "consumer-1", keys[0], target(500)); err != nil || addr != got[0] {
+	if addr, err := a.Assign(ctx, "consumer-1", keys[0], "provider-2", target(500)); err != nil || addr != got[0] {
 		t.Errorf("pod %s moved: %s, %v; want %s still", keys[0], addr, err, got[0])
 	}
-	if r := routesOf("consumer-1")[keys[0]]; r.Target != target(500).String() {
-		t.Errorf("pod %s moved: its route leads to %s, want %s", keys[0], r.Target, target(500))
+	if r := routesOf("consumer-1")[keys[0]]; r.Target != target(500).String() || r.Provider != "provider-2" {
+		t.Errorf("pod %s moved: its route leads to %s in %s, want %s in provider-2", keys[0], r.Target, r.Provider, target(500))
 	}
 
 	// Released: its route goes. Gone while nobody watched (pod 2): a
@@ -153,17 +153,33 @@ func TestTransitAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := &Allocator{Client: c}
-	if addr, err := restarted.Assign(ctx, "consumer-1", keys[4], target(4)); err != nil || addr != got[4] {
+	if addr, err := restarted.Assign(ctx, "consumer-1", keys[4], "provider-1", target(4)); err != nil || addr != got[4] {
 		t.Errorf("after a restart pod %s has %s, %v; want %s", keys[4], addr, err, got[4])
 	}
 	if _, ok := routesOf("consumer-1")[keys[2]]; ok {
 		t.Errorf("pod %s went, and a restarted allocator kept its route", keys[2])
 	}
+	// The consumer's TunnelEndpoint is made again (the peering was): the
+	// next assignment writes every route of the consumer's back.
+	var e netv1alpha1.TunnelEndpoint
+	if err := c.Get(ctx, client.ObjectKey{Name: "consumer-1"}, &e); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	tep("consumer-1", true)
+	if addr, err := restarted.Assign(ctx, "consumer-1", keys[6], "provider-1", target(6)); err != nil || addr != got[6] {
+		t.Errorf("pod %s after its consumer's TunnelEndpoint was made again: %s, %v; want %s", keys[6], addr, err, got[6])
+	}
+	if routes := routesOf("consumer-1"); len(routes) != n/2-2 {
+		t.Errorf("consumer-1's TunnelEndpoint made again lists %d routes, want its %d pods that stay", len(routes), n/2-2)
+	}
 	// The range fills: 253 usable addresses, 119 taken by the pods that
 	// stay; what does not fit is refused, with the range named.
 	var full error
 	for i := n + 1; i < n+200 && full == nil; i++ {
-		_, full = restarted.Assign(ctx, "consumer-2", pod(i), target(i))
+		_, full = restarted.Assign(ctx, "consumer-2", pod(i), "provider-1", target(i))
 	}
 	if full == nil || !strings.Contains(full.Error(), "10.70.0.0/24") {
 		t.Errorf("the external range filled: %v; want an error naming it", full)

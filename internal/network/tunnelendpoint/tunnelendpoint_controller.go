@@ -200,7 +200,7 @@ func peer(tep *netv1alpha1.TunnelEndpoint) (gateway.Peer, error) {
 			addr, err1 := netip.ParseAddr(r.Address)
 			target, err2 := netip.ParseAddr(r.Target)
 			if err1 == nil && err2 == nil {
-				p.TransitRoutes = append(p.TransitRoutes, gateway.TransitRoute{Address: addr, Target: target})
+				p.TransitRoutes = append(p.TransitRoutes, gateway.TransitRoute{Address: addr, Target: target, Via: r.Provider})
 			}
 		}
 	}

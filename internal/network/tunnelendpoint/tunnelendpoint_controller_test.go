@@ -145,7 +145,7 @@ func TestTunnelEndpointsApplied(t *testing.T) {
 	tep.Spec.LocalSeenAs = &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"}
 	tep.Spec.Exposed = []string{"10.100.0.7/32", "10.100.0.0/24"}
 	tep.Spec.Transit = &netv1alpha1.Transit{Routes: []netv1alpha1.TransitRoute{
-		{Address: "10.70.0.5", Target: "10.40.0.9", Pod: "ns/a"}, {Address: "10.70.0.6", Target: "not-an-address", Pod: "ns/b"},
+		{Address: "10.70.0.5", Target: "10.40.0.9", Provider: "provider-2", Pod: "ns/a"}, {Address: "10.70.0.6", Target: "not-an-address", Provider: "provider-2", Pod: "ns/b"},
 	}}
 	if err := c.Patch(ctx, tep, patch); err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestTunnelEndpointsApplied(t *testing.T) {
 			// Addresses only: a range is no pod.
 			Exposed: []netip.Prefix{netip.MustParsePrefix("10.100.0.7/32")},
 			// Routes that are addresses only; the gateway checks the rest.
-			Transit: true, TransitRoutes: []gateway.TransitRoute{{Address: netip.MustParseAddr("10.70.0.5"), Target: netip.MustParseAddr("10.40.0.9")}}}
+			Transit: true, TransitRoutes: []gateway.TransitRoute{{Address: netip.MustParseAddr("10.70.0.5"), Target: netip.MustParseAddr("10.40.0.9"), Via: "provider-2"}}}
 		if !reflect.DeepEqual(last.Peers[0], want) || last.PrivateKey != key || last.PodCIDR != netip.MustParsePrefix("10.100.0.0/14") ||
 			last.ExternalCIDR != netip.MustParsePrefix(configv1alpha1.DefaultExternalCIDR) || last.ListenPort != 51820 {
 			return fmt.Errorf("applied %+v, want the peer %+v", last, want)

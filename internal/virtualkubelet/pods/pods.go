@@ -90,8 +90,9 @@ type Reflector struct {
 // reach their pods placed at providers (transit.Allocator).
 type Transit interface {
 	// Assign returns the address through which consumer reaches pod
-	// (namespace/name here), which this cluster reaches at target.
-	Assign(ctx context.Context, consumer, pod string, target netip.Addr) (netip.Addr, error)
+	// (namespace/name here), which this cluster reaches at target, in
+	// provider.
+	Assign(ctx context.Context, consumer, pod, provider string, target netip.Addr) (netip.Addr, error)
 	// Release forgets pod's address.
 	Release(ctx context.Context, pod string) error
 }
@@ -190,6 +191,13 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	}
 	result := ctrl.Result{RequeueAfter: refresh}
 	if remote == nil {
+		// Its address at the provider went with it: no route may lead
+		// there, where the provider may give it to another pod.
+		if r.Transit != nil && no.Labels[brokerv1alpha1.AggregatedLabel] == "true" {
+			if err := r.Transit.Release(ctx, pod.Namespace+"/"+pod.Name); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		if finished {
 			return ctrl.Result{}, nil // finished: nothing to run again
 		}
@@ -265,7 +273,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	r.translate(ctx, providerID, &status, opaque)
 	var transitErr error
 	if opaque {
-		transitErr = r.transit(ctx, &pod, &status)
+		transitErr = r.transit(ctx, &pod, providerID, &status)
 	}
 	if err := r.setHostIPs(ctx, &pod, &status); err != nil {
 		return ctrl.Result{}, err
@@ -446,8 +454,16 @@ const noNetworkRetry = 15 * time.Second
 // provider's address, nor this cluster's view of one. The consumer is
 // the namespace's, as this cluster labelled it (not the pod's label,
 // which the consumer writes).
-func (r *Reflector) transit(ctx context.Context, pod *corev1.Pod, st *corev1.PodStatus) error {
+//
+// A pod that ended or is going loses its route: its provider gives its
+// address to another pod, maybe another consumer's, soon after.
+func (r *Reflector) transit(ctx context.Context, pod *corev1.Pod, providerID string, st *corev1.PodStatus) error {
 	shown := podIPs(st)
+	ended := st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil
+	if r.Transit != nil && (ended || len(shown) == 0) {
+		st.PodIP, st.PodIPs = "", nil
+		return r.Transit.Release(ctx, pod.Namespace+"/"+pod.Name)
+	}
 	if len(shown) == 0 {
 		return nil // nothing to show; the address condition says why
 	}
@@ -472,7 +488,7 @@ func (r *Reflector) transit(ctx context.Context, pod *corev1.Pod, st *corev1.Pod
 	if r.Transit == nil || consumer == "" || !target.IsValid() {
 		return nil
 	}
-	addr, err := r.Transit.Assign(ctx, consumer, pod.Namespace+"/"+pod.Name, target)
+	addr, err := r.Transit.Assign(ctx, consumer, pod.Namespace+"/"+pod.Name, providerID, target)
 	if err != nil {
 		cond.Message = fmt.Sprintf("No transit address for the pod yet: %v", err)
 		return err
