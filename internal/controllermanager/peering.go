@@ -179,7 +179,7 @@ func setupVirtualKubelet(ctx context.Context, mgr ctrl.Manager, o *Options, clus
 		UntaintedNodes: !o.VirtualNodeTaint, OpaqueNodeNames: o.OpaqueVirtualNodes,
 		// The pods an aggregator's consumers place here, at the
 		// addresses its gateway leads them to.
-		Transit: &transit.Allocator{Client: mgr.GetClient()},
+		Transit: &transit.Allocator{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
 	}); err != nil {
 		return nil, nil, err
 	}

@@ -115,11 +115,12 @@ func run(m *testing.M) int {
 		if err := objects.IndexPodsBySecret(ctx, mgr); err != nil {
 			return err
 		}
+		alloc := &transit.Allocator{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 		if err := (&pods.Reflector{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Providers: shared.mem, LocalClusterID: testConsumer, Workers: 4,
 			Translate: translation.FromPeers(mgr.GetClient()),
 			Agreed:    translation.Agreed(mgr.GetClient()),
-			Transit:   &transit.Allocator{Client: mgr.GetClient()},
+			Transit:   alloc,
 		}).SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -133,6 +134,7 @@ func run(m *testing.M) int {
 		for _, r := range objects.NewReflectors(mgr.GetClient(), shared.mem, testConsumer, translation.ToPeers(mgr.GetClient())) {
 			r.Consumers, r.Live = consumers, mgr.GetAPIReader()
 			r.Orchestrator = objects.AdvertisedOrchestrator(mgr.GetClient())
+			r.Transit = alloc
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err
 			}
@@ -156,6 +158,147 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// aggregate makes the test's namespace a consumer's aggregated here,
+// and agrees a network with the provider and with each of consumers:
+// their pods are 10.91.0.0/16 as seen here, this cluster's external range
+// is 10.70.0.0/16 (the provider sees it as 10.12.0.0/16).
+func (w *reflectorWorld) aggregate(t *testing.T, consumer string, others ...string) {
+	t.Helper()
+	ctx := t.Context()
+	ensureTunnel(t, w.c)
+	for _, id := range append([]string{consumer}, others...) {
+		tep := &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: netv1alpha1.TunnelEndpointSpec{
+			ClusterID: id, PublicKey: "Ljk0kCqrl1KXUj2gN4wrxCu5ewcoPuVX3k0o6hMkRWg=",
+			Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/16"},
+			RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: "10.91.0.0/16", ExternalCIDR: "10.92.0.0/16"},
+			Local:        &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/14", ExternalCIDR: "10.70.0.0/16"},
+			LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"},
+		}}
+		if err := w.c.Create(ctx, tep); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	var ns corev1.Namespace
+	if err := w.c.Get(ctx, client.ObjectKey{Name: w.localNS}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	metav1.SetMetaDataLabel(&ns.ObjectMeta, offloadingv1alpha1.OriginClusterLabel, consumer)
+	if err := w.c.Patch(ctx, &ns, patch); err != nil {
+		t.Fatal(err)
+	}
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.localNS, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(no.DeepCopy())
+	metav1.SetMetaDataLabel(&no.ObjectMeta, brokerv1alpha1.AggregatedLabel, "true")
+	if err := w.c.Patch(ctx, &no, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestProvidersReachAggregatedConsumersEndpointsThroughHere: on an
+// aggregator, a consumer's copy of its slice goes to the provider running
+// the consumer's pods with the consumer's own endpoints at addresses of
+// this cluster's external range (as the provider sees it), which the
+// provider's TunnelEndpoint, not the consumer's, routes to them; an
+// address the consumer names outside its own pods (the provider's range,
+// anywhere else) leads nowhere; the routes follow the slice and go with
+// it.
+func TestProvidersReachAggregatedConsumersEndpointsThroughHere(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	const consumer = "aggregated-consumer"
+	w.aggregate(t, consumer)
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "db-theirs", Labels: map[string]string{
+			offloadingv1alpha1.OriginClusterLabel: consumer,
+			discoveryv1.LabelServiceName:          "db", discoveryv1.LabelManagedBy: objects.EndpointSliceManager,
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("sql"), Port: ptr.To[int32](5432)}},
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.91.0.7"}},  // the consumer's pod, as seen here
+			{Addresses: []string{"10.51.0.77"}}, // the provider's range, no pod of the namespace
+			{Addresses: []string{"10.60.0.9"}},  // nobody's
+		},
+	}
+	if err := w.c.Create(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	key := slice.Namespace + "/" + slice.Name
+	routes := func(ctx context.Context, id string) ([]netv1alpha1.TransitRoute, error) {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := w.c.Get(ctx, client.ObjectKey{Name: id}, &tep); err != nil {
+			return nil, err
+		}
+		var out []netv1alpha1.TransitRoute
+		if tep.Spec.Transit != nil {
+			for _, r := range tep.Spec.Transit.Routes {
+				if r.EndpointSlice == key {
+					out = append(out, r)
+				}
+			}
+		}
+		return out, nil
+	}
+	copied := func(target string) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			obj := w.mem.Object(testProvider, provider.EndpointSlices, w.remoteNS, slice.Name)
+			if obj == nil {
+				return errors.New("no copy of the consumer's slice at the provider")
+			}
+			var got []string
+			for _, ep := range obj.(*discoveryv1.EndpointSlice).Endpoints {
+				got = append(got, ep.Addresses...)
+			}
+			r, err := routes(ctx, testProvider)
+			if err != nil {
+				return err
+			}
+			if len(got) != 1 || len(r) != 1 {
+				return fmt.Errorf("the copy lists %v, the provider's routes %+v; want one address, routed", got, r)
+			}
+			// Host bits kept: 10.12.x.y at the provider is 10.70.x.y here.
+			seen, here := netip.MustParseAddr(got[0]).As4(), netip.MustParseAddr(r[0].Address).As4()
+			if seen[0] != 10 || seen[1] != 12 || here[0] != 10 || here[1] != 70 || seen[2] != here[2] || seen[3] != here[3] {
+				return fmt.Errorf("the copy lists %s, the route is at %s: want the same address of the external range, as the provider sees it", got[0], r[0].Address)
+			}
+			if r[0].Target != target || r[0].Provider != consumer {
+				return fmt.Errorf("the provider's route: %+v; want it to %s at %s", r[0], target, consumer)
+			}
+			return nil
+		})
+	}
+	copied("10.91.0.7")
+	if r, err := routes(ctx, consumer); err != nil || len(r) != 0 {
+		t.Errorf("the consumer's TunnelEndpoint has routes for its slice: %+v, %v", r, err)
+	}
+	// The endpoint moves: the route follows.
+	patch := client.MergeFrom(slice.DeepCopy())
+	slice.Endpoints[0].Addresses = []string{"10.91.0.8"}
+	if err := w.c.Patch(ctx, slice, patch); err != nil {
+		t.Fatal(err)
+	}
+	copied("10.91.0.8")
+	if err := w.c.Delete(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if r, err := routes(ctx, testProvider); err != nil {
+			return err
+		} else if len(r) != 0 {
+			return fmt.Errorf("the slice went; the provider's routes for it: %+v", r)
+		}
+		if w.mem.Object(testProvider, provider.EndpointSlices, w.remoteNS, slice.Name) != nil {
+			return errors.New("the slice went; its copy is still at the provider")
+		}
+		return nil
+	})
 }
 
 // withoutConsumersObjects is the controller manager's cache as far as
@@ -1749,38 +1892,8 @@ func TestAggregatedPodNamesNoProvider(t *testing.T) {
 func TestAggregatedPodsShowTheirTransitAddress(t *testing.T) {
 	w := startReflectors(t)
 	ctx := t.Context()
-	ensureTunnel(t, w.c)
 	const consumer, other = "aggregated-consumer", "another-consumer"
-	for _, id := range []string{consumer, other} {
-		tep := &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: netv1alpha1.TunnelEndpointSpec{
-			ClusterID: id, PublicKey: "Ljk0kCqrl1KXUj2gN4wrxCu5ewcoPuVX3k0o6hMkRWg=",
-			Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/16"},
-			RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: "10.91.0.0/16", ExternalCIDR: "10.92.0.0/16"},
-			Local:        &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/14", ExternalCIDR: "10.70.0.0/16"},
-			LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.8.0.0/14", ExternalCIDR: "10.12.0.0/16"},
-		}}
-		if err := w.c.Create(ctx, tep); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	var ns corev1.Namespace
-	if err := w.c.Get(ctx, client.ObjectKey{Name: w.localNS}, &ns); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(ns.DeepCopy())
-	metav1.SetMetaDataLabel(&ns.ObjectMeta, offloadingv1alpha1.OriginClusterLabel, consumer)
-	if err := w.c.Patch(ctx, &ns, patch); err != nil {
-		t.Fatal(err)
-	}
-	var no offloadingv1alpha1.NamespaceOffloading
-	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.localNS, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
-		t.Fatal(err)
-	}
-	patch = client.MergeFrom(no.DeepCopy())
-	metav1.SetMetaDataLabel(&no.ObjectMeta, brokerv1alpha1.AggregatedLabel, "true")
-	if err := w.c.Patch(ctx, &no, patch); err != nil {
-		t.Fatal(err)
-	}
+	w.aggregate(t, consumer, other)
 	pod := w.offloadedPod(t, "in-transit", func(p *corev1.Pod) { p.Labels[offloadingv1alpha1.OriginClusterLabel] = other })
 	key := pod.Namespace + "/" + pod.Name
 	w.remotePod(t, pod.Name, nil)

@@ -50,8 +50,12 @@ type Options struct {
 	// (node.Reconciler's Opaque): an aggregating broker's.
 	OpaqueNodeNames bool
 	// Transit, on an aggregator, assigns the addresses its consumers
-	// reach their pods at (pods.Reflector's Transit).
-	Transit pods.Transit
+	// reach their pods at (pods.Reflector's Transit), and its providers
+	// the consumers' endpoints (objects.Reflector's).
+	Transit interface {
+		pods.Transit
+		objects.Transit
+	}
 }
 
 // Setup adds the virtual kubelet to mgr: the virtual nodes, the pod
@@ -109,6 +113,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	for _, r := range objects.NewReflectors(mgr.GetClient(), o.Providers, o.LocalClusterID, toProvider) {
 		r.Consumers, r.Live = consumers, mgr.GetAPIReader()
 		r.Orchestrator = objects.AdvertisedOrchestrator(mgr.GetClient())
+		if !o.NoTranslation && o.Transit != nil {
+			r.Transit = o.Transit
+		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the object reflectors: %w", err)
 		}

@@ -66,21 +66,24 @@ type TunnelEndpointSpec struct {
 	// +listType=set
 	// +optional
 	Exposed []string `json:"exposed,omitempty"`
-	// Transit, set on the TunnelEndpoint of an aggregator's consumer, is
-	// the consumer's way through this cluster's gateway to the pods the
-	// aggregator placed for it at its providers: only the listed
-	// addresses of this cluster's external range lead anywhere, each to
-	// one such pod. Absent, nothing the peer sends leaves through the
-	// tunnel again. Written by this cluster's controller manager alone.
+	// Transit, set by an aggregator on the TunnelEndpoints of its
+	// consumers and of its providers, is the peer's way through this
+	// cluster's gateway to another peer: a consumer's to the pods the
+	// aggregator placed for it at providers; a provider's to the
+	// endpoints of the Services of the consumers whose pods it runs. Only
+	// the listed addresses of this cluster's external range lead anywhere,
+	// each to one such address. Absent, nothing the peer sends leaves
+	// through the tunnel again. Written by this cluster's controller
+	// manager alone.
 	// +optional
 	Transit *Transit `json:"transit,omitempty"`
 }
 
-// Transit lists a consumer's transit routes.
+// Transit lists a peer's transit routes.
 type Transit struct {
-	// Routes are the consumer's pods placed at providers, each at an
-	// address of this cluster's external range, kept for as long as the
-	// pod lives here.
+	// Routes are the peer's ways through, each at an address of this
+	// cluster's external range, kept for as long as what it leads to is
+	// here.
 	// +kubebuilder:validation:MaxItems=16384
 	// +listType=map
 	// +listMapKey=address
@@ -89,22 +92,36 @@ type Transit struct {
 }
 
 // TransitRoute leads from an address of this cluster's external range to
-// a pod placed at a provider.
+// a pod of another peer: one a consumer's pod was placed on (Pod), or an
+// endpoint of a consumer's Service (EndpointSlice).
+// +kubebuilder:validation:XValidation:rule="has(self.pod) != has(self.endpointSlice)",message="a route is for a pod or for an EndpointSlice, one of them"
 type TransitRoute struct {
-	// Address is this cluster's, in its external range; the consumer
-	// reaches it in its own view of that range, and sees the pod there.
+	// Address is this cluster's, in its external range; the peer
+	// reaches it in its own view of that range, and finds the target
+	// there.
 	// +kubebuilder:validation:MaxLength=15
 	Address string `json:"address"`
-	// Target is the pod at its provider, as this cluster reaches it.
+	// Target is the pod at the other peer, as this cluster reaches it.
 	// +kubebuilder:validation:MaxLength=15
 	Target string `json:"target"`
-	// Provider is the ClusterID of the peer the pod runs in: the target
-	// must be inside its pod range as this cluster sees it.
+	// Provider is the ClusterID of the peer the target is in (the
+	// provider a pod runs in; for an EndpointSlice's route, the
+	// consumer): the target must be inside its pod range as this
+	// cluster sees it.
 	// +kubebuilder:validation:MaxLength=63
 	Provider string `json:"provider"`
-	// Pod is the pod of this cluster the route is for, namespace/name.
+	// Pod is the pod of this cluster the route is for, namespace/name:
+	// the peer is its consumer, the target its copy at a provider.
 	// +kubebuilder:validation:MaxLength=317
-	Pod string `json:"pod"`
+	// +optional
+	Pod string `json:"pod,omitempty"`
+	// EndpointSlice is the consumer's EndpointSlice of this cluster the
+	// route is for, namespace/name: the peer is a provider running pods
+	// of its namespace, the target one of the slice's endpoints, at the
+	// consumer.
+	// +kubebuilder:validation:MaxLength=317
+	// +optional
+	EndpointSlice string `json:"endpointSlice,omitempty"`
 }
 
 // NetworkReach says what a peer may reach through the tunnel.

@@ -251,13 +251,7 @@ func (o *UpOptions) Run(ctx context.Context, out io.Writer) error {
 				return fmt.Errorf("the aggregator demo: %w", err)
 			}
 		}
-		aggregating := p.Broker != nil && slices.Contains(brokerModes, "aggregator") && !slices.Contains(brokerModes, "orchestrator")
-		if network && aggregating {
-			// Transit runs one way: the aggregator's consumer opens
-			// connections to its pods, not they to its Services.
-			fmt.Fprintf(out, "\n(`liqoctl test network` is not run: the pods the aggregator places at providers do not reach back to %s's Services yet; docs/broker.md.)\n", playground.ClusterName(1))
-		}
-		if network && !aggregating {
+		if network {
 			fmt.Fprintf(out, "\nThe network, from a pod of %s to pods in each provider and back, as `liqoctl test network` checks it:\n", playground.ClusterName(1))
 			if err := (&testnetwork.Options{Kubeconfig: first, Namespace: install.DefaultNamespace, TestNamespace: "test-liqo-network",
 				Timeout: 3 * time.Minute}).Run(ctx, out); err != nil {

@@ -1,15 +1,17 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
 // Package transit assigns the addresses through which an aggregator's
-// consumers reach the pods placed for them at providers. A consumer peers
-// with the aggregator alone and never learns a provider's address: each of
-// its pods the aggregator offloaded on is shown to it at an address of
-// the aggregator's external range, which the aggregator's gateway leads
-// to the pod (gateway.Peer.TransitRoutes). The Allocator decides the
-// addresses and keeps them in the consumer's TunnelEndpoint
-// (spec.transit), where only this cluster writes and the gateway reads;
-// nothing of it is in an object the consumer can read but the address
-// itself.
+// peers reach one another through it, never learning each other's
+// address. A consumer peers with the aggregator alone: each of its pods
+// the aggregator offloaded on is shown to it at an address of the
+// aggregator's external range, which the aggregator's gateway leads to
+// the pod at its provider (gateway.Peer.TransitRoutes). The other way, a
+// provider running a consumer's pods reaches the endpoints of the
+// consumer's Services (the EndpointSlices the consumer copied here) at
+// such addresses too. The Allocator decides the addresses and keeps them
+// in the TunnelEndpoint of the peer that uses them (spec.transit), where
+// only this cluster writes and the gateway reads; nothing of it is in an
+// object a peer can read but the address itself.
 package transit
 
 import (
@@ -24,6 +26,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +38,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=net.liqo.io,resources=tunnelendpoints,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
 
 // ErrNoNetwork is returned while no network is agreed with the consumer:
 // its gateway could not carry anything.
@@ -49,6 +53,10 @@ type Allocator struct {
 	// Client reads TunnelEndpoints and pods (a cache will do) and
 	// patches TunnelEndpoints.
 	Client client.Client
+	// Live, if set, lists EndpointSlices when the routes are read back
+	// (a consumer's copies are not in the Client's cache); without it an
+	// EndpointSlice's routes are kept until the slice is reflected again.
+	Live client.Reader
 
 	mu        sync.Mutex
 	loaded    bool
@@ -57,33 +65,24 @@ type Allocator struct {
 	cursor    netip.Addr
 }
 
-// consumer is one consumer's routes, by pod, and how far they are
-// written.
+// consumer is one peer's routes, by key (routeKey), and how far they are
+// written: a consumer's to its pods, a provider's to consumers' endpoints.
 type consumer struct {
 	byPod   map[string]netv1alpha1.TransitRoute
 	gen     uint64 // changes made
 	written uint64 // changes written
 	writing bool
 	wrote   chan struct{} // closed when a write ends
+	touched []string      // keys put since the last commit
 }
 
 // Assign returns the address of this cluster's external range through
 // which consumer reaches pod (namespace/name here), which this cluster
 // reaches at target, in provider; it returns once the route is written.
 func (a *Allocator) Assign(ctx context.Context, consumerID, pod, provider string, target netip.Addr) (netip.Addr, error) {
-	var tep netv1alpha1.TunnelEndpoint
-	if err := a.Client.Get(ctx, client.ObjectKey{Name: consumerID}, &tep); err != nil {
-		if apierrors.IsNotFound(err) {
-			return netip.Addr{}, ErrNoNetwork
-		}
+	external, err := a.external(ctx, consumerID)
+	if err != nil {
 		return netip.Addr{}, err
-	}
-	if tep.Spec.Local == nil || tep.Spec.LocalSeenAs == nil {
-		return netip.Addr{}, ErrNoNetwork
-	}
-	external, err := netip.ParsePrefix(tep.Spec.Local.ExternalCIDR)
-	if err != nil || !external.Addr().Is4() {
-		return netip.Addr{}, fmt.Errorf("the TunnelEndpoint of %s: spec.local.externalCIDR %q is not an IPv4 range", consumerID, tep.Spec.Local.ExternalCIDR)
 	}
 	a.mu.Lock()
 	if err := a.load(ctx); err != nil {
@@ -91,46 +90,191 @@ func (a *Allocator) Assign(ctx context.Context, consumerID, pod, provider string
 		return netip.Addr{}, err
 	}
 	c := a.consumer(consumerID)
-	r, ok := c.byPod[pod]
-	addr, _ := netip.ParseAddr(r.Address)
+	addr, err := a.put(c, external, netv1alpha1.TransitRoute{Target: target.String(), Provider: provider, Pod: pod})
+	if err != nil {
+		a.mu.Unlock()
+		return netip.Addr{}, err
+	}
+	return addr, a.commit(ctx, consumerID, c)
+}
+
+// Endpoints gives peer, a provider running pods of the namespace of
+// slice (namespace/name here: a copy consumer made of an EndpointSlice of
+// its own), its way to targets, endpoints of the slice at consumer as
+// this cluster reaches them: it returns, for each target inside
+// consumer's pod range, the address of this cluster's external range
+// through which peer reaches it. The slice's other routes for peer go;
+// no targets, all of them (a slice gone, or no longer reflected to peer).
+// It returns once the routes are written.
+func (a *Allocator) Endpoints(ctx context.Context, peer, slice, consumer string, targets []netip.Addr) (map[netip.Addr]netip.Addr, error) {
+	var external, pods netip.Prefix
+	if len(targets) > 0 {
+		var err error
+		if external, err = a.external(ctx, peer); err != nil {
+			return nil, err
+		}
+		if pods, err = a.podRange(ctx, consumer); err != nil {
+			return nil, err
+		}
+	}
+	a.mu.Lock()
+	if err := a.load(ctx); err != nil {
+		a.mu.Unlock()
+		return nil, err
+	}
+	c := a.consumer(peer)
+	keep := map[string]bool{}
+	out := map[netip.Addr]netip.Addr{}
+	for _, t := range targets {
+		if !pods.Contains(t) {
+			continue
+		}
+		r := netv1alpha1.TransitRoute{Target: t.String(), Provider: consumer, EndpointSlice: slice}
+		addr, err := a.put(c, external, r)
+		if err != nil {
+			a.mu.Unlock()
+			return nil, err
+		}
+		keep[routeKey(r)] = true
+		out[t] = addr
+	}
+	for k, r := range c.byPod {
+		if r.EndpointSlice == slice && !keep[k] {
+			a.drop(c, k)
+		}
+	}
+	if len(targets) == 0 && c.gen == c.written && len(a.dirty("")) == 0 {
+		a.mu.Unlock()
+		return out, nil // nothing was there: no TunnelEndpoint to read
+	}
+	return out, a.commit(ctx, peer, c)
+}
+
+// external is this cluster's external range as agreed with peer.
+func (a *Allocator) external(ctx context.Context, peer string) (netip.Prefix, error) {
+	tep, err := a.tunnelEndpoint(ctx, peer)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	external, err := netip.ParsePrefix(tep.Spec.Local.ExternalCIDR)
+	if err != nil || !external.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("the TunnelEndpoint of %s: spec.local.externalCIDR %q is not an IPv4 range", peer, tep.Spec.Local.ExternalCIDR)
+	}
+	return external, nil
+}
+
+// podRange is peer's pod range as this cluster sees it.
+func (a *Allocator) podRange(ctx context.Context, peer string) (netip.Prefix, error) {
+	tep, err := a.tunnelEndpoint(ctx, peer)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	pods, err := netip.ParsePrefix(tep.Spec.RemoteSeenAs.PodCIDR)
+	if err != nil || !pods.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("the TunnelEndpoint of %s: spec.remoteSeenAs.podCIDR %q is not an IPv4 range", peer, tep.Spec.RemoteSeenAs.PodCIDR)
+	}
+	return pods, nil
+}
+
+// tunnelEndpoint is peer's TunnelEndpoint, with a network agreed.
+func (a *Allocator) tunnelEndpoint(ctx context.Context, peer string) (*netv1alpha1.TunnelEndpoint, error) {
+	var tep netv1alpha1.TunnelEndpoint
+	if err := a.Client.Get(ctx, client.ObjectKey{Name: peer}, &tep); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, ErrNoNetwork
+		}
+		return nil, err
+	}
+	if tep.Spec.Local == nil || tep.Spec.LocalSeenAs == nil {
+		return nil, ErrNoNetwork
+	}
+	return &tep, nil
+}
+
+// routeKey names a route within its peer's: its pod, or its slice and
+// target ('@' is in no object's name).
+func routeKey(r netv1alpha1.TransitRoute) string {
+	if r.Pod != "" {
+		return r.Pod
+	}
+	return r.EndpointSlice + "@" + r.Target
+}
+
+// put makes c hold r (its key, target and provider), at the address it
+// has if it still may, else at a free one, which it returns. Called with
+// a.mu held; it unlocks it on an error.
+func (a *Allocator) put(c *consumer, external netip.Prefix, r netv1alpha1.TransitRoute) (netip.Addr, error) {
+	key := routeKey(r)
+	had, ok := c.byPod[key]
+	addr, _ := netip.ParseAddr(had.Address)
 	switch {
-	case ok && usable(external, addr) && r.Target == target.String() && r.Provider == provider:
+	case ok && usable(external, addr) && had.Target == r.Target && had.Provider == r.Provider:
 		// As written, or about to be.
 	case ok && usable(external, addr):
-		r.Target, r.Provider = target.String(), provider
-		c.byPod[pod] = r
+		had.Target, had.Provider = r.Target, r.Provider
+		c.byPod[key] = had
 		c.gen++
 	default:
 		if ok {
 			delete(a.used, addr)
 		}
 		if addr, ok = a.free(external); !ok {
-			a.mu.Unlock()
 			return netip.Addr{}, fmt.Errorf("this cluster's external range %s has no free address for transit", external)
 		}
 		a.used[addr] = true
-		c.byPod[pod] = netv1alpha1.TransitRoute{Address: addr.String(), Target: target.String(), Provider: provider, Pod: pod}
+		r.Address = addr.String()
+		c.byPod[key] = r
 		c.gen++
 	}
-	if c.written == c.gen && !holds(&tep, c.byPod[pod]) {
-		// Written, and not there: the TunnelEndpoint is new (made
-		// again with the peering), or the cache has not seen the write
-		// yet; written again either way, whole.
-		c.gen++
+	c.touched = append(c.touched, key)
+	return addr, nil
+}
+
+// drop forgets c's route key. Called with a.mu held.
+func (a *Allocator) drop(c *consumer, key string) {
+	r, ok := c.byPod[key]
+	if !ok {
+		return
 	}
+	delete(c.byPod, key)
+	if addr, err := netip.ParseAddr(r.Address); err == nil {
+		delete(a.used, addr)
+	}
+	c.gen++
+}
+
+// commit writes c, id's routes, unless they are written and its
+// TunnelEndpoint holds those put since the last commit, and then any
+// other peer's changes not written yet. Called with a.mu held; it
+// unlocks it.
+func (a *Allocator) commit(ctx context.Context, id string, c *consumer) error {
+	if c.written == c.gen && len(c.touched) > 0 {
+		var tep netv1alpha1.TunnelEndpoint
+		err := a.Client.Get(ctx, client.ObjectKey{Name: id}, &tep)
+		for _, k := range c.touched {
+			if err != nil || !holds(&tep, c.byPod[k]) {
+				// Written, and not there: the TunnelEndpoint is new
+				// (made again with the peering), or the cache has not
+				// seen the write yet; written again either way, whole.
+				c.gen++
+				break
+			}
+		}
+	}
+	c.touched = nil
 	want := c.gen
-	dirty := a.dirty(consumerID)
+	dirty := a.dirty(id)
 	a.mu.Unlock()
-	if err := a.write(ctx, consumerID, want); err != nil {
-		return netip.Addr{}, err
+	if err := a.write(ctx, id, want); err != nil {
+		return err
 	}
 	// Others' changes not written yet (routes of pods gone while this
 	// process was down, a write that failed) go too; they are tried
 	// again with any later change.
-	for id, gen := range dirty {
-		_ = a.write(ctx, id, gen)
+	for other, gen := range dirty {
+		_ = a.write(ctx, other, gen)
 	}
-	return addr, nil
+	return nil
 }
 
 // holds says whether tep has r among its routes.
@@ -159,13 +303,7 @@ func (a *Allocator) Release(ctx context.Context, pod string) error {
 		return err
 	}
 	for _, c := range a.consumers {
-		if r, ok := c.byPod[pod]; ok {
-			delete(c.byPod, pod)
-			if addr, err := netip.ParseAddr(r.Address); err == nil {
-				delete(a.used, addr)
-			}
-			c.gen++
-		}
+		a.drop(c, pod)
 	}
 	// Every consumer with changes not written: this one's, and any an
 	// earlier write failed for (a Release asked again finds its pod
@@ -219,14 +357,18 @@ func (a *Allocator) consumer(id string) *consumer {
 }
 
 // load reads the routes back from the TunnelEndpoints, once, and
-// forgets those of pods that went meanwhile (they are written away with
-// the consumer's next change). Called with a.mu held.
+// forgets those of pods and EndpointSlices that went meanwhile (they are
+// written away with the peer's next change). Called with a.mu held.
 func (a *Allocator) load(ctx context.Context) error {
 	if a.loaded {
 		return nil
 	}
 	var teps netv1alpha1.TunnelEndpointList
 	if err := a.Client.List(ctx, &teps); err != nil {
+		return fmt.Errorf("reading the transit routes back: %w", err)
+	}
+	live, err := a.endpointSlices(ctx, teps.Items)
+	if err != nil {
 		return fmt.Errorf("reading the transit routes back: %w", err)
 	}
 	a.consumers, a.used = map[string]*consumer{}, map[netip.Addr]bool{}
@@ -237,28 +379,54 @@ func (a *Allocator) load(ctx context.Context) error {
 		c := a.consumer(tep.Name)
 		for _, r := range tep.Spec.Transit.Routes {
 			addr, err := netip.ParseAddr(r.Address)
-			if err != nil || a.used[addr] {
+			if err != nil || a.used[addr] || (r.Pod == "") == (r.EndpointSlice == "") {
 				c.gen++
 				continue
 			}
-			ns, name, ok := splitPod(r.Pod)
-			if !ok {
+			if r.EndpointSlice != "" {
+				if live != nil && !live[r.EndpointSlice] {
+					c.gen++
+					continue
+				}
+			} else if ns, name, ok := splitPod(r.Pod); !ok {
 				c.gen++
 				continue
-			}
-			var pod corev1.Pod
-			if err := a.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod); apierrors.IsNotFound(err) {
-				c.gen++
-				continue
-			} else if err != nil {
-				return fmt.Errorf("reading the transit routes back: %w", err)
+			} else {
+				var pod corev1.Pod
+				if err := a.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod); apierrors.IsNotFound(err) {
+					c.gen++
+					continue
+				} else if err != nil {
+					return fmt.Errorf("reading the transit routes back: %w", err)
+				}
 			}
 			a.used[addr] = true
-			c.byPod[r.Pod] = r
+			c.byPod[routeKey(r)] = r
 		}
 	}
 	a.loaded = true
 	return nil
+}
+
+// endpointSlices are the EndpointSlices there are, namespace/name, when
+// a route leads to an endpoint of one and Live can list them; nil
+// otherwise.
+func (a *Allocator) endpointSlices(ctx context.Context, teps []netv1alpha1.TunnelEndpoint) (map[string]bool, error) {
+	if a.Live == nil || !slices.ContainsFunc(teps, func(tep netv1alpha1.TunnelEndpoint) bool {
+		return tep.Spec.Transit != nil && slices.ContainsFunc(tep.Spec.Transit.Routes, func(r netv1alpha1.TransitRoute) bool { return r.EndpointSlice != "" })
+	}) {
+		return nil, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(discoveryv1.SchemeGroupVersion.WithKind("EndpointSliceList"))
+	if err := a.Live.List(ctx, list); err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(list.Items))
+	for _, es := range list.Items {
+		out[es.Namespace+"/"+es.Name] = true
+	}
+	return out, nil
 }
 
 func splitPod(key string) (ns, name string, ok bool) {

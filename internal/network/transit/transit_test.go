@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -183,5 +184,134 @@ func TestTransitAddresses(t *testing.T) {
 	}
 	if full == nil || !strings.Contains(full.Error(), "10.70.0.0/24") {
 		t.Errorf("the external range filled: %v; want an error naming it", full)
+	}
+}
+
+// TestTransitToEndpoints: against a real API server, a provider running
+// an aggregated consumer's pods gets, for the endpoints of the
+// consumer's slices, addresses of this cluster's external range, written
+// into its own TunnelEndpoint alone, each leading into the consumer; an
+// address outside the consumer's pod range gets none; the slice's
+// routes follow its endpoints, and go with it (also while the allocator
+// was down); a route is for a pod or a slice, never both (schema).
+func TestTransitToEndpoints(t *testing.T) {
+	_, c := envtest.StartInstalled(t, "transit-endpoints")
+	ctx := t.Context()
+	const ns = "aggregated"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	tep := func(id, pods string) {
+		t.Helper()
+		if err := c.Create(ctx, &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: netv1alpha1.TunnelEndpointSpec{
+			ClusterID: id, PublicKey: "x",
+			Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/16"},
+			RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: pods, ExternalCIDR: "10.92.0.0/16"},
+			Local:        &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/24"},
+			LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.81.0.0/16", ExternalCIDR: "10.82.0.0/24"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tep("consumer-1", "10.91.0.0/16")
+	tep("provider-1", "10.93.0.0/16")
+	tep("provider-2", "10.94.0.0/16")
+	slice := func(name string) string {
+		t.Helper()
+		if err := c.Create(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, AddressType: discoveryv1.AddressTypeIPv4}); err != nil {
+			t.Fatal(err)
+		}
+		return ns + "/" + name
+	}
+	routesOf := func(id string) []netv1alpha1.TransitRoute {
+		t.Helper()
+		var e netv1alpha1.TunnelEndpoint
+		if err := c.Get(ctx, client.ObjectKey{Name: id}, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Spec.Transit == nil {
+			return nil
+		}
+		return e.Spec.Transit.Routes
+	}
+	web, db := slice("web"), slice("db")
+	e1, e2, e3 := netip.MustParseAddr("10.91.0.5"), netip.MustParseAddr("10.91.0.6"), netip.MustParseAddr("10.91.0.7")
+	outside := netip.MustParseAddr("10.94.0.9") // provider-2's pods
+	a := &Allocator{Client: c, Live: c}
+	got, err := a.Endpoints(ctx, "provider-1", web, "consumer-1", []netip.Addr{e1, e2, outside})
+	if err != nil {
+		t.Fatal(err)
+	}
+	external := netip.MustParsePrefix("10.70.0.0/24")
+	if len(got) != 2 || !external.Contains(got[e1]) || !external.Contains(got[e2]) || got[e1] == got[e2] {
+		t.Fatalf("the endpoints of %s for provider-1: %v; want two addresses of %s, none for %s", web, got, external, outside)
+	}
+	dbGot, err := a.Endpoints(ctx, "provider-1", db, "consumer-1", []netip.Addr{e1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dbGot[e1] == got[e1] || !external.Contains(dbGot[e1]) {
+		t.Errorf("%s's endpoint %s got %s, %s's %s: want an address of its own", db, e1, dbGot[e1], web, got[e1])
+	}
+	want := map[netv1alpha1.TransitRoute]bool{
+		{Address: got[e1].String(), Target: e1.String(), Provider: "consumer-1", EndpointSlice: web}:  true,
+		{Address: got[e2].String(), Target: e2.String(), Provider: "consumer-1", EndpointSlice: web}:  true,
+		{Address: dbGot[e1].String(), Target: e1.String(), Provider: "consumer-1", EndpointSlice: db}: true,
+	}
+	if r := routesOf("provider-1"); len(r) != len(want) || !want[r[0]] || !want[r[1]] || !want[r[2]] {
+		t.Errorf("provider-1's TunnelEndpoint lists %+v, want %v", r, want)
+	}
+	if r := routesOf("consumer-1"); len(r) != 0 {
+		t.Errorf("the consumer's TunnelEndpoint lists %+v: the routes are the provider's alone", r)
+	}
+
+	// The slice changes: its kept endpoint keeps its address, the one
+	// gone loses its route, a new one gets one.
+	again, err := a.Endpoints(ctx, "provider-1", web, "consumer-1", []netip.Addr{e1, e3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[e1] != got[e1] || !again[e3].IsValid() || again[e3] == dbGot[e1] {
+		t.Errorf("after a change: %v; want %s at %s still, and %s at a new address", again, e1, got[e1], e3)
+	}
+	for _, r := range routesOf("provider-1") {
+		if r.Target == e2.String() {
+			t.Errorf("endpoint %s left %s, and its route is still there: %+v", e2, web, r)
+		}
+	}
+	// A provider with no network agreed gets nothing.
+	if _, err := a.Endpoints(ctx, "unagreed", web, "consumer-1", []netip.Addr{e1}); !errors.Is(err, ErrNoNetwork) {
+		t.Errorf("a provider with no network agreed: %v, want ErrNoNetwork", err)
+	}
+
+	// The slice is no longer reflected to provider-1: its routes go,
+	// db's stay.
+	if _, err := a.Endpoints(ctx, "provider-1", web, "consumer-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := routesOf("provider-1"); len(r) != 1 || r[0].EndpointSlice != db {
+		t.Errorf("%s released: provider-1's TunnelEndpoint lists %+v, want %s's route alone", web, r, db)
+	}
+	// db goes while the allocator is down: a restarted one forgets its
+	// route with the provider's next change.
+	if err := c.Delete(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}); err != nil {
+		t.Fatal(err)
+	}
+	restarted := &Allocator{Client: c, Live: c}
+	if _, err := restarted.Endpoints(ctx, "provider-1", web, "consumer-1", []netip.Addr{e1}); err != nil {
+		t.Fatal(err)
+	}
+	if r := routesOf("provider-1"); len(r) != 1 || r[0].EndpointSlice != web {
+		t.Errorf("after %s went while nobody watched: provider-1's TunnelEndpoint lists %+v, want %s's one route", db, r, web)
+	}
+
+	// The schema: a route names a pod or a slice.
+	var e netv1alpha1.TunnelEndpoint
+	if err := c.Get(ctx, client.ObjectKey{Name: "provider-2"}, &e); err != nil {
+		t.Fatal(err)
+	}
+	e.Spec.Transit = &netv1alpha1.Transit{Routes: []netv1alpha1.TransitRoute{{Address: "10.70.0.9", Target: "10.91.0.5", Provider: "consumer-1", Pod: ns + "/p", EndpointSlice: web}}}
+	if err := c.Update(ctx, &e); err == nil || !strings.Contains(err.Error(), "a route is for a pod or for an EndpointSlice") {
+		t.Errorf("a route for a pod and a slice: %v; want it refused, the rule named", err)
 	}
 }

@@ -44,6 +44,7 @@ import (
 	netv1alpha1 "github.com/liqo-go/liqo/api/net/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/network/transit"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 )
@@ -81,6 +82,10 @@ type destination struct {
 	// namespace's pods that the provider runs as the provider has it;
 	// false for any other address (of EndpointSlices made by hand).
 	offloaded func(netip.Addr) (netip.Addr, bool)
+	// transit leads the provider, through this cluster (an aggregator),
+	// to the endpoints of a consumer's copy of a slice at the consumer:
+	// the address of this cluster's external range for each (Transit).
+	transit map[netip.Addr]netip.Addr
 	// orchestrator says whether the provider moves the namespace's pods
 	// on in turn (a broker): PodDisruptionBudgets go there alone.
 	orchestrator bool
@@ -260,6 +265,9 @@ func forgeEndpointSlice(o client.Object, to destination) client.Object {
 					continue
 				}
 			}
+			if through, ok := to.transit[ip]; ok {
+				ip = through
+			}
 			if seen, ok := to.toProvider(ip); ok {
 				addrs = append(addrs, seen.String())
 			}
@@ -336,8 +344,23 @@ type Reflector struct {
 	// provider's address (forgeEndpointSlice).
 	Consumers cache.Cache
 	Live      client.Reader
+	// Transit, on an aggregator, leads the providers running an
+	// aggregated consumer's pods to the endpoints of its Services at the
+	// consumer, through this cluster's gateway (transit.Allocator); nil:
+	// a consumer's own endpoints are not passed on.
+	Transit Transit
 
 	kind objectKind
+}
+
+// Transit assigns the addresses through which a provider reaches the
+// endpoints of an aggregated consumer's slice (transit.Allocator).
+type Transit interface {
+	// Endpoints returns, of targets (endpoints of slice, namespace/name,
+	// at consumer), those peer may reach, each with the address of this
+	// cluster's external range it reaches it through; the slice's other
+	// routes for peer go (all of them without targets).
+	Endpoints(ctx context.Context, peer, slice, consumer string, targets []netip.Addr) (map[netip.Addr]netip.Addr, error)
 }
 
 // NewReflectors returns one reflector per reflected kind; toProvider is
@@ -580,6 +603,18 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			return ctrl.Result{}, err
 		}
 	}
+	// A consumer's copy of its slice in a namespace aggregated here: the
+	// providers reach its endpoints through this cluster.
+	var transitTargets []netip.Addr
+	transitFrom, slice := "", req.String()
+	if r.kind.name == provider.EndpointSlices && r.Transit != nil && noErr == nil && no.Labels[brokerv1alpha1.AggregatedLabel] == "true" {
+		if transitFrom, err = r.origin(ctx, req.Namespace); err != nil {
+			return ctrl.Result{}, err
+		}
+		if es, ok := local.(*discoveryv1.EndpointSlice); ok && exists && transitFrom != "" {
+			transitTargets = endpointAddresses(es)
+		}
+	}
 	var errs []error
 	// retry: a view has not listed the provider's objects yet; watching:
 	// the providers whose view has not yet listed an on-demand kind (which
@@ -615,6 +650,19 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 				continue
 			}
 		}
+		if r.kind.name == provider.EndpointSlices && r.Transit != nil {
+			// Released too when the slice goes, or is not aggregated.
+			through, err := r.Transit.Endpoints(ctx, st.ClusterID, slice, transitFrom, transitTargets)
+			switch {
+			case errors.Is(err, transit.ErrNoNetwork):
+				// Shown when the network is agreed (the TunnelEndpoints
+				// are watched).
+			case err != nil:
+				errs = append(errs, fmt.Errorf("the transit addresses of %s for %s: %w", slice, st.ClusterID, err))
+				continue
+			}
+			to.transit = through
+		}
 		var desired client.Object
 		if exists {
 			desired = r.kind.forge(local, to)
@@ -627,6 +675,11 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	for _, pns := range r.Providers.Open(req.Namespace) {
 		if reached[pns.Provider()] {
 			continue
+		}
+		if r.kind.name == provider.EndpointSlices && r.Transit != nil {
+			if _, err := r.Transit.Endpoints(ctx, pns.Provider(), slice, transitFrom, nil); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if err := r.sync(ctx, pns, req.Name, nil); err != nil {
 			errs = append(errs, err)
@@ -642,6 +695,55 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, fmt.Errorf("waiting for %s to list %s", strings.Join(watching, ", "), r.kind.name)
 	}
 	return ctrl.Result{}, nil
+}
+
+// slicesIn are the EndpointSlices of namespace (those made by hand alone,
+// if byHand), the consumers' copies (a broker's) among them.
+func (r *Reflector) slicesIn(ctx context.Context, namespace string, byHand bool) []reconcile.Request {
+	var list discoveryv1.EndpointSliceList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if !byHand || list.Items[i].Labels[discoveryv1.LabelManagedBy] != endpointSliceController {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	// The consumers' copies are known by their metadata alone.
+	if r.consumers() {
+		theirs := &metav1.PartialObjectMetadataList{}
+		theirs.SetGroupVersionKind(discoveryv1.SchemeGroupVersion.WithKind("EndpointSliceList"))
+		if err := r.Consumers.List(ctx, theirs, client.InNamespace(namespace)); err == nil {
+			for i := range theirs.Items {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&theirs.Items[i])})
+			}
+		}
+	}
+	return reqs
+}
+
+// origin is the consumer namespace came from, as this cluster labelled
+// it ("" for its own).
+func (r *Reflector) origin(ctx context.Context, namespace string) (string, error) {
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return ns.Labels[offloadingv1alpha1.OriginClusterLabel], nil
+}
+
+// endpointAddresses are the IPv4 addresses of es's endpoints.
+func endpointAddresses(es *discoveryv1.EndpointSlice) []netip.Addr {
+	var out []netip.Addr
+	for _, ep := range es.Endpoints {
+		for _, a := range ep.Addresses {
+			if ip, err := netip.ParseAddr(a); err == nil && ip.Is4() {
+				out = append(out, ip)
+			}
+		}
+	}
+	return out
 }
 
 // watchOnDemand has the views of namespace watch the reflector's kind,
@@ -821,7 +923,9 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.kind.name == provider.EndpointSlices {
 		// The network agreed with a provider, or changed: the slices of
-		// the namespaces offloaded there are shown again.
+		// the namespaces offloaded there are shown again; with a consumer
+		// (an aggregator's), the slices of its namespaces, whose
+		// endpoints the providers reach through this cluster.
 		remapped := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			var nos offloadingv1alpha1.NamespaceOffloadingList
 			if err := r.Client.List(ctx, &nos); err != nil {
@@ -830,15 +934,14 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 			var reqs []reconcile.Request
 			for _, no := range nos.Items {
 				if _, ok := no.ReadyRemoteNamespace(o.GetName()); !ok {
-					continue
+					if r.Transit == nil || no.Labels[brokerv1alpha1.AggregatedLabel] != "true" {
+						continue
+					}
+					if from, err := r.origin(ctx, no.Namespace); err != nil || from != o.GetName() {
+						continue
+					}
 				}
-				var list discoveryv1.EndpointSliceList
-				if err := r.Client.List(ctx, &list, client.InNamespace(no.Namespace)); err != nil {
-					continue
-				}
-				for i := range list.Items {
-					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-				}
+				reqs = append(reqs, r.slicesIn(ctx, no.Namespace, false)...)
 			}
 			return reqs
 		})
@@ -846,28 +949,7 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		// A pod that gets, changes or loses its address or node, or
 		// ends: the slices made by hand in its namespace may list it.
 		byHand := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var list discoveryv1.EndpointSliceList
-			if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-				return nil
-			}
-			var reqs []reconcile.Request
-			for i := range list.Items {
-				if list.Items[i].Labels[discoveryv1.LabelManagedBy] != endpointSliceController {
-					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-				}
-			}
-			// And the consumers' copies (a broker's), known by their
-			// metadata alone.
-			if r.consumers() {
-				theirs := &metav1.PartialObjectMetadataList{}
-				theirs.SetGroupVersionKind(discoveryv1.SchemeGroupVersion.WithKind("EndpointSliceList"))
-				if err := r.Consumers.List(ctx, theirs, client.InNamespace(o.GetNamespace())); err == nil {
-					for i := range theirs.Items {
-						reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&theirs.Items[i])})
-					}
-				}
-			}
-			return reqs
+			return r.slicesIn(ctx, o.GetNamespace(), true)
 		})
 		b = b.Watches(&corev1.Pod{}, byHand, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			before, after := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)

@@ -11,6 +11,7 @@
 package direct_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,6 +35,7 @@ import (
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	brokerapi "github.com/liqo-go/liqo/internal/broker"
 	ctlbroker "github.com/liqo-go/liqo/internal/ctl/broker"
+	"github.com/liqo-go/liqo/internal/ctl/testnetwork"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/network/ipam"
 	"github.com/liqo-go/liqo/internal/playground"
@@ -369,5 +371,35 @@ func transit(t *testing.T, consumer, provider *playground.Member, server *corev1
 	got = framework.CheckResults(t, provider, framework.CheckPod(t, provider, strangerNS, "stranger", map[string]string{"kubernetes.io/hostname": provider.RealNodeName(0)}, "get", strangerURL))
 	if r := got[strangerURL]; r.OK {
 		t.Errorf("%s, not the broker's aggregated consumer, reached the aggregated pod through the broker at %s: %q", provider.Name, inProviderView, r.Answer)
+	}
+
+	// Both ways, as an operator checks it: the consumer's client reaches
+	// its pod the broker placed at the provider, by address and Service,
+	// and that pod reaches the consumer's own through its copy of the
+	// consumer's Service, at an address the broker's gateway leads into
+	// the consumer (a route in the broker's TunnelEndpoint of the
+	// provider, for the consumer's slice alone).
+	framework.DeleteOnCleanup(t, framework.Client(t, consumer), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test-liqo-network"}})
+	var report bytes.Buffer
+	if err := (&testnetwork.Options{Kubeconfig: consumer.Kubeconfig, Namespace: install.DefaultNamespace, TestNamespace: "test-liqo-network",
+		Timeout: 3 * time.Minute, Keep: true}).Run(ctx, &report); err != nil {
+		t.Fatalf("liqoctl test network from %s: %v\n%s", consumer.Name, err, report.String())
+	}
+	t.Logf("liqoctl test network from %s:\n%s", consumer.Name, report.String())
+	if n := strings.Count(report.String(), " OK "); n != 3 || strings.Contains(report.String(), "SKIPPED") {
+		t.Errorf("liqoctl test network from %s: %d checks OK, want 3 (to the broker by address and Service, and back by Service)", consumer.Name, n)
+	}
+	var tep netv1alpha1.TunnelEndpoint
+	if err := inBroker.Get(ctx, client.ObjectKey{Name: provider.ClusterID}, &tep); err != nil {
+		t.Fatal(err)
+	}
+	if tep.Spec.Transit == nil || len(tep.Spec.Transit.Routes) == 0 {
+		t.Errorf("the broker's TunnelEndpoint of %s has no transit route, though its pod reached %s's Service", provider.Name, consumer.Name)
+	} else {
+		for _, r := range tep.Spec.Transit.Routes {
+			if r.EndpointSlice == "" || r.Pod != "" || r.Provider != consumer.ClusterID {
+				t.Errorf("the broker's TunnelEndpoint of %s routes %+v: want routes to %s's endpoints alone", provider.Name, r, consumer.Name)
+			}
+		}
 	}
 }
