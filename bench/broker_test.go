@@ -31,7 +31,9 @@ import (
 // that provider, in the same run: both times and their ratio (the
 // issue's goal: 1.25 or less). Three clusters share the machine's cores:
 // the consumer, the provider and the broker. LIQO_BENCH_BROKER_PODS lists
-// the sizes (default 100,1000).
+// the sizes (default 100,1000). Then the broker aggregates the consumer,
+// and aggregated/pods=N times the same through the aggregator against
+// the same offloaded directly again (goal 1.3 or less).
 func BenchmarkBroker(b *testing.B) {
 	sizes := brokerSizes(b)
 	p := startBrokerPlayground(b, 2, 2, nil)
@@ -92,6 +94,41 @@ func BenchmarkBroker(b *testing.B) {
 				b.Logf("N=%d: CPU seconds by component, directly: %s", n, direct.components)
 				b.Logf("N=%d: API writes, through the broker: %s", n, orchestrated.writes)
 				b.Logf("N=%d: API writes, directly: %s", n, direct.writes)
+			}
+		})
+	}
+
+	// The broker's operator aggregates the consumer: the same Deployment
+	// through the aggregator (the broker's opaque virtual kubelet, its
+	// placement over every provider that answers), against the same
+	// offloaded directly again (the goal: 1.3 or less).
+	framework.Eventually(b, 30*time.Second, func() error {
+		var sel brokerv1alpha1.Selection
+		if err := bc.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+			return err
+		}
+		sel.Spec.Aggregate = &brokerv1alpha1.Aggregate{}
+		if err := bc.Update(ctx, &sel); err != nil {
+			return err
+		}
+		if d := sel.Status.Decision; d == nil || !slices.Equal(d.Chosen, []string{provider.ClusterID}) {
+			return fmt.Errorf("the aggregated consumer's decision %+v, want %s chosen", d, provider.Name)
+		}
+		return nil
+	})
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("aggregated/pods=%d", n), func(b *testing.B) {
+			for i := range b.N {
+				aggregated := runDeployment(b, all, consumer, fmt.Sprintf("aggregated-%d-%d", n, i), n, offloadTo(broker.ClusterID))
+				direct := runDeployment(b, all, consumer, fmt.Sprintf("direct-again-%d-%d", n, i), n, offloadTo(provider.ClusterID))
+				ratio := aggregated.total.Seconds() / direct.total.Seconds()
+				b.ReportMetric(aggregated.total.Seconds(), "s-aggregated")
+				b.ReportMetric(direct.total.Seconds(), "s-direct")
+				b.ReportMetric(ratio, "ratio")
+				b.Logf("N=%d: through the aggregator %s (p50 %s, p99 %s), offloaded directly to the provider %s (p50 %s, p99 %s), ratio %.2f (goal 1.3 or less)",
+					n, aggregated.total.Round(10*time.Millisecond), aggregated.p50, aggregated.p99,
+					direct.total.Round(10*time.Millisecond), direct.p50, direct.p99, ratio)
+				b.Logf("N=%d: CPU seconds by component, through the aggregator: %s", n, aggregated.components)
 			}
 		})
 	}
