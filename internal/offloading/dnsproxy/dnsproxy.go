@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -157,7 +158,12 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		_ = w.WriteMsg(busy)
 		return
 	}
-	defer h.inFlight.Add(-1)
+	// The slot is the upstream's: free once it answered (or failed), before
+	// the client hears back, so that a client asking again at once is
+	// not refused for its own query before.
+	var freed sync.Once
+	free := func() { freed.Do(func() { h.inFlight.Add(-1) }) }
+	defer free()
 	var names Names
 	if h.Names != nil {
 		names = h.Names()
@@ -174,6 +180,7 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	// truncated, and the client asks again over TCP.
 	c := &dns.Client{Net: w.RemoteAddr().Network(), Timeout: timeout}
 	resp, _, err := c.ExchangeContext(ctx, out, h.Upstream)
+	free()
 	if err != nil || resp == nil {
 		h.failed.Add(1)
 		fail := new(dns.Msg)
