@@ -12,6 +12,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -356,5 +357,58 @@ func TestAggregatedPodNamesNoProviderInItsSpec(t *testing.T) {
 		}) {
 			t.Errorf("required term %+v, want it held to the two providers' nodes", term)
 		}
+	}
+}
+
+// TestSpreadPodsSpreadOverNodes: in a namespace the broker aggregates with
+// placement Spread, a new pod asks the scheduler to spread it and its like
+// (its labels, but those of one pod alone and its consumer's) over nodes, where it can; a pod
+// with a spread of its own keeps it alone; a bin-packed namespace's pods
+// get none.
+func TestSpreadPodsSpreadOverNodes(t *testing.T) {
+	no := &offloadingv1alpha1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: offloadingv1alpha1.NamespaceOffloadingName},
+		Spec: offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns",
+		Labels:      map[string]string{brokerv1alpha1.OrchestratedLabel: brokerv1alpha1.OrchestratedValue, brokerv1alpha1.AggregatedLabel: "true"},
+		Annotations: map[string]string{brokerv1alpha1.ProvidersAnnotation: "p1,p2"}}}
+	admit := func(ns *corev1.Namespace, pod *corev1.Pod) corev1.Pod {
+		t.Helper()
+		m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(no, ns).Build()}
+		raw, err := json.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+		}})
+		if !resp.Allowed {
+			t.Fatalf("denied: %v", resp.Result)
+		}
+		return applyPatches(t, resp, raw)
+	}
+	pod := func(labels map[string]string, own ...corev1.TopologySpreadConstraint) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-0", Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}, TopologySpreadConstraints: own}}
+	}
+	labels := map[string]string{"app": "db", appsv1.StatefulSetPodNameLabel: "db-0", appsv1.PodIndexLabel: "0", "controller-revision-hash": "db-5d8f",
+		offloadingv1alpha1.OriginClusterLabel: "consumer"}
+
+	got := admit(ns, pod(labels)).Spec.TopologySpreadConstraints
+	want := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db", "controller-revision-hash": "db-5d8f"}}}}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("spread %+v, want %+v", got, want)
+	}
+
+	own := corev1.TopologySpreadConstraint{MaxSkew: 2, TopologyKey: "topology.kubernetes.io/region", WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}
+	if got := admit(ns, pod(labels, own)).Spec.TopologySpreadConstraints; !equality.Semantic.DeepEqual(got, []corev1.TopologySpreadConstraint{own}) {
+		t.Errorf("a pod's own spread became %+v", got)
+	}
+
+	packed := ns.DeepCopy()
+	packed.Annotations[brokerv1alpha1.PackOrderAnnotation] = "p2,p1"
+	if got := admit(packed, pod(labels)).Spec.TopologySpreadConstraints; len(got) > 0 {
+		t.Errorf("a bin-packed pod is spread: %+v", got)
 	}
 }

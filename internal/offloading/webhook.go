@@ -6,12 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,10 +43,14 @@ type PodMutator struct {
 // decoding only it, and patching only it, keeps a burst of pod creations
 // cheap.
 type podScheduling struct {
+	Metadata struct {
+		Labels map[string]string `json:"labels,omitempty"`
+	} `json:"metadata"`
 	Spec struct {
-		NodeName    string              `json:"nodeName,omitempty"`
-		Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-		Affinity    *corev1.Affinity    `json:"affinity,omitempty"`
+		NodeName                  string                            `json:"nodeName,omitempty"`
+		Tolerations               []corev1.Toleration               `json:"tolerations,omitempty"`
+		Affinity                  *corev1.Affinity                  `json:"affinity,omitempty"`
+		TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 	} `json:"spec"`
 }
 
@@ -73,7 +80,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	case err != nil:
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeName: in.Spec.NodeName, Tolerations: slices.Clone(in.Spec.Tolerations), Affinity: in.Spec.Affinity.DeepCopy()}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: in.Metadata.Labels}, Spec: corev1.PodSpec{NodeName: in.Spec.NodeName,
+		Tolerations: slices.Clone(in.Spec.Tolerations), Affinity: in.Spec.Affinity.DeepCopy(),
+		TopologySpreadConstraints: slices.Clone(in.Spec.TopologySpreadConstraints)}}
 	var changed bool
 	if !orchestrated && PinnedToNode(pod) {
 		// Its controller chose the node (a DaemonSet's pod for each node),
@@ -91,6 +100,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 		changed = true
 	}
 	if ns.Labels[brokerv1alpha1.AggregatedLabel] == "true" {
+		if !metav1.HasAnnotation(ns.ObjectMeta, brokerv1alpha1.PackOrderAnnotation) {
+			SpreadOverNodes(pod)
+		}
 		// The aggregated consumer reads its pods here whole.
 		nodeOf, err := m.virtualNodes(ctx)
 		if err != nil {
@@ -109,6 +121,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	}
 	if !equality.Semantic.DeepEqual(pod.Spec.Affinity, in.Spec.Affinity) {
 		ops = append(ops, jsonpatch.NewOperation("add", "/spec/affinity", pod.Spec.Affinity))
+	}
+	if !equality.Semantic.DeepEqual(pod.Spec.TopologySpreadConstraints, in.Spec.TopologySpreadConstraints) {
+		ops = append(ops, jsonpatch.NewOperation("add", "/spec/topologySpreadConstraints", pod.Spec.TopologySpreadConstraints))
 	}
 	return admission.Patched("offloading", ops...)
 }
@@ -227,6 +242,35 @@ func HideProviders(pod *corev1.Pod, nodeOf map[string]string) {
 		}
 	}
 	na.PreferredDuringSchedulingIgnoredDuringExecution = preferred
+}
+
+// unlikeLabels are left out of the pods a spread counts: those a
+// controller gives each of its pods a value of its own (a spread over pods
+// that share them would be over one pod), and those each hop of
+// offloading sets to its own consumer (the same for every pod of a
+// namespace here; at the provider, where the pod's copy keeps the spread,
+// they would match none of its like).
+var unlikeLabels = []string{appsv1.StatefulSetPodNameLabel, appsv1.PodIndexLabel, batchv1.JobCompletionIndexAnnotation,
+	offloadingv1alpha1.OriginClusterLabel, offloadingv1alpha1.ForClusterLabel}
+
+// SpreadOverNodes has the scheduler spread pod and its like (the pods of
+// its namespace with its labels, but unlikeLabels) over nodes, at
+// most one apart where it can (ScheduleAnyway): an aggregated consumer's
+// pods with placement Spread, over the providers' virtual nodes. The
+// scheduler's own default spreading reads the pod's owner, which a pod
+// the broker offloads for its consumer does not have here; its resource
+// scoring alone fills the largest provider first. A pod that states its
+// own spread keeps it alone.
+func SpreadOverNodes(pod *corev1.Pod) {
+	if len(pod.Spec.TopologySpreadConstraints) > 0 {
+		return
+	}
+	like := maps.Clone(pod.Labels)
+	for _, k := range unlikeLabels {
+		delete(like, k)
+	}
+	pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+		WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: like}}}
 }
 
 // maxPreferred bounds the providers a bin-packed pod prefers, in order:

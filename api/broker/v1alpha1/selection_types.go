@@ -75,8 +75,9 @@ type Placement string
 
 // The placements.
 const (
-	// PlacementSpread puts each pod where the most is free (the
-	// scheduler's own default).
+	// PlacementSpread spreads the consumer's pods evenly over the
+	// providers (the pod webhook gives each a topology spread over
+	// nodes, where the pod has none of its own).
 	PlacementSpread Placement = "Spread"
 	// PlacementBinPack fills the fullest provider that holds the pod
 	// first, leaving the others whole for larger pods.

@@ -687,16 +687,13 @@ func aggregatedOverTwo(t *testing.T, consumer, p1, p2 *playground.Member, replic
 	followed("a resale of 100%", time.Now())
 
 	var d appsv1.Deployment
-	scale := func(n int32, change ...func(*corev1.PodSpec)) {
+	scale := func(n int32) {
 		t.Helper()
 		if err := cc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &d); err != nil {
 			t.Fatal(err)
 		}
 		patch := client.MergeFrom(d.DeepCopy())
 		d.Spec.Replicas = ptr.To(n)
-		for _, f := range change {
-			f(&d.Spec.Template.Spec)
-		}
 		if err := cc.Patch(ctx, &d, patch); err != nil {
 			t.Fatal(err)
 		}
@@ -749,16 +746,12 @@ func aggregatedOverTwo(t *testing.T, consumer, p1, p2 *playground.Member, replic
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The Deployment asks to be spread over nodes (the consumer has one
-	// for the broker): the broker's scheduler honours it over its
-	// providers' virtual nodes. Placement Spread alone is the
-	// scheduler's default scoring, which may put all 100 small pods on
-	// the larger provider (it did, in one CI run).
+	// Placement Spread (the default) spreads the pods evenly: the
+	// scheduler's resource scoring alone put all 100 small pods on the
+	// larger provider in a CI run, before the broker's pod webhook gave
+	// them a spread over its nodes.
 	start := time.Now()
-	scale(replicas, func(spec *corev1.PodSpec) {
-		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
-			WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	})
+	scale(replicas)
 	backed := func(ctx context.Context, clients ...client.Client) (map[string]int, error) {
 		if err := framework.AllRunning(ctx, cc, ns, int(replicas)); err != nil {
 			return nil, err
@@ -797,8 +790,8 @@ func aggregatedOverTwo(t *testing.T, consumer, p1, p2 *playground.Member, replic
 		if err != nil {
 			return err
 		}
-		if counts["0"] == 0 || counts["1"] == 0 {
-			return fmt.Errorf("%s runs %d, %s %d: want both some (the pods' spread constraint)", p1.Name, counts["0"], p2.Name, counts["1"])
+		if lo := replicas * 2 / 5; counts["0"] < int(lo) || counts["1"] < int(lo) {
+			return fmt.Errorf("%s runs %d, %s %d: want at least %d each (placement Spread)", p1.Name, counts["0"], p2.Name, counts["1"], lo)
 		}
 		return nil
 	})
