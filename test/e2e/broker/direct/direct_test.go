@@ -18,11 +18,13 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -402,4 +404,155 @@ func transit(t *testing.T, consumer, provider *playground.Member, server *corev1
 			}
 		}
 	}
+
+	t.Run("a slice the consumer names others' addresses in gets no transit to them", func(t *testing.T) {
+		strangeSlice(t, consumer, provider, server.Namespace, tep.Spec.Transit.Routes)
+	})
+}
+
+// strangeSlice writes, with the consumer's own virtual kubelet identity in
+// the broker, EndpointSlices in its aggregated namespace there. One that
+// names an address of the provider's pods, of the broker's own pods or of
+// the broker's external range (a transit address itself), as the broker
+// sees each, is refused, the address named. One that names, beside an
+// address of the consumer's own pod range, one of its external range and
+// one of its own pods the broker placed (both of which it may name) gets
+// the provider a route to the first alone, and the routes the broker had
+// (before) stay as they were.
+func strangeSlice(t *testing.T, consumer, provider *playground.Member, ns string, before []netv1alpha1.TransitRoute) {
+	ctx := t.Context()
+	b := suite.Broker
+	inBroker := framework.Client(t, b)
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := framework.Client(t, consumer).Get(ctx, client.ObjectKey{Namespace: ns, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+		t.Fatal(err)
+	}
+	remoteNS, ok := no.ReadyRemoteNamespace(b.ClusterID)
+	if !ok {
+		t.Fatalf("%s's namespace %s is not offloaded to the broker: %+v", consumer.Name, ns, no.Status.RemoteNamespaces)
+	}
+	var ofConsumer, ofProvider netv1alpha1.TunnelEndpoint
+	if err := inBroker.Get(ctx, client.ObjectKey{Name: consumer.ClusterID}, &ofConsumer); err != nil {
+		t.Fatal(err)
+	}
+	if err := inBroker.Get(ctx, client.ObjectKey{Name: provider.ClusterID}, &ofProvider); err != nil {
+		t.Fatal(err)
+	}
+	// nth is the nth address of a range the broker's TunnelEndpoints
+	// state.
+	nth := func(cidr string, n int) string {
+		t.Helper()
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			t.Fatalf("range %q: %v", cidr, err)
+		}
+		a := p.Masked().Addr()
+		for range n {
+			a = a.Next()
+		}
+		return a.String()
+	}
+	asConsumer := framework.ClientFor(t, framework.VirtualKubeletConfig(t, consumer, b))
+	slice := func(name string, addrs ...string) *discoveryv1.EndpointSlice {
+		es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: name, Labels: map[string]string{
+			discoveryv1.LabelServiceName: "strange", discoveryv1.LabelManagedBy: offloadingv1alpha1.EndpointSliceManagedBy,
+			offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}}, AddressType: discoveryv1.AddressTypeIPv4}
+		for _, a := range addrs {
+			es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}})
+		}
+		return es
+	}
+	own := nth(ofConsumer.Spec.RemoteSeenAs.PodCIDR, 77)
+	for a, whose := range map[string]string{
+		nth(ofProvider.Spec.RemoteSeenAs.PodCIDR, 5): "the provider's pods",
+		nth(ofProvider.Spec.Local.PodCIDR, 5):        "the broker's own pods",
+		before[0].Address:                            "a transit address of the broker's",
+	} {
+		err := asConsumer.Create(ctx, slice("refused", own, a))
+		framework.Refused(t, fmt.Sprintf("a slice of %s's naming %s (%s)", consumer.Name, a, whose), err)
+		if !strings.Contains(err.Error(), "endpoints[1].addresses[0]") {
+			t.Errorf("the refusal of %s (%s) does not name the field: %v", a, whose, err)
+		}
+	}
+	var copies corev1.PodList
+	if err := inBroker.List(ctx, &copies, client.InNamespace(remoteNS)); err != nil {
+		t.Fatal(err)
+	}
+	placed := ""
+	for _, p := range copies.Items {
+		if p.Status.PodIP != "" {
+			placed = p.Status.PodIP
+		}
+	}
+	if placed == "" {
+		t.Fatalf("no pod of %s's runs in the broker's %s", consumer.Name, remoteNS)
+	}
+	strange := slice("strange", own, nth(ofConsumer.Spec.RemoteSeenAs.ExternalCIDR, 9), placed)
+	if err := asConsumer.Create(ctx, strange); err != nil {
+		t.Fatalf("%s's virtual kubelet writing a slice of its own addresses into the broker: %v", consumer.Name, err)
+	}
+	framework.DeleteOnCleanup(t, inBroker, strange)
+	key := remoteNS + "/strange"
+	var through string // the transit address of the consumer's endpoint
+	framework.Eventually(t, time.Minute, func() error {
+		var tep netv1alpha1.TunnelEndpoint
+		if err := inBroker.Get(ctx, client.ObjectKey{Name: provider.ClusterID}, &tep); err != nil {
+			return err
+		}
+		var routes []netv1alpha1.TransitRoute
+		if tep.Spec.Transit != nil {
+			routes = tep.Spec.Transit.Routes
+		}
+		var targets []string
+		for _, r := range routes {
+			if r.EndpointSlice == key {
+				targets = append(targets, r.Target)
+				through = r.Address
+			}
+		}
+		if len(targets) != 1 || targets[0] != own {
+			return fmt.Errorf("the broker routes %v for the strange slice, want %s (of %s's pods) alone", targets, own, consumer.Name)
+		}
+		for _, r := range before {
+			if !slices.Contains(routes, r) {
+				return fmt.Errorf("the route %+v went, or changed, once %s wrote the strange slice", r, consumer.Name)
+			}
+		}
+		return nil
+	})
+	// The provider's copy shows the consumer's endpoint at its transit
+	// address, in the provider's view of the broker's external range.
+	var seenByProvider netv1alpha1.TunnelEndpoint
+	if err := framework.Client(t, provider).Get(ctx, client.ObjectKey{Name: b.ClusterID}, &seenByProvider); err != nil {
+		t.Fatal(err)
+	}
+	shown, ok := ipam.Translate(netip.MustParseAddr(through), netip.MustParsePrefix(seenByProvider.Spec.Remote.ExternalCIDR),
+		netip.MustParsePrefix(seenByProvider.Spec.RemoteSeenAs.ExternalCIDR))
+	if !ok {
+		t.Fatalf("the transit address %s does not translate into %s's view of the broker", through, provider.Name)
+	}
+	var copyOf discoveryv1.EndpointSlice
+	framework.Eventually(t, time.Minute, func() error {
+		var list discoveryv1.EndpointSliceList
+		if err := framework.Client(t, provider).List(ctx, &list, client.MatchingLabels{discoveryv1.LabelServiceName: "strange"}); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return fmt.Errorf("%s has %d copies of the strange slice, want 1", provider.Name, len(list.Items))
+		}
+		copyOf = list.Items[0]
+		for _, ep := range copyOf.Endpoints {
+			if slices.Contains(ep.Addresses, shown.String()) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s's copy of the strange slice does not show %s's endpoint at %s: %+v", provider.Name, consumer.Name, shown, copyOf.Endpoints)
+	})
+	addresses := func(es *discoveryv1.EndpointSlice) (out []string) {
+		for _, ep := range es.Endpoints {
+			out = append(out, ep.Addresses...)
+		}
+		return out
+	}
+	t.Logf("the strange slice names %v in the broker; its copy in %s: %v", addresses(strange), provider.Name, addresses(&copyOf))
 }
