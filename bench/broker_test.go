@@ -83,17 +83,7 @@ func BenchmarkBroker(b *testing.B) {
 			for i := range b.N {
 				orchestrated := runDeployment(b, all, consumer, fmt.Sprintf("orchestrated-%d-%d", n, i), n, offloadTo(broker.ClusterID))
 				direct := runDeployment(b, all, consumer, fmt.Sprintf("direct-%d-%d", n, i), n, offloadTo(provider.ClusterID))
-				ratio := orchestrated.total.Seconds() / direct.total.Seconds()
-				b.ReportMetric(orchestrated.total.Seconds(), "s-orchestrated")
-				b.ReportMetric(direct.total.Seconds(), "s-direct")
-				b.ReportMetric(ratio, "ratio")
-				b.Logf("N=%d: through the broker %s (p50 %s, p99 %s), offloaded directly to the provider %s (p50 %s, p99 %s), ratio %.2f",
-					n, orchestrated.total.Round(10*time.Millisecond), orchestrated.p50, orchestrated.p99,
-					direct.total.Round(10*time.Millisecond), direct.p50, direct.p99, ratio)
-				b.Logf("N=%d: CPU seconds by component, through the broker: %s", n, orchestrated.components)
-				b.Logf("N=%d: CPU seconds by component, directly: %s", n, direct.components)
-				b.Logf("N=%d: API writes, through the broker: %s", n, orchestrated.writes)
-				b.Logf("N=%d: API writes, directly: %s", n, direct.writes)
+				compare(b, n, "through the broker", "s-orchestrated", "", orchestrated, direct)
 			}
 		})
 	}
@@ -121,17 +111,28 @@ func BenchmarkBroker(b *testing.B) {
 			for i := range b.N {
 				aggregated := runDeployment(b, all, consumer, fmt.Sprintf("aggregated-%d-%d", n, i), n, offloadTo(broker.ClusterID))
 				direct := runDeployment(b, all, consumer, fmt.Sprintf("direct-again-%d-%d", n, i), n, offloadTo(provider.ClusterID))
-				ratio := aggregated.total.Seconds() / direct.total.Seconds()
-				b.ReportMetric(aggregated.total.Seconds(), "s-aggregated")
-				b.ReportMetric(direct.total.Seconds(), "s-direct")
-				b.ReportMetric(ratio, "ratio")
-				b.Logf("N=%d: through the aggregator %s (p50 %s, p99 %s), offloaded directly to the provider %s (p50 %s, p99 %s), ratio %.2f (goal 1.3 or less)",
-					n, aggregated.total.Round(10*time.Millisecond), aggregated.p50, aggregated.p99,
-					direct.total.Round(10*time.Millisecond), direct.p50, direct.p99, ratio)
-				b.Logf("N=%d: CPU seconds by component, through the aggregator: %s", n, aggregated.components)
+				compare(b, n, "through the aggregator", "s-aggregated", " (goal 1.3 or less)", aggregated, direct)
 			}
 		})
 	}
+}
+
+// compare reports a run of n pods through the broker (what, its metric)
+// against the same offloaded directly: both times, their ratio (and goal),
+// where the CPU went and the API writes of each.
+func compare(b *testing.B, n int, what, metric, goal string, through, direct runResult) {
+	b.Helper()
+	ratio := through.total.Seconds() / direct.total.Seconds()
+	b.ReportMetric(through.total.Seconds(), metric)
+	b.ReportMetric(direct.total.Seconds(), "s-direct")
+	b.ReportMetric(ratio, "ratio")
+	b.Logf("N=%d: %s %s (p50 %s, p99 %s), offloaded directly to the provider %s (p50 %s, p99 %s), ratio %.2f%s",
+		n, what, through.total.Round(10*time.Millisecond), through.p50, through.p99,
+		direct.total.Round(10*time.Millisecond), direct.p50, direct.p99, ratio, goal)
+	b.Logf("N=%d: CPU seconds by component, %s: %s", n, what, through.components)
+	b.Logf("N=%d: CPU seconds by component, directly: %s", n, direct.components)
+	b.Logf("N=%d: API writes, %s: %s", n, what, through.writes)
+	b.Logf("N=%d: API writes, directly: %s", n, direct.writes)
 }
 
 // startBrokerPlayground builds liqo-broker and starts a playground of

@@ -231,19 +231,7 @@ func TestProvidersReachAggregatedConsumersEndpointsThroughHere(t *testing.T) {
 	}
 	key := slice.Namespace + "/" + slice.Name
 	routes := func(ctx context.Context, id string) ([]netv1alpha1.TransitRoute, error) {
-		var tep netv1alpha1.TunnelEndpoint
-		if err := w.c.Get(ctx, client.ObjectKey{Name: id}, &tep); err != nil {
-			return nil, err
-		}
-		var out []netv1alpha1.TransitRoute
-		if tep.Spec.Transit != nil {
-			for _, r := range tep.Spec.Transit.Routes {
-				if r.EndpointSlice == key {
-					out = append(out, r)
-				}
-			}
-		}
-		return out, nil
+		return w.transitRoutes(ctx, id, func(r netv1alpha1.TransitRoute) bool { return r.EndpointSlice == key })
 	}
 	copied := func(target string) {
 		t.Helper()
@@ -346,6 +334,24 @@ func startReflectors(t *testing.T) *reflectorWorld {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// transitRoutes are the transit routes of the TunnelEndpoint of peer id
+// that keep says are the test's.
+func (w *reflectorWorld) transitRoutes(ctx context.Context, id string, keep func(netv1alpha1.TransitRoute) bool) ([]netv1alpha1.TransitRoute, error) {
+	var tep netv1alpha1.TunnelEndpoint
+	if err := w.c.Get(ctx, client.ObjectKey{Name: id}, &tep); err != nil {
+		return nil, err
+	}
+	var out []netv1alpha1.TransitRoute
+	if tep.Spec.Transit != nil {
+		for _, r := range tep.Spec.Transit.Routes {
+			if keep(r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
 }
 
 // offloadedPod creates a pod bound to the virtual node.
@@ -1900,18 +1906,11 @@ func TestAggregatedPodsShowTheirTransitAddress(t *testing.T) {
 	w.running(t, pod.Name, "10.201.0.45")
 	external := netip.MustParsePrefix("10.70.0.0/16")
 	routeOf := func(ctx context.Context, id string) (netv1alpha1.TransitRoute, bool, error) {
-		var tep netv1alpha1.TunnelEndpoint
-		if err := w.c.Get(ctx, client.ObjectKey{Name: id}, &tep); err != nil {
+		routes, err := w.transitRoutes(ctx, id, func(r netv1alpha1.TransitRoute) bool { return r.Pod == key })
+		if err != nil || len(routes) == 0 {
 			return netv1alpha1.TransitRoute{}, false, err
 		}
-		if tep.Spec.Transit != nil {
-			for _, r := range tep.Spec.Transit.Routes {
-				if r.Pod == key {
-					return r, true, nil
-				}
-			}
-		}
-		return netv1alpha1.TransitRoute{}, false, nil
+		return routes[0], true, nil
 	}
 	var shown string
 	showsTransit := func(target string) {
