@@ -43,6 +43,7 @@ import (
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+	"github.com/liqo-go/liqo/internal/network/ipam"
 	"github.com/liqo-go/liqo/internal/network/transit"
 	"github.com/liqo-go/liqo/internal/network/translation"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
@@ -1980,6 +1981,135 @@ func TestAggregatedPodsShowTheirTransitAddress(t *testing.T) {
 			return err
 		} else if ok {
 			return errors.New("the pod went; its route is still there")
+		}
+		return nil
+	})
+}
+
+// TestProvidersReachEachOthersPodsThroughHere: on an aggregator whose
+// consumer's namespace runs pods at two providers, the slice this
+// cluster's EndpointSlice controller made of them (at their transit
+// addresses) goes to each provider with the pod at the other alone, at an
+// address of this cluster's external range as the provider sees it,
+// which the provider's own TunnelEndpoint routes through the other
+// provider; its own pod its own controller lists. The routes follow the
+// pods and go with the slice.
+func TestProvidersReachEachOthersPodsThroughHere(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	const consumer, second, secondNode = "aggregated-consumer", "second-provider", "second-provider-node"
+	w.aggregate(t, consumer, second)
+	vnode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: secondNode, Labels: map[string]string{
+		offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue, offloadingv1alpha1.RemoteClusterLabel: second,
+	}}}
+	if err := w.c.Create(ctx, vnode); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	var no offloadingv1alpha1.NamespaceOffloading
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.localNS, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); err != nil {
+		t.Fatal(err)
+	}
+	no.Status.RemoteNamespaces = append(no.Status.RemoteNamespaces, offloadingv1alpha1.RemoteNamespaceStatus{
+		ClusterID: second, Namespace: w.remoteNS, Phase: offloadingv1alpha1.RemoteNamespaceReady})
+	if err := w.c.Status().Update(ctx, &no); err != nil {
+		t.Fatal(err)
+	}
+	here := w.offloadedPod(t, "db-here")
+	there := w.offloadedPod(t, "db-there", func(p *corev1.Pod) { p.Spec.NodeName = secondNode })
+	w.remotePod(t, here.Name, nil)
+	w.running(t, here.Name, "10.201.0.61")
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		return w.mem.Change(second, provider.Pods, w.remoteNS, there.Name, func(o client.Object) {
+			pod := o.(*corev1.Pod)
+			pod.Status.Phase = corev1.PodRunning
+			pod.Status.PodIP, pod.Status.PodIPs = "10.100.0.62", []corev1.PodIP{{IP: "10.100.0.62"}}
+		})
+	})
+	external := netip.MustParsePrefix("10.70.0.0/16")
+	shown := func(pod *corev1.Pod) string {
+		t.Helper()
+		var addr netip.Addr
+		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			var got corev1.Pod
+			if err := w.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+				return err
+			}
+			var err error
+			if addr, err = netip.ParseAddr(got.Status.PodIP); err != nil || !external.Contains(addr) {
+				return fmt.Errorf("pod %s shows %q, not a transit address yet", pod.Name, got.Status.PodIP)
+			}
+			return nil
+		})
+		return addr.String()
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "db-x7k2p", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "db", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("sql"), Port: ptr.To[int32](5432)}},
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{shown(here)}, NodeName: ptr.To(testNode)},
+			{Addresses: []string{shown(there)}, NodeName: ptr.To(secondNode)},
+		},
+	}
+	if err := w.c.Create(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	key := slice.Namespace + "/" + slice.Name
+	ofSlice := func(r netv1alpha1.TransitRoute) bool { return r.EndpointSlice == key }
+	// reaches: id's copy lists the pod at via alone (target, as this
+	// cluster reaches it), at id's own route, as id sees this cluster's
+	// external range (10.12.0.0/16).
+	reaches := func(id, target, via string) {
+		t.Helper()
+		envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+			routes, err := w.transitRoutes(ctx, id, ofSlice)
+			if err != nil {
+				return err
+			}
+			if len(routes) != 1 || routes[0].Target != target || routes[0].Provider != via {
+				return fmt.Errorf("%s's routes for the slice: %+v; want one to %s through %s", id, routes, target, via)
+			}
+			obj := w.mem.Object(id, provider.EndpointSlices, w.remoteNS, slice.Name)
+			if obj == nil {
+				return fmt.Errorf("no copy of the slice at %s", id)
+			}
+			addr, ok := ipam.Translate(netip.MustParseAddr(routes[0].Address), external, netip.MustParsePrefix("10.12.0.0/16"))
+			var got []string
+			for _, ep := range obj.(*discoveryv1.EndpointSlice).Endpoints {
+				got = append(got, ep.Addresses...)
+			}
+			if !ok || !slices.Equal(got, []string{addr.String()}) {
+				return fmt.Errorf("%s's copy lists %v, want %s (route %s) alone", id, got, addr, routes[0].Address)
+			}
+			return nil
+		})
+	}
+	reaches(testProvider, "10.91.0.62", second)
+	reaches(second, "10.51.0.61", testProvider)
+	// The pod at second restarts there at another address: the route
+	// follows (the address it shows, and the slice, stay).
+	if err := w.mem.Change(second, provider.Pods, w.remoteNS, there.Name, func(o client.Object) {
+		pod := o.(*corev1.Pod)
+		pod.Status.PodIP, pod.Status.PodIPs = "10.100.0.63", []corev1.PodIP{{IP: "10.100.0.63"}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	reaches(testProvider, "10.91.0.63", second)
+
+	if err := w.c.Delete(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		for _, id := range []string{testProvider, second} {
+			routes, err := w.transitRoutes(ctx, id, ofSlice)
+			if err != nil {
+				return err
+			}
+			if len(routes) > 0 {
+				return fmt.Errorf("%s's routes for the slice gone: %+v", id, routes)
+			}
 		}
 		return nil
 	})

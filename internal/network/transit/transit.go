@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -99,22 +100,31 @@ func (a *Allocator) Assign(ctx context.Context, consumerID, pod, provider string
 }
 
 // Endpoints gives peer, a provider running pods of the namespace of
-// slice (namespace/name here: a copy consumer made of an EndpointSlice of
-// its own), its way to targets, endpoints of the slice at consumer as
-// this cluster reaches them: it returns, for each target inside
-// consumer's pod range, the address of this cluster's external range
-// through which peer reaches it. The slice's other routes for peer go;
-// no targets, all of them (a slice gone, or no longer reflected to peer).
-// It returns once the routes are written.
-func (a *Allocator) Endpoints(ctx context.Context, peer, slice, consumer string, targets []netip.Addr) (map[netip.Addr]netip.Addr, error) {
-	var external, pods netip.Prefix
+// slice (namespace/name here), its way to targets, each at the peer the
+// map names: endpoints of the slice at its consumer (of a copy the
+// consumer made of a slice of its own), or the consumer's pods at other
+// providers (of the slice this cluster made of the pods it offloaded, at
+// their addresses there as this cluster reaches them). It returns, for
+// each target inside its peer's pod range (peer itself never), the
+// address of this cluster's external range through which peer reaches
+// it. The slice's other routes for peer go; no targets, all of them (a
+// slice gone, or no longer reflected to peer). It returns once the routes
+// are written.
+func (a *Allocator) Endpoints(ctx context.Context, peer, slice string, targets map[netip.Addr]string) (map[netip.Addr]netip.Addr, error) {
+	var external netip.Prefix
+	ranges := map[string]netip.Prefix{}
 	if len(targets) > 0 {
 		var err error
 		if external, err = a.external(ctx, peer); err != nil {
 			return nil, err
 		}
-		if pods, err = a.podRange(ctx, consumer); err != nil {
-			return nil, err
+		for _, in := range targets {
+			if _, ok := ranges[in]; ok || in == peer {
+				continue
+			}
+			if ranges[in], err = a.podRange(ctx, in); err != nil {
+				return nil, err
+			}
 		}
 	}
 	a.mu.Lock()
@@ -125,11 +135,13 @@ func (a *Allocator) Endpoints(ctx context.Context, peer, slice, consumer string,
 	c := a.consumer(peer)
 	keep := map[string]bool{}
 	out := map[netip.Addr]netip.Addr{}
-	for _, t := range targets {
-		if !pods.Contains(t) {
+	// In order: the same targets get the same addresses in any run.
+	for _, t := range slices.SortedFunc(maps.Keys(targets), netip.Addr.Compare) {
+		in := targets[t]
+		if pods, ok := ranges[in]; !ok || !pods.Contains(t) {
 			continue
 		}
-		r := netv1alpha1.TransitRoute{Target: t.String(), Provider: consumer, EndpointSlice: slice}
+		r := netv1alpha1.TransitRoute{Target: t.String(), Provider: in, EndpointSlice: slice}
 		addr, err := a.put(c, external, r)
 		if err != nil {
 			a.mu.Unlock()
@@ -148,6 +160,42 @@ func (a *Allocator) Endpoints(ctx context.Context, peer, slice, consumer string,
 		return out, nil // nothing was there: no TunnelEndpoint to read
 	}
 	return out, a.commit(ctx, peer, c)
+}
+
+// Hop is where a transit address leads: a pod's address at its provider
+// as this cluster reaches it, and the provider.
+type Hop struct {
+	Target   netip.Addr
+	Provider string
+}
+
+// Behind says where those of addrs that are consumer's transit addresses
+// lead (to its pods at their providers).
+func (a *Allocator) Behind(ctx context.Context, consumerID string, addrs []netip.Addr) (map[netip.Addr]Hop, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.load(ctx); err != nil {
+		return nil, err
+	}
+	out := map[netip.Addr]Hop{}
+	c, ok := a.consumers[consumerID]
+	if !ok || len(addrs) == 0 {
+		return out, nil
+	}
+	asked := map[netip.Addr]bool{}
+	for _, addr := range addrs {
+		asked[addr] = true
+	}
+	for _, r := range c.byPod {
+		addr, err := netip.ParseAddr(r.Address)
+		if r.Pod == "" || err != nil || !asked[addr] {
+			continue
+		}
+		if target, err := netip.ParseAddr(r.Target); err == nil {
+			out[addr] = Hop{Target: target, Provider: r.Provider}
+		}
+	}
+	return out, nil
 }
 
 // external is this cluster's external range as agreed with peer.

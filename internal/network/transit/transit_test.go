@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -237,8 +238,16 @@ func TestTransitToEndpoints(t *testing.T) {
 	web, db := slice("web"), slice("db")
 	e1, e2, e3 := netip.MustParseAddr("10.91.0.5"), netip.MustParseAddr("10.91.0.6"), netip.MustParseAddr("10.91.0.7")
 	outside := netip.MustParseAddr("10.94.0.9") // provider-2's pods
+	// at says which peer each target is in.
+	at := func(peer string, targets ...netip.Addr) map[netip.Addr]string {
+		out := map[netip.Addr]string{}
+		for _, t := range targets {
+			out[t] = peer
+		}
+		return out
+	}
 	a := &Allocator{Client: c, Live: c}
-	got, err := a.Endpoints(ctx, "provider-1", web, "consumer-1", []netip.Addr{e1, e2, outside})
+	got, err := a.Endpoints(ctx, "provider-1", web, at("consumer-1", e1, e2, outside))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +255,7 @@ func TestTransitToEndpoints(t *testing.T) {
 	if len(got) != 2 || !external.Contains(got[e1]) || !external.Contains(got[e2]) || got[e1] == got[e2] {
 		t.Fatalf("the endpoints of %s for provider-1: %v; want two addresses of %s, none for %s", web, got, external, outside)
 	}
-	dbGot, err := a.Endpoints(ctx, "provider-1", db, "consumer-1", []netip.Addr{e1})
+	dbGot, err := a.Endpoints(ctx, "provider-1", db, at("consumer-1", e1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +276,7 @@ func TestTransitToEndpoints(t *testing.T) {
 
 	// The slice changes: its kept endpoint keeps its address, the one
 	// gone loses its route, a new one gets one.
-	again, err := a.Endpoints(ctx, "provider-1", web, "consumer-1", []netip.Addr{e1, e3})
+	again, err := a.Endpoints(ctx, "provider-1", web, at("consumer-1", e1, e3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,13 +289,13 @@ func TestTransitToEndpoints(t *testing.T) {
 		}
 	}
 	// A provider with no network agreed gets nothing.
-	if _, err := a.Endpoints(ctx, "unagreed", web, "consumer-1", []netip.Addr{e1}); !errors.Is(err, ErrNoNetwork) {
+	if _, err := a.Endpoints(ctx, "unagreed", web, at("consumer-1", e1)); !errors.Is(err, ErrNoNetwork) {
 		t.Errorf("a provider with no network agreed: %v, want ErrNoNetwork", err)
 	}
 
 	// The slice is no longer reflected to provider-1: its routes go,
 	// db's stay.
-	if _, err := a.Endpoints(ctx, "provider-1", web, "consumer-1", nil); err != nil {
+	if _, err := a.Endpoints(ctx, "provider-1", web, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r := routesOf("provider-1"); len(r) != 1 || r[0].EndpointSlice != db {
@@ -298,7 +307,7 @@ func TestTransitToEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := &Allocator{Client: c, Live: c}
-	if _, err := restarted.Endpoints(ctx, "provider-1", web, "consumer-1", []netip.Addr{e1}); err != nil {
+	if _, err := restarted.Endpoints(ctx, "provider-1", web, at("consumer-1", e1)); err != nil {
 		t.Fatal(err)
 	}
 	if r := routesOf("provider-1"); len(r) != 1 || r[0].EndpointSlice != web {
@@ -313,5 +322,85 @@ func TestTransitToEndpoints(t *testing.T) {
 	e.Spec.Transit = &netv1alpha1.Transit{Routes: []netv1alpha1.TransitRoute{{Address: "10.70.0.9", Target: "10.91.0.5", Provider: "consumer-1", Pod: ns + "/p", EndpointSlice: web}}}
 	if err := c.Update(ctx, &e); err == nil || !strings.Contains(err.Error(), "a route is for a pod or for an EndpointSlice") {
 		t.Errorf("a route for a pod and a slice: %v; want it refused, the rule named", err)
+	}
+}
+
+// TestTransitBetweenProviders: a consumer's pod at one provider is behind
+// its transit address (Behind); another provider running pods of the same
+// namespace gets its own route to it, with that provider as the way (the
+// slice this cluster made of the pods it offloaded). A target named in
+// the peer's own range, or in a peer it is not in, gets none.
+func TestTransitBetweenProviders(t *testing.T) {
+	_, c := envtest.StartInstalled(t, "transit-providers")
+	ctx := t.Context()
+	const ns = "aggregated"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for id, pods := range map[string]string{"consumer-1": "10.91.0.0/16", "provider-1": "10.93.0.0/16", "provider-2": "10.94.0.0/16"} {
+		if err := c.Create(ctx, &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: netv1alpha1.TunnelEndpointSpec{
+			ClusterID: id, PublicKey: "x",
+			Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/16"},
+			RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: pods, ExternalCIDR: "10.92.0.0/16"},
+			Local:        &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/24"},
+			LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.81.0.0/16", ExternalCIDR: "10.82.0.0/24"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"db", "web"} {
+		if err := c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Create(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, AddressType: discoveryv1.AddressTypeIPv4}); err != nil {
+		t.Fatal(err)
+	}
+	a := &Allocator{Client: c, Live: c}
+	atP2, atP1 := netip.MustParseAddr("10.94.0.5"), netip.MustParseAddr("10.93.0.8")
+	shownDB, err := a.Assign(ctx, "consumer-1", ns+"/db", "provider-2", atP2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shownWeb, err := a.Assign(ctx, "consumer-1", ns+"/web", "provider-1", atP1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := netip.MustParseAddr("10.70.0.200")
+	hops, err := a.Behind(ctx, "consumer-1", []netip.Addr{shownDB, shownWeb, nobody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hops) != 2 || hops[shownDB] != (Hop{Target: atP2, Provider: "provider-2"}) || hops[shownWeb] != (Hop{Target: atP1, Provider: "provider-1"}) {
+		t.Fatalf("behind %s, %s and %s: %+v; want db at provider-2 and web at provider-1, nothing behind the last", shownDB, shownWeb, nobody, hops)
+	}
+	if other, err := a.Behind(ctx, "provider-1", []netip.Addr{shownDB}); err != nil || len(other) != 0 {
+		t.Errorf("behind consumer-1's address, for provider-1: %+v, %v; want nothing (the routes are consumer-1's)", other, err)
+	}
+
+	slice := ns + "/db"
+	got, err := a.Endpoints(ctx, "provider-1", slice, map[netip.Addr]string{
+		atP2:                             "provider-2",
+		atP1:                             "provider-1", // its own pod: its own controller lists it
+		netip.MustParseAddr("10.91.0.9"): "provider-2", // not in provider-2's range
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	external := netip.MustParsePrefix("10.70.0.0/24")
+	if len(got) != 1 || !external.Contains(got[atP2]) || got[atP2] == shownDB {
+		t.Fatalf("provider-1's ways into the slice: %v; want one for %s, an address of %s of its own", got, atP2, external)
+	}
+	var tep netv1alpha1.TunnelEndpoint
+	if err := c.Get(ctx, client.ObjectKey{Name: "provider-1"}, &tep); err != nil {
+		t.Fatal(err)
+	}
+	want := netv1alpha1.TransitRoute{Address: got[atP2].String(), Target: atP2.String(), Provider: "provider-2", EndpointSlice: slice}
+	if tep.Spec.Transit == nil || !slices.Equal(tep.Spec.Transit.Routes, []netv1alpha1.TransitRoute{want}) {
+		t.Errorf("provider-1's TunnelEndpoint lists %+v, want %+v alone", tep.Spec.Transit, want)
 	}
 }

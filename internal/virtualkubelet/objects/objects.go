@@ -233,7 +233,8 @@ const endpointSliceController = "endpointslice-controller.k8s.io"
 // reach them through the reflected Service. Of a slice the
 // consumer's EndpointSlice controller made, the endpoints that run in
 // the consumer (not on a virtual node: the provider's own controller
-// lists the pods it runs). Of a slice made by hand (for a Service
+// lists the pods it runs), and, on an aggregator, those at the other
+// providers through this cluster (to.transit). Of a slice made by hand (for a Service
 // without a selector, by a user or another controller), every address
 // the provider can reach: the consumer's own, and those of the pods of
 // the namespace the provider runs, at the provider's own addresses.
@@ -250,13 +251,20 @@ func forgeEndpointSlice(o client.Object, to destination) client.Object {
 	}
 	var endpoints []discoveryv1.Endpoint
 	for _, ep := range es.Endpoints {
-		if !byHand && ep.NodeName != nil && to.virtual != nil && to.virtual(*ep.NodeName) {
+		// A pod on a virtual node runs at a provider: listed there by the
+		// provider's own controller, or at another provider, reached
+		// through this cluster (an aggregator's transit) or not at all.
+		elsewhere := !byHand && ep.NodeName != nil && to.virtual != nil && to.virtual(*ep.NodeName)
+		if elsewhere && len(to.transit) == 0 {
 			continue
 		}
 		var addrs []string
 		for _, a := range ep.Addresses {
 			ip, err := netip.ParseAddr(a)
 			if err != nil {
+				continue
+			}
+			if _, ok := to.transit[ip]; elsewhere && !ok {
 				continue
 			}
 			if byHand && to.offloaded != nil {
@@ -357,10 +365,14 @@ type Reflector struct {
 // endpoints of an aggregated consumer's slice (transit.Allocator).
 type Transit interface {
 	// Endpoints returns, of targets (endpoints of slice, namespace/name,
-	// at consumer), those peer may reach, each with the address of this
-	// cluster's external range it reaches it through; the slice's other
-	// routes for peer go (all of them without targets).
-	Endpoints(ctx context.Context, peer, slice, consumer string, targets []netip.Addr) (map[netip.Addr]netip.Addr, error)
+	// each at the peer named: its consumer, another provider), those peer
+	// may reach, each with the address of this cluster's external range
+	// it reaches it through; the slice's other routes for peer go (all of
+	// them without targets).
+	Endpoints(ctx context.Context, peer, slice string, targets map[netip.Addr]string) (map[netip.Addr]netip.Addr, error)
+	// Behind says where those of addrs that are consumer's transit
+	// addresses lead: its pods at their providers.
+	Behind(ctx context.Context, consumer string, addrs []netip.Addr) (map[netip.Addr]transit.Hop, error)
 }
 
 // NewReflectors returns one reflector per reflected kind; toProvider is
@@ -603,16 +615,28 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			return ctrl.Result{}, err
 		}
 	}
-	// A consumer's copy of its slice in a namespace aggregated here: the
-	// providers reach its endpoints through this cluster.
-	var transitTargets []netip.Addr
-	transitFrom, slice := "", req.String()
+	// A slice of a namespace aggregated here: of the consumer's copy of
+	// its own, the providers reach its endpoints at the consumer; of the
+	// one this cluster's EndpointSlice controller made of the pods it
+	// offloaded (at their transit addresses), each provider reaches those
+	// at the other providers; both through this cluster. via is the
+	// target behind each address of the slice, and the peer it is in.
+	var via map[netip.Addr]transit.Hop
+	slice := req.String()
 	if r.kind.name == provider.EndpointSlices && r.Transit != nil && noErr == nil && no.Labels[brokerv1alpha1.AggregatedLabel] == "true" {
-		if transitFrom, err = r.origin(ctx, req.Namespace); err != nil {
+		consumer, err := r.origin(ctx, req.Namespace)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if es, ok := local.(*discoveryv1.EndpointSlice); ok && exists && transitFrom != "" {
-			transitTargets = endpointAddresses(es)
+		if es, ok := local.(*discoveryv1.EndpointSlice); ok && exists && consumer != "" {
+			if es.Labels[discoveryv1.LabelManagedBy] != endpointSliceController {
+				via = map[netip.Addr]transit.Hop{}
+				for _, a := range endpointAddresses(es) {
+					via[a] = transit.Hop{Target: a, Provider: consumer}
+				}
+			} else if via, err = r.Transit.Behind(ctx, consumer, endpointAddresses(es)); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	var errs []error
@@ -651,8 +675,15 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			}
 		}
 		if r.kind.name == provider.EndpointSlices && r.Transit != nil {
-			// Released too when the slice goes, or is not aggregated.
-			through, err := r.Transit.Endpoints(ctx, st.ClusterID, slice, transitFrom, transitTargets)
+			// Released too when the slice goes, or is not aggregated. A
+			// provider's own pods are listed there by its own controller.
+			targets := map[netip.Addr]string{}
+			for _, h := range via {
+				if h.Provider != st.ClusterID {
+					targets[h.Target] = h.Provider
+				}
+			}
+			through, err := r.Transit.Endpoints(ctx, st.ClusterID, slice, targets)
 			switch {
 			case errors.Is(err, transit.ErrNoNetwork):
 				// Shown when the network is agreed (the TunnelEndpoints
@@ -661,7 +692,12 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 				errs = append(errs, fmt.Errorf("the transit addresses of %s for %s: %w", slice, st.ClusterID, err))
 				continue
 			}
-			to.transit = through
+			to.transit = map[netip.Addr]netip.Addr{}
+			for a, h := range via {
+				if x, ok := through[h.Target]; ok && h.Provider != st.ClusterID {
+					to.transit[a] = x
+				}
+			}
 		}
 		var desired client.Object
 		if exists {
@@ -677,7 +713,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			continue
 		}
 		if r.kind.name == provider.EndpointSlices && r.Transit != nil {
-			if _, err := r.Transit.Endpoints(ctx, pns.Provider(), slice, transitFrom, nil); err != nil {
+			if _, err := r.Transit.Endpoints(ctx, pns.Provider(), slice, nil); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -420,6 +420,7 @@ func transit(t *testing.T, consumer, provider *playground.Member, server *corev1
 // the provider a route to the first alone, and the routes the broker had
 // (before) stay as they were.
 func strangeSlice(t *testing.T, consumer, provider *playground.Member, ns string, before []netv1alpha1.TransitRoute) {
+	t.Helper()
 	ctx := t.Context()
 	b := suite.Broker
 	inBroker := framework.Client(t, b)
