@@ -245,6 +245,22 @@ func applyPatches(t *testing.T, resp admission.Response, raw []byte) corev1.Pod 
 	return got
 }
 
+// admitted is pod as m lets it be created in namespace ns.
+func admitted(t *testing.T, m *PodMutator, pod *corev1.Pod) corev1.Pod {
+	t.Helper()
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+	}})
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	return applyPatches(t, resp, raw)
+}
+
 // TestBinPackedPodPrefersFullestFirst: in a namespace whose pods the
 // broker bin-packs, a new pod prefers the providers in the namespace's
 // pack order, the first most, keeping its own preferences; it may still
@@ -262,17 +278,7 @@ func TestBinPackedPodPrefersFullestFirst(t *testing.T) {
 		Containers: []corev1.Container{{Name: "c", Image: "img"}},
 		Affinity:   &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{own}}},
 	}}
-	raw, err := json.Marshal(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
-	}})
-	if !resp.Allowed {
-		t.Fatalf("denied: %v", resp.Result)
-	}
-	got := applyPatches(t, resp, raw)
+	got := admitted(t, m, pod)
 	na := got.Spec.Affinity.NodeAffinity
 	var prefers []string
 	for _, p := range na.PreferredDuringSchedulingIgnoredDuringExecution {
@@ -318,17 +324,7 @@ func TestAggregatedPodNamesNoProviderInItsSpec(t *testing.T) {
 		Containers: []corev1.Container{{Name: "c", Image: "img"}},
 		Affinity:   &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{own}}},
 	}}
-	raw, err := json.Marshal(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
-	}})
-	if !resp.Allowed {
-		t.Fatalf("denied: %v", resp.Result)
-	}
-	got := applyPatches(t, resp, raw)
+	got := admitted(t, m, pod)
 	out, err := json.Marshal(got.Spec)
 	if err != nil {
 		t.Fatal(err)
@@ -373,18 +369,7 @@ func TestSpreadPodsSpreadOverNodes(t *testing.T) {
 		Annotations: map[string]string{brokerv1alpha1.ProvidersAnnotation: "p1,p2"}}}
 	admit := func(ns *corev1.Namespace, pod *corev1.Pod) corev1.Pod {
 		t.Helper()
-		m := &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(no, ns).Build()}
-		raw, err := json.Marshal(pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-			Namespace: "ns", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
-		}})
-		if !resp.Allowed {
-			t.Fatalf("denied: %v", resp.Result)
-		}
-		return applyPatches(t, resp, raw)
+		return admitted(t, &PodMutator{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(no, ns).Build()}, pod)
 	}
 	pod := func(labels map[string]string, own ...corev1.TopologySpreadConstraint) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-0", Labels: labels},

@@ -202,21 +202,7 @@ func TestTransitToEndpoints(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	tep := func(id, pods string) {
-		t.Helper()
-		if err := c.Create(ctx, &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: netv1alpha1.TunnelEndpointSpec{
-			ClusterID: id, PublicKey: "x",
-			Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/16"},
-			RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: pods, ExternalCIDR: "10.92.0.0/16"},
-			Local:        &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/24"},
-			LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.81.0.0/16", ExternalCIDR: "10.82.0.0/24"},
-		}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tep("consumer-1", "10.91.0.0/16")
-	tep("provider-1", "10.93.0.0/16")
-	tep("provider-2", "10.94.0.0/16")
+	peers(t, c)
 	slice := func(name string) string {
 		t.Helper()
 		if err := c.Create(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, AddressType: discoveryv1.AddressTypeIPv4}); err != nil {
@@ -325,6 +311,24 @@ func TestTransitToEndpoints(t *testing.T) {
 	}
 }
 
+// peers agrees a network with consumer-1 and provider-1 and -2, whose
+// pods this cluster sees at 10.91, 10.93 and 10.94.0.0/16; its external
+// range is 10.70.0.0/24.
+func peers(t *testing.T, c client.Client) {
+	t.Helper()
+	for id, pods := range map[string]string{"consumer-1": "10.91.0.0/16", "provider-1": "10.93.0.0/16", "provider-2": "10.94.0.0/16"} {
+		if err := c.Create(t.Context(), &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: netv1alpha1.TunnelEndpointSpec{
+			ClusterID: id, PublicKey: "x",
+			Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/16"},
+			RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: pods, ExternalCIDR: "10.92.0.0/16"},
+			Local:        &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/24"},
+			LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.81.0.0/16", ExternalCIDR: "10.82.0.0/24"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestTransitBetweenProviders: a consumer's pod at one provider is behind
 // its transit address (Behind); another provider running pods of the same
 // namespace gets its own route to it, with that provider as the way (the
@@ -337,17 +341,7 @@ func TestTransitBetweenProviders(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	for id, pods := range map[string]string{"consumer-1": "10.91.0.0/16", "provider-1": "10.93.0.0/16", "provider-2": "10.94.0.0/16"} {
-		if err := c.Create(ctx, &netv1alpha1.TunnelEndpoint{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: netv1alpha1.TunnelEndpointSpec{
-			ClusterID: id, PublicKey: "x",
-			Remote:       netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/16"},
-			RemoteSeenAs: netv1alpha1.Ranges{PodCIDR: pods, ExternalCIDR: "10.92.0.0/16"},
-			Local:        &netv1alpha1.Ranges{PodCIDR: "10.100.0.0/16", ExternalCIDR: "10.70.0.0/24"},
-			LocalSeenAs:  &netv1alpha1.Ranges{PodCIDR: "10.81.0.0/16", ExternalCIDR: "10.82.0.0/24"},
-		}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	peers(t, c)
 	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}); err != nil {
 		t.Fatal(err)
 	}
