@@ -29,8 +29,9 @@ import (
 // of the broker here), its namespace is offloaded to them, it keeps no
 // way to read its Selection (bindings an earlier orchestrator made go)
 // and is introduced to none; its namespace and NamespaceOffloading are
-// marked aggregated; bin-packed, they are told the providers fullest
-// first; a provider that fails is replaced, as under any policy.
+// marked aggregated; a pod made before, whose affinity names providers,
+// is made again; bin-packed, they are told the providers fullest first; a
+// provider that fails is replaced, as under any policy.
 func TestAggregator(t *testing.T) {
 	w := startBroker(t, broker.Options{Modes: broker.Modes{Aggregator: true}, Namespace: install.DefaultNamespace, FailoverAfter: 2 * time.Second})
 	ctx := t.Context()
@@ -92,7 +93,30 @@ func TestAggregator(t *testing.T) {
 			return nil
 		})
 	}
+	// Pods made before it was aggregated: one whose affinity names a
+	// provider (as the pod webhook gave it then), one naming none.
+	pod := func(name string, affinity corev1.NodeSelectorRequirement) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PodSpec{
+			NodeName: "liqo-one", Containers: []corev1.Container{{Name: "c", Image: "pause"}},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{affinity}}}}}}}}
+	}
+	w.create(t,
+		pod("named", corev1.NodeSelectorRequirement{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"one", "two"}}),
+		pod("unnamed", corev1.NodeSelectorRequirement{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"liqo-one"}}))
 	chosen("one", "two")
+	// The one that names providers is made again (evicted: the
+	// consumer's virtual kubelet creates it anew, named nowhere).
+	eventually(t, func() error {
+		for name, want := range map[string]bool{"named": true, "unnamed": false} {
+			var p corev1.Pod
+			err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)
+			if gone := apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil); gone != want {
+				return fmt.Errorf("pod %s gone or going: %v (%v), want %v", name, gone, err, want)
+			}
+		}
+		return nil
+	})
 	eventually(t, func() error {
 		for _, name := range []string{brokerv1alpha1.LoginClusterRole, brokerv1alpha1.ConsumerServiceAccount} {
 			if err := w.c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: name}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {

@@ -511,33 +511,88 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, ma
 			}
 			continue
 		}
-		if wait := o.pace.wait(consumer, maxMoves, o.now()); wait > 0 {
-			evictions.WithLabelValues(p, "paced").Inc()
-			count.paced[p]++
-			retryIn(&result, wait)
-			continue
+		if err := o.move(ctx, pod, p, consumer, maxMoves, count, &result, "moving off a disabled provider"); err != nil {
+			return ctrl.Result{}, err
 		}
-		// The API server waits up to 10 s for a budget its disruption
-		// controller has not observed yet: the others are not held up.
-		ectx, cancel := context.WithTimeout(ctx, evictionTimeout)
-		err := o.Client.SubResource("eviction").Create(ectx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}})
-		cancel()
-		switch {
-		case apierrors.IsTooManyRequests(err) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil):
-			// A PodDisruptionBudget holds it for now.
-			evictions.WithLabelValues(p, "held").Inc()
-			count.held[p]++
-			retryIn(&result, drainRetry)
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return ctrl.Result{}, fmt.Errorf("evicting %s/%s from disabled provider %s: %w", pod.Namespace, pod.Name, p, err)
-		default:
-			o.pace.moved(consumer, o.now())
-			evictions.WithLabelValues(p, "evicted").Inc()
-			ctrl.LoggerFrom(ctx).Info("Pod moving off a disabled provider", "pod", pod.Namespace+"/"+pod.Name, "provider", p)
+	}
+	// An aggregated consumer reads its pods here whole: one made before
+	// it was aggregated names its providers in its affinity, which cannot
+	// change. It is made again (evicted: the consumer's virtual kubelet
+	// creates it anew, and the pod webhook names no provider in it), as
+	// any move: paced, within its budgets, not while no provider serves.
+	if aggregated && !stay {
+		for i := range list.Items {
+			pod := &list.Items[i]
+			if !pod.DeletionTimestamp.IsZero() || !namesProviders(pod) || slices.Contains(evict, pod) {
+				continue
+			}
+			p := providerOf[pod.Spec.NodeName]
+			if err := o.move(ctx, pod, p, consumer, maxMoves, count, &result, "made again without its providers' names, its consumer aggregated"); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	return result, nil
+}
+
+// namesProviders says whether pod's node selection names providers: a
+// node selector on the provider label, or a node affinity on it with
+// values (as the pod webhook gives the pods of a namespace not
+// aggregated).
+func namesProviders(pod *corev1.Pod) bool {
+	if _, ok := pod.Spec.NodeSelector[offloadingv1alpha1.RemoteClusterLabel]; ok {
+		return true
+	}
+	if pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil {
+		return false
+	}
+	na := pod.Spec.Affinity.NodeAffinity
+	var terms []corev1.NodeSelectorTerm
+	if na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms = na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	}
+	for _, p := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms = append(terms, p.Preference)
+	}
+	for _, t := range terms {
+		if slices.ContainsFunc(t.MatchExpressions, func(e corev1.NodeSelectorRequirement) bool {
+			return e.Key == offloadingv1alpha1.RemoteClusterLabel && (e.Operator == corev1.NodeSelectorOpIn || e.Operator == corev1.NodeSelectorOpNotIn) && len(e.Values) > 0
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+// move evicts pod, of consumer's at provider p, unless maxMoves were made
+// this minute or a budget holds it (then counted, and tried again).
+func (o *Orchestrator) move(ctx context.Context, pod *corev1.Pod, p, consumer string, maxMoves int32, count *tally, result *ctrl.Result, why string) error {
+	if wait := o.pace.wait(consumer, maxMoves, o.now()); wait > 0 {
+		evictions.WithLabelValues(p, "paced").Inc()
+		count.paced[p]++
+		retryIn(result, wait)
+		return nil
+	}
+	// The API server waits up to 10 s for a budget its disruption
+	// controller has not observed yet: the others are not held up.
+	ectx, cancel := context.WithTimeout(ctx, evictionTimeout)
+	err := o.Client.SubResource("eviction").Create(ectx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}})
+	cancel()
+	switch {
+	case apierrors.IsTooManyRequests(err) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil):
+		// A PodDisruptionBudget holds it for now.
+		evictions.WithLabelValues(p, "held").Inc()
+		count.held[p]++
+		retryIn(result, drainRetry)
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("evicting %s/%s (%s): %w", pod.Namespace, pod.Name, why, err)
+	default:
+		o.pace.moved(consumer, o.now())
+		evictions.WithLabelValues(p, "evicted").Inc()
+		ctrl.LoggerFrom(ctx).Info("Pod "+why, "pod", pod.Namespace+"/"+pod.Name, "provider", p)
+	}
+	return nil
 }
 
 // retryIn makes r come again within d.

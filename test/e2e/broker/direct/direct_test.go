@@ -296,35 +296,38 @@ func transit(t *testing.T, consumer, provider *playground.Member, server *corev1
 	}
 	t.Logf("the aggregated pod runs in %s at %s, shown in %s at %s, through the broker", provider.Name, providerIP, consumer.Name, server.Status.PodIP)
 
-	// A pod made once the consumer is aggregated: its copy in the broker,
-	// which the consumer's identity there reads whole, names no provider
-	// either (its node's name is opaque, its affinity names that node).
+	// A pod made once the consumer is aggregated, and the one made before
+	// (whose affinity named the provider, made again): their copies in
+	// the broker, which the consumer's identity there reads whole, name
+	// no provider either (their node's name is opaque, their affinity
+	// names that node).
+	before := server.Name
 	server = framework.CheckPod(t, consumer, server.Namespace, "aggregated", map[string]string{offloadingv1alpha1.RemoteClusterLabel: b.ClusterID}, "serve", ":8080", "aggregated")
-	framework.Eventually(t, time.Minute, func() error {
+	framework.Eventually(t, 2*time.Minute, func() error {
 		var copies corev1.PodList
 		if err := inBroker.List(ctx, &copies, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: consumer.ClusterID}); err != nil {
 			return err
 		}
+		running := map[string]bool{}
 		for i := range copies.Items {
 			p := &copies.Items[i]
-			if p.Name != server.Name {
-				continue
-			}
-			if p.Spec.NodeName == "" || p.Status.PodIP == "" {
-				return fmt.Errorf("the broker's copy of the pod is not placed and running yet: %q %q", p.Spec.NodeName, p.Status.PodIP)
-			}
 			raw, err := json.Marshal(p)
 			if err != nil {
 				return err
 			}
 			for _, hidden := range []string{provider.ClusterID, provider.Name} {
 				if strings.Contains(string(raw), hidden) {
-					return fmt.Errorf("the broker's copy of the aggregated pod, which %s reads, names %s: %s", consumer.Name, hidden, raw)
+					return fmt.Errorf("the broker's copy of pod %s, which %s reads, names %s: %s", p.Name, consumer.Name, hidden, raw)
 				}
 			}
-			return nil
+			running[p.Name] = p.Spec.NodeName != "" && p.Status.PodIP != "" && p.DeletionTimestamp == nil
 		}
-		return fmt.Errorf("no copy of pod %s in the broker", server.Name)
+		for _, name := range []string{before, server.Name} {
+			if !running[name] {
+				return fmt.Errorf("the broker's copy of pod %s is not placed and running yet", name)
+			}
+		}
+		return nil
 	})
 	if addr, err := netip.ParseAddr(server.Status.PodIP); err != nil || !external.Contains(addr) {
 		t.Fatalf("the pod made once aggregated shows %q in %s, want an address of %s", server.Status.PodIP, consumer.Name, external)
