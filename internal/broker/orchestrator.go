@@ -519,13 +519,20 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, ma
 	// it was aggregated names its providers in its affinity, which cannot
 	// change. It is made again (evicted: the consumer's virtual kubelet
 	// creates it anew, and the pod webhook names no provider in it), as
-	// any move: paced, within its budgets, not while no provider serves.
+	// any move: paced, within its budgets, not while no provider serves;
+	// a few at a time, so that the consumer's status is not held up.
 	if aggregated && !stay {
+		tried := 0
 		for i := range list.Items {
 			pod := &list.Items[i]
 			if !pod.DeletionTimestamp.IsZero() || !namesProviders(pod) || slices.Contains(evict, pod) {
 				continue
 			}
+			if tried == remakeBatch {
+				retryIn(&result, time.Second)
+				break
+			}
+			tried++
 			p := providerOf[pod.Spec.NodeName]
 			if err := o.move(ctx, pod, p, consumer, maxMoves, count, &result, "made again without its providers' names, its consumer aggregated"); err != nil {
 				return ctrl.Result{}, err
@@ -534,6 +541,10 @@ func (o *Orchestrator) orchestrate(ctx context.Context, ns *corev1.Namespace, ma
 	}
 	return result, nil
 }
+
+// remakeBatch bounds the pods made again without their providers' names
+// in one pass over a namespace.
+const remakeBatch = 10
 
 // namesProviders says whether pod's node selection names providers: a
 // node selector on the provider label, or a node affinity on it with
