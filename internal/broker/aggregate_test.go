@@ -111,8 +111,11 @@ func TestAggregator(t *testing.T) {
 		for name, want := range map[string]bool{"named": true, "unnamed": false} {
 			var p corev1.Pod
 			err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p)
-			if gone := apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil); gone != want {
-				return fmt.Errorf("pod %s gone or going: %v (%v), want %v", name, gone, err, want)
+			if client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			if gone := err != nil || p.DeletionTimestamp != nil; gone != want {
+				return fmt.Errorf("pod %s gone or going: %v, want %v", name, gone, want)
 			}
 		}
 		return nil
