@@ -66,7 +66,10 @@ func members() (a, b, c *playground.Member) {
 func peer(t *testing.T, consumer, provider *playground.Member) {
 	t.Helper()
 	framework.AddWithToken(t, consumer, provider)
-	waitCondition(t, consumer, provider.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, discoveryv1alpha1.ReasonAccepted, 30*time.Second)
+	// A provider whose API server a test before restarted (in any order)
+	// has its controller manager's watches backing off for up to a
+	// minute: in a CI run, its PeeringRequest was not accepted 30 s on.
+	waitCondition(t, consumer, provider.ClusterID, discoveryv1alpha1.ConditionPeeringRequested, metav1.ConditionTrue, discoveryv1alpha1.ReasonAccepted, 90*time.Second)
 	t.Cleanup(func() { unpeer(t, consumer, provider) })
 }
 
