@@ -157,6 +157,7 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	// its pods or not: see Selection.Offered).
 	counted := RealNode
 	var properties map[string]string
+	var poolLabels []string
 	var sel brokerv1alpha1.Selection
 	switch err := b.Client.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer), Name: brokerv1alpha1.SelectionName}, &sel); {
 	case err == nil:
@@ -167,6 +168,7 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 			// The aggregator resells its providers' offers by its own
 			// measure, not this cluster's share of its own nodes.
 			pct = sel.Spec.Aggregate.Resale()
+			poolLabels = sel.Spec.Aggregate.PoolLabels
 		}
 	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
 		return ctrl.Result{}, err
@@ -183,6 +185,8 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	// A sum hides how it is cut up: the consumer learns the largest pod
 	// that fits in one piece too.
 	want.LargestPods = LargestOn(nodes.Items, counted, pct)
+	// Cut by the labels the consumer may choose providers by.
+	want.Pools = PoolsOn(nodes.Items, pods.Items, consumer, pct, counted, poolLabels)
 	if cc := b.Config(); cc != nil && cc.Spec.SharingConfig.Price != nil {
 		price := cc.Spec.SharingConfig.Price
 		want.Prices, want.Currency, want.PricePeriod = price.PerUnit.DeepCopy(), price.Currency, price.Period
@@ -206,7 +210,7 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 
 // stale reports whether written must be replaced by want.
 func (b *Broadcaster) stale(written, want *sharingv1alpha1.AdvertisementSpec, now time.Time) bool {
-	return ChangedBeyond(written.Resources, want.Resources, ChangeThreshold) || largestChanged(written.LargestPods, want.LargestPods) ||
+	return ChangedBeyond(written.Resources, want.Resources, ChangeThreshold) || largestChanged(written.LargestPods, want.LargestPods) || poolsChanged(written.Pools, want.Pools) ||
 		now.After(written.TimeToLive.Add(-b.ttl()/2)) ||
 		!equalStrings(written.Labels, want.Labels) || !equalStrings(written.Properties, want.Properties) || written.ClusterIdentity != want.ClusterIdentity ||
 		!equality.Semantic.DeepEqual(written.Prices, want.Prices) || written.Currency != want.Currency || written.PricePeriod != want.PricePeriod

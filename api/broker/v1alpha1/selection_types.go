@@ -97,6 +97,19 @@ type Aggregate struct {
 	// +kubebuilder:default=Spread
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
+	// PoolLabels are the node labels the consumer may choose its pods'
+	// providers by (a node selector or affinity on them): when the
+	// providers differ in them, the broker offers one pool for each set
+	// of values they have, which the consumer sees as a virtual node
+	// with those labels, and a pod placed there goes only to providers
+	// with them. A pool says what its providers offer together, never
+	// which they are (though a pool of one provider says what that one
+	// offers). Empty: one pool, with the labels every provider shares.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:items:Enum=topology.kubernetes.io/region;topology.kubernetes.io/zone;kubernetes.io/arch;kubernetes.io/os;node.kubernetes.io/instance-type
+	// +optional
+	PoolLabels []string `json:"poolLabels,omitempty"`
 }
 
 // DefaultResalePercent is an Aggregate's ResalePercent when unset.

@@ -35,6 +35,18 @@ type AdvertisementSpec struct {
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 
+	// Pools, when set, cut the offer by node labels: the consumer makes
+	// one virtual node for each, with its labels (the exposed ones
+	// alone), its resources and its largest pods, instead of one for the
+	// whole offer; a pod bound to one goes to the provider with those
+	// labels as its node selector. A broker's aggregator offers them for
+	// the labels its operator lets a consumer choose providers by
+	// (Selection spec.aggregate.poolLabels). Resources, LargestPods and
+	// Labels above still describe the whole offer.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Pools []AdvertisementPool `json:"pools,omitempty"`
+
 	// Properties are free-form facts about the provider.
 	// +optional
 	Properties map[string]string `json:"properties,omitempty"`
@@ -70,6 +82,25 @@ type AdvertisementSpec struct {
 	// Deprecated: ignored by consumers; providers leave it empty.
 	// +optional
 	KubeconfigSecretRef *discoveryv1alpha1.SecretReference `json:"kubeconfigSecretRef,omitempty"`
+}
+
+// AdvertisementPool is the part of an offer on nodes that share labels.
+type AdvertisementPool struct {
+	// Labels the pool's nodes share (a consumer takes the exposed ones
+	// alone); a pod placed in the pool is placed on nodes with them.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Resources offered in the pool.
+	Resources corev1.ResourceList `json:"resources"`
+
+	// LargestPods bound what one pod of the pool may request, as the
+	// offer's own LargestPods do.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxProperties=16
+	// +optional
+	LargestPods []corev1.ResourceList `json:"largestPods,omitempty"`
 }
 
 // AdvertisementPhase is the consumer's decision on an Advertisement.

@@ -1,0 +1,100 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package sharing
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+)
+
+// MaxPools bounds an offer's pools (the Advertisement's schema says the
+// same).
+const MaxPools = 16
+
+// PoolsOn cuts the offer of the nodes counted by the values of keys
+// (among the exposed labels; the others are ignored): one pool for each
+// set of values the nodes have, with the labels its nodes share, what
+// they offer (SharedOn) and the largest pods they take (LargestOn). Nil
+// when the nodes do not differ in them: the offer is one pool, and its
+// labels say the values. Past MaxPools, those offering the most CPU are
+// kept.
+func PoolsOn(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent int32, counted func(*corev1.Node) bool, keys []string) []sharingv1alpha1.AdvertisementPool {
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !slices.Contains(exposedLabels, k) })
+	if len(keys) == 0 {
+		return nil
+	}
+	poolOf := func(n *corev1.Node) string {
+		var b strings.Builder
+		for _, k := range keys {
+			// Absent and empty differ: \x00 never is in a label value.
+			if v, ok := n.Labels[k]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteByte(0)
+			}
+			b.WriteByte('\n')
+		}
+		return b.String()
+	}
+	var order []string
+	for i := range nodes {
+		if n := &nodes[i]; counted(n) && !slices.Contains(order, poolOf(n)) {
+			order = append(order, poolOf(n))
+		}
+	}
+	if len(order) < 2 {
+		return nil
+	}
+	out := make([]sharingv1alpha1.AdvertisementPool, 0, len(order))
+	for _, key := range order {
+		in := func(n *corev1.Node) bool { return counted(n) && poolOf(n) == key }
+		out = append(out, sharingv1alpha1.AdvertisementPool{
+			Labels:      commonLabels(nodes, in),
+			Resources:   SharedOn(nodes, pods, consumerID, percent, in),
+			LargestPods: LargestOn(nodes, in, percent),
+		})
+	}
+	slices.SortStableFunc(out, func(a, b sharingv1alpha1.AdvertisementPool) int {
+		ca, cb := a.Resources[corev1.ResourceCPU], b.Resources[corev1.ResourceCPU]
+		return cb.Cmp(ca)
+	})
+	out = out[:min(len(out), MaxPools)]
+	// In a stable order, whatever each offers: by their labels.
+	slices.SortFunc(out, func(a, b sharingv1alpha1.AdvertisementPool) int { return cmp.Compare(PoolKey(a.Labels), PoolKey(b.Labels)) })
+	return out
+}
+
+// PoolKey is a pool's labels as one string, the same for the same
+// labels.
+func PoolKey(labels map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(labels[k])
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+// poolsChanged says whether two offers' pools differ beyond what a
+// refresh waits for: in number, labels, or any pool's resources or
+// largest pods beyond the threshold.
+func poolsChanged(a, b []sharingv1alpha1.AdvertisementPool) bool {
+	if len(a) != len(b) {
+		return true
+	}
+	for i := range a {
+		if !equalStrings(a[i].Labels, b[i].Labels) || ChangedBeyond(a[i].Resources, b[i].Resources, ChangeThreshold) ||
+			largestChanged(a[i].LargestPods, b[i].LargestPods) {
+			return true
+		}
+	}
+	return false
+}
