@@ -66,7 +66,9 @@ func PoolsOn(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent 
 	})
 	out = out[:min(len(out), MaxPools)]
 	// In a stable order, whatever each offers: by their labels.
-	slices.SortFunc(out, func(a, b sharingv1alpha1.AdvertisementPool) int { return cmp.Compare(PoolKey(a.Labels), PoolKey(b.Labels)) })
+	slices.SortFunc(out, func(a, b sharingv1alpha1.AdvertisementPool) int {
+		return cmp.Compare(PoolKey(a.Labels), PoolKey(b.Labels))
+	})
 	return out
 }
 
