@@ -48,7 +48,7 @@ func TestPoolsOn(t *testing.T) {
 		pod("eu1", "another", "1", "1Gi", corev1.PodRunning),  // another consumer's: counted
 		pod("eu2", "consumer", "1", "1Gi", corev1.PodRunning), // this consumer's: not
 	}
-	providers := func(n *corev1.Node) bool { return IsVirtual(n) }
+	providers := IsVirtual
 
 	got := PoolsOn(nodes, pods, "consumer", 100, providers, []string{region})
 	want := []sharingv1alpha1.AdvertisementPool{

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -2110,6 +2111,38 @@ func TestProvidersReachEachOthersPodsThroughHere(t *testing.T) {
 			if len(routes) > 0 {
 				return fmt.Errorf("%s's routes for the slice gone: %+v", id, routes)
 			}
+		}
+		return nil
+	})
+}
+
+// TestPoolPodsGoWhereThePoolIs: a pod bound to the virtual node of one of
+// a provider's pools goes to the provider with the pool node's exposed
+// labels as its node selector (not the pod's own, nor the node's other
+// labels); one bound to the provider's whole node goes with none.
+func TestPoolPodsGoWhereThePoolIs(t *testing.T) {
+	w := startReflectors(t)
+	const region = "topology.kubernetes.io/region"
+	pool := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode + "-" + w.localNS, Labels: map[string]string{
+		offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue, offloadingv1alpha1.RemoteClusterLabel: testProvider,
+		offloadingv1alpha1.PoolLabel: "0a1b2c3d", region: "eu", "team": "blue",
+	}}}
+	if err := w.c.Create(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.c.Delete(context.Background(), pool) })
+	own := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{region: "eu", "disk": "ssd"} }
+	inPool := w.offloadedPod(t, "in-pool", own, func(p *corev1.Pod) { p.Spec.NodeName = pool.Name })
+	whole := w.offloadedPod(t, "whole", own)
+	w.remotePod(t, inPool.Name, func(p *corev1.Pod) error {
+		if !maps.Equal(p.Spec.NodeSelector, map[string]string{region: "eu"}) {
+			return fmt.Errorf("the pool's pod at the provider selects nodes by %v, want %s=eu alone", p.Spec.NodeSelector, region)
+		}
+		return nil
+	})
+	w.remotePod(t, whole.Name, func(p *corev1.Pod) error {
+		if p.Spec.NodeSelector != nil {
+			return fmt.Errorf("the whole node's pod at the provider selects nodes by %v, want none", p.Spec.NodeSelector)
 		}
 		return nil
 	})

@@ -20,6 +20,12 @@ const (
 	// name its virtual node was given: the name stays the provider's,
 	// reserved, even while the node is gone.
 	VirtualNodeNameAnnotation = "offloading.liqo.io/virtual-node-name"
+	// PoolLabel carries, on a virtual node for one pool of a provider's
+	// offer (an Advertisement's pools), the pool's key: a hash of its
+	// labels, which the node's name ends with. A pod bound to the node
+	// goes to the provider with the node's exposed labels as its node
+	// selector.
+	PoolLabel = "offloading.liqo.io/pool"
 	// LargestPodsAnnotation carries, on a virtual node, the largest pods
 	// its offer can take (the Advertisement's largestPods, as JSON): a
 	// pod none of them holds is not bound to the node.

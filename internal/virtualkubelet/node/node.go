@@ -9,6 +9,7 @@ package node
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -136,19 +137,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.reflect(ctx, provider, "", "", "")
 	}
-	node, ready, msg, err := r.Keep(ctx, PeerOffer(&adv))
-	if err != nil {
+	// One node for the offer, or one for each of its pools; the nodes
+	// of pools it no longer has go.
+	var names, cordoned []string
+	ready, msg := true, ""
+	for _, offer := range PeerOffers(&adv) {
+		node, ok, m, err := r.Keep(ctx, offer)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		names = append(names, node.Name)
+		if node.Spec.Unschedulable {
+			cordoned = append(cordoned, node.Name)
+		}
+		if msg == "" || !ok && ready {
+			msg = m
+		}
+		ready = ready && ok
+	}
+	if err := r.removeNodes(ctx, provider, names...); err != nil {
 		return ctrl.Result{}, err
 	}
 	status, reason := metav1.ConditionTrue, discoveryv1alpha1.ReasonVirtualNodeReady
 	switch {
 	case !ready:
 		status, reason = metav1.ConditionFalse, discoveryv1alpha1.ReasonProviderUnreachable
-	case node.Spec.Unschedulable:
+	case len(cordoned) == len(names):
 		reason = discoveryv1alpha1.ReasonVirtualNodeCordoned
-		msg += "; cordoned: its pods run, no new pod is scheduled on it (kubectl uncordon " + node.Name + ")"
+		msg += "; cordoned: its pods run, no new pod is scheduled on it (kubectl uncordon " + strings.Join(cordoned, " ") + ")"
+	case len(cordoned) > 0:
+		msg += "; cordoned: " + strings.Join(cordoned, ", ")
 	}
-	if err := r.reflect(ctx, provider, status, reason, fmt.Sprintf("Virtual node %s: %s", node.Name, msg)); err != nil {
+	what := "Virtual node " + names[0]
+	if len(names) > 1 {
+		what = fmt.Sprintf("Virtual nodes %s (one for each of the offer's %d pools)", strings.Join(names, ", "), len(names))
+	}
+	if err := r.reflect(ctx, provider, status, reason, what+": "+msg); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: RenewEvery}, nil
@@ -197,6 +221,51 @@ func PeerOffer(adv *sharingv1alpha1.Advertisement) *provider.Offer {
 	}
 }
 
+// PeerOffers are the offers of a peer's Advertisement, one for each
+// virtual node: the whole offer (PeerOffer), or, when it has pools, one
+// for each, with the pool's resources and largest pods and only the
+// labels a virtual node may show, keyed by those labels (PoolKey). Two
+// pools showing the same labels make one node, the first's; past
+// sharing.MaxPools (the schema's bound), none.
+func PeerOffers(adv *sharingv1alpha1.Advertisement) []*provider.Offer {
+	whole := PeerOffer(adv)
+	if len(adv.Spec.Pools) == 0 {
+		return []*provider.Offer{whole}
+	}
+	var out []*provider.Offer
+	for _, p := range adv.Spec.Pools[:min(len(adv.Spec.Pools), sharing.MaxPools)] {
+		labels := sharing.AllowedNodeLabels(p.Labels)
+		key := PoolKey(labels)
+		if slices.ContainsFunc(out, func(o *provider.Offer) bool { return o.Pool == key }) {
+			continue
+		}
+		out = append(out, &provider.Offer{
+			Provider: whole.Provider, Name: whole.Name, Resources: p.Resources, Labels: labels, LargestPods: p.LargestPods, Pool: key,
+		})
+	}
+	return out
+}
+
+// PoolKey is the key of a pool that shows labels: eight hexadecimal
+// digits of their hash, which its virtual node's name ends with.
+func PoolKey(labels map[string]string) string {
+	sum := sha256.Sum256([]byte(sharing.PoolKey(labels)))
+	return hex.EncodeToString(sum[:4])
+}
+
+// PoolSelector is the node selector of the pods bound to node at their
+// provider: the exposed labels of a pool's node, none for another node.
+func PoolSelector(node *corev1.Node) map[string]string {
+	if node.Labels[offloadingv1alpha1.PoolLabel] == "" {
+		return nil
+	}
+	sel := sharing.AllowedNodeLabels(node.Labels)
+	if len(sel) == 0 {
+		return nil
+	}
+	return sel
+}
+
 // Name returns the virtual node's name for a provider: liqo-<name>
 // when the provider's name is usable, liqo-<ClusterID> otherwise.
 func Name(id discoveryv1alpha1.ClusterIdentity) string {
@@ -224,7 +293,8 @@ func (r *Reconciler) nodeName(ctx context.Context, offer *provider.Offer) (strin
 	if len(own.Items) > 0 {
 		names := make([]string, 0, len(own.Items))
 		for _, n := range own.Items {
-			names = append(names, n.Name)
+			// A pool's node is named after the provider's name.
+			names = append(names, strings.TrimSuffix(n.Name, "-"+n.Labels[offloadingv1alpha1.PoolLabel]))
 		}
 		slices.Sort(names)
 		return names[0], nil
@@ -327,13 +397,20 @@ const FieldManager = "liqo-virtual-kubelet"
 // their taints, labels and annotations are theirs, never written back.
 func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*corev1.Node, error) {
 	provider := offer.Provider
-	name, err := r.nodeName(ctx, offer)
+	base, err := r.nodeName(ctx, offer)
 	if err != nil {
 		return nil, fmt.Errorf("naming the virtual node of %s: %w", provider, err)
 	}
+	name := base
 	labels := maps.Clone(offer.Labels)
 	if labels == nil {
 		labels = map[string]string{}
+	}
+	if offer.Pool != "" {
+		if name, err = r.poolNodeName(ctx, base, offer); err != nil {
+			return nil, err
+		}
+		labels[offloadingv1alpha1.PoolLabel] = offer.Pool
 	}
 	labels[offloadingv1alpha1.VirtualNodeLabel] = offloadingv1alpha1.VirtualNodeValue
 	labels[offloadingv1alpha1.RemoteClusterLabel] = provider
@@ -394,10 +471,30 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 			return nil, fmt.Errorf("tainting virtual node %s: %w", name, err)
 		}
 	}
-	if err := r.rememberNodeName(ctx, provider, name); err != nil {
+	if err := r.rememberNodeName(ctx, provider, base); err != nil {
 		return nil, err
 	}
 	return node, nil
+}
+
+// poolNodeName is the name of the node of offer's pool: the provider's
+// node name and the pool's key, or, when another provider has a node of
+// that name or it is too long for a hostname, liqo-<ClusterID>-<key>.
+func (r *Reconciler) poolNodeName(ctx context.Context, base string, offer *provider.Offer) (string, error) {
+	for _, name := range []string{base + "-" + offer.Pool, "liqo-" + offer.Provider + "-" + offer.Pool} {
+		if len(validation.IsDNS1123Label(name)) > 0 {
+			continue
+		}
+		var existing corev1.Node
+		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &existing)
+		if apierrors.IsNotFound(err) || err == nil && existing.Labels[offloadingv1alpha1.RemoteClusterLabel] == offer.Provider {
+			return name, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("no free name for the virtual node of %s's pool %v", offer.Provider, offer.Labels)
 }
 
 // appliedMeta is what this controller manager last applied of a node.
@@ -504,17 +601,21 @@ func (r *Reconciler) renewLease(ctx context.Context, node *corev1.Node) error {
 	return err
 }
 
-// removeNodes drains and deletes the virtual nodes of provider (their
-// Leases go with them, being owned by them). Draining deletes the pods
-// bound to the node at once, as a kubelet confirms their end, so that
-// their controllers replace them without waiting for the pod garbage
-// collector; the pod reflector deletes their provider copies.
-func (r *Reconciler) removeNodes(ctx context.Context, provider string) error {
+// removeNodes drains and deletes the virtual nodes of provider but those
+// named in keep (their Leases go with them, being owned by them).
+// Draining deletes the pods bound to the node at once, as a kubelet
+// confirms their end, so that their controllers replace them without
+// waiting for the pod garbage collector; the pod reflector deletes their
+// provider copies.
+func (r *Reconciler) removeNodes(ctx context.Context, provider string, keep ...string) error {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider}); err != nil {
 		return err
 	}
 	for i := range nodes.Items {
+		if slices.Contains(keep, nodes.Items[i].Name) {
+			continue
+		}
 		// Cordoned first, so that the scheduler stops placing pods on it.
 		if !nodes.Items[i].Spec.Unschedulable {
 			patch := client.MergeFrom(nodes.Items[i].DeepCopy())

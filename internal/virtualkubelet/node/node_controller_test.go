@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -79,8 +80,8 @@ func startNodes(t *testing.T) *nodeWorld {
 }
 
 // offer writes provider's Advertisement in its tenant namespace, with
-// identity claimed as its cluster, and the operator's verdict phase.
-func (w *nodeWorld) offer(t *testing.T, provider, claimed string, phase sharingv1alpha1.AdvertisementPhase) *sharingv1alpha1.Advertisement {
+// identity claimed as its cluster, accepted by the operator.
+func (w *nodeWorld) offer(t *testing.T, provider, claimed string) *sharingv1alpha1.Advertisement {
 	t.Helper()
 	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: discoveryv1alpha1.TenantNamespace(provider)}}
@@ -98,7 +99,7 @@ func (w *nodeWorld) offer(t *testing.T, provider, claimed string, phase sharingv
 	if err := w.c.Create(ctx, adv); err != nil {
 		t.Fatal(err)
 	}
-	adv.Status.Phase = phase
+	adv.Status.Phase = sharingv1alpha1.AdvertisementAccepted
 	if err := w.c.Status().Update(ctx, adv); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestVirtualNodeLifecycle(t *testing.T) {
 	w := startNodes(t)
 	const provider = "provider-1"
 	w.foreignCluster(t, provider)
-	adv := w.offer(t, provider, provider, sharingv1alpha1.AdvertisementAccepted)
+	adv := w.offer(t, provider, provider)
 
 	var node corev1.Node
 	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
@@ -243,7 +244,7 @@ func TestVirtualNodeLifecycle(t *testing.T) {
 // cluster: it gets no node, and the other cluster's node is not touched.
 func TestOfferNamingAnotherClusterGetsNoNode(t *testing.T) {
 	w := startNodes(t)
-	w.offer(t, "victim", "victim", sharingv1alpha1.AdvertisementAccepted)
+	w.offer(t, "victim", "victim")
 	var victim []corev1.Node
 	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) (err error) {
 		if victim, err = w.virtualNodes(ctx, "victim"); err == nil && len(victim) != 1 {
@@ -251,7 +252,7 @@ func TestOfferNamingAnotherClusterGetsNoNode(t *testing.T) {
 		}
 		return err
 	})
-	w.offer(t, "mallory", "victim", sharingv1alpha1.AdvertisementAccepted)
+	w.offer(t, "mallory", "victim")
 	envtest.Consistently(t, 2*time.Second, func(ctx context.Context) error {
 		nodes, err := w.virtualNodes(ctx, "mallory")
 		if err != nil {
@@ -524,5 +525,131 @@ func TestOpaqueNodeNames(t *testing.T) {
 	}
 	if n.Name != names["provider-a"] {
 		t.Errorf("provider-a's node made again is %s, want %s", n.Name, names["provider-a"])
+	}
+}
+
+// TestVirtualNodesOfPools: an offer cut in pools gets one virtual node
+// for each, named after the provider's node and the pool's key, with the
+// pool's capacity and only the exposed labels of the pool (a peer cannot
+// label the consumer's node beyond them), which are the node selector of
+// its pods at the provider; two pools showing the same labels make one
+// node. A pool that goes takes its node and the pods bound to it; the
+// others' nodes stay; pools gone, the whole offer gets its one node again.
+func TestVirtualNodesOfPools(t *testing.T) {
+	w := startNodes(t)
+	const provider = "broker-1"
+	const region = "topology.kubernetes.io/region"
+	w.foreignCluster(t, provider)
+	adv := w.offer(t, provider, provider)
+	ctx := t.Context()
+	pool := func(r, cpu string, extra map[string]string) sharingv1alpha1.AdvertisementPool {
+		labels := map[string]string{region: r}
+		for k, v := range extra {
+			labels[k] = v
+		}
+		return sharingv1alpha1.AdvertisementPool{Labels: labels, Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("10")}}
+	}
+	setPools := func(pools ...sharingv1alpha1.AdvertisementPool) {
+		t.Helper()
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(adv), adv); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(adv.DeepCopy())
+		adv.Spec.Pools = pools
+		if err := w.c.Patch(ctx, adv, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// nodes waits for the provider's virtual nodes to be those of want
+	// (pool key → cpu; "" the whole offer's node) and returns them by key.
+	nodes := func(want map[string]string) map[string]corev1.Node {
+		t.Helper()
+		var got map[string]corev1.Node
+		envtest.Eventually(t, 15*time.Second, func(ctx context.Context) error {
+			all, err := w.virtualNodes(ctx, provider)
+			if err != nil {
+				return err
+			}
+			got = map[string]corev1.Node{}
+			for _, n := range all {
+				if n.DeletionTimestamp != nil {
+					return fmt.Errorf("node %s going", n.Name)
+				}
+				got[n.Labels[offloadingv1alpha1.PoolLabel]] = n
+			}
+			if len(got) != len(all) || len(got) != len(want) {
+				return fmt.Errorf("%d virtual nodes (pools %v), want %d", len(all), slices.Collect(maps.Keys(got)), len(want))
+			}
+			for key, cpu := range want {
+				n, ok := got[key]
+				if !ok {
+					return fmt.Errorf("no node of pool %q", key)
+				}
+				if q := n.Status.Capacity[corev1.ResourceCPU]; q.Cmp(resource.MustParse(cpu)) != 0 || Ready(&n) != corev1.ConditionTrue {
+					return fmt.Errorf("node %s: cpu %s, Ready %s; want %s, True", n.Name, q.String(), Ready(&n), cpu)
+				}
+			}
+			return nil
+		})
+		return got
+	}
+	whole := nodes(map[string]string{"": "4"})[""]
+	if PoolSelector(&whole) != nil {
+		t.Errorf("the whole offer's node gives its pods the node selector %v, want none", PoolSelector(&whole))
+	}
+
+	eu, us := pool("eu", "3", map[string]string{"example.com/secret": "provider-2", "kubernetes.io/hostname": "p2"}), pool("us", "1", nil)
+	euKey, usKey := PoolKey(map[string]string{region: "eu"}), PoolKey(map[string]string{region: "us"})
+	setPools(eu, us, pool("eu", "5", nil))
+	got := nodes(map[string]string{euKey: "3", usKey: "1"})
+	for key, r := range map[string]string{euKey: "eu", usKey: "us"} {
+		n := got[key]
+		if want := whole.Name + "-" + key; n.Name != want {
+			t.Errorf("pool %s's node %s, want %s", r, n.Name, want)
+		}
+		if n.Labels[region] != r || n.Labels["example.com/secret"] != "" || n.Labels["kubernetes.io/hostname"] != n.Name {
+			t.Errorf("pool %s's node labels %v: want region %s, its own hostname and no label not exposed", r, n.Labels, r)
+		}
+		if sel := PoolSelector(&n); len(sel) != 1 || sel[region] != r {
+			t.Errorf("pool %s's pods' node selector %v, want %s=%s alone", r, sel, region, r)
+		}
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		c, err := w.condition(ctx, provider)
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, got[euKey].Name) || !strings.Contains(c.Message, got[usKey].Name) {
+			return fmt.Errorf("VirtualNodeReady %+v, want True, naming both nodes", c)
+		}
+		return nil
+	})
+
+	// A pod on us's node: the pool goes, and its node with the pod.
+	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "in-us"}, Spec: corev1.PodSpec{
+		NodeName: got[usKey].Name, Containers: []corev1.Container{{Name: "c", Image: "pause"}},
+	}}
+	// No controller manager makes the namespace's service account here.
+	if err := w.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	if err := w.c.Create(ctx, bound); err != nil {
+		t.Fatal(err)
+	}
+	setPools(eu)
+	after := nodes(map[string]string{euKey: "3"})
+	if after[euKey].UID != got[euKey].UID {
+		t.Errorf("pool eu's node made again (uid %s, was %s) when another pool went", after[euKey].UID, got[euKey].UID)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(bound), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %s of the node of the pool gone: %w, want it drained", bound.Name, err)
+		}
+		return nil
+	})
+
+	setPools()
+	if back := nodes(map[string]string{"": "4"})[""]; back.Name != whole.Name {
+		t.Errorf("the whole offer's node back as %s, want %s", back.Name, whole.Name)
 	}
 }

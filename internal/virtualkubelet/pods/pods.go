@@ -111,7 +111,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	providerID, err := r.providerOf(ctx, &pod)
+	providerID, poolSelector, err := r.providerOf(ctx, &pod)
 	if err != nil || providerID == "" {
 		return ctrl.Result{}, err
 	}
@@ -170,6 +170,8 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		return ctrl.Result{}, nil // the provider pod's deletion wakes this up again
 	}
 	desired := RemotePod(&pod, remoteNS, r.LocalClusterID)
+	// A pool's pod runs where the pool's labels are.
+	desired.Spec.NodeSelector = poolSelector
 	// A pod's DNS is chosen when it is made there, and stays.
 	if remote == nil {
 		for _, st := range no.Status.RemoteNamespaces {
@@ -510,23 +512,25 @@ func (r *Reflector) agreed(ctx context.Context, providerID string) bool {
 }
 
 // providerOf returns the provider of the virtual node pod is bound to, or
-// "" for a pod not bound to a virtual node.
-func (r *Reflector) providerOf(ctx context.Context, pod *corev1.Pod) (string, error) {
+// "" for a pod not bound to a virtual node, and, for the node of one of
+// the provider's pools, the node selector of the pod there
+// (node.PoolSelector).
+func (r *Reflector) providerOf(ctx context.Context, pod *corev1.Pod) (string, map[string]string, error) {
 	if pod.Spec.NodeName == "" {
-		return "", nil
+		return "", nil, nil
 	}
-	var node corev1.Node
-	err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &node)
+	var n corev1.Node
+	err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, &n)
 	if apierrors.IsNotFound(err) {
-		return "", r.deleteIfNodeGone(ctx, pod)
+		return "", nil, r.deleteIfNodeGone(ctx, pod)
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	if !sharing.IsVirtual(&node) {
-		return "", nil
+	if !sharing.IsVirtual(&n) {
+		return "", nil, nil
 	}
-	return node.Labels[offloadingv1alpha1.RemoteClusterLabel], nil
+	return n.Labels[offloadingv1alpha1.RemoteClusterLabel], node.PoolSelector(&n), nil
 }
 
 // deleteIfNodeGone deletes an offloadable pod bound to a node that no

@@ -117,6 +117,12 @@ type Offer struct {
 	// Advertisement's largestPods): a pod none holds is not bound to the
 	// virtual node. Empty: no bound beyond Resources.
 	LargestPods []corev1.ResourceList
+	// Pool, when the offer is one pool of several of the provider's
+	// (an Advertisement's pools), is the pool's key: its virtual node is
+	// named after the provider's and the key, labelled with it
+	// (offloading.liqo.io/pool), and its pods go to the provider with
+	// its labels as their node selector.
+	Pool string
 }
 
 // ErrNotSynced is returned by Namespace while the view's cache fills; the

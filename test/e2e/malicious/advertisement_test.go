@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	sharingv1alpha1 "github.com/liqo-go/liqo/api/sharing/v1alpha1"
+	"github.com/liqo-go/liqo/internal/sharing"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -27,7 +29,8 @@ import (
 // nor accept its own offer, nor pass itself off as another provider; the
 // labels it offers reach its virtual node only where they describe a
 // place (a zone), never as a control-plane role, another provider's ID or
-// another node's hostname.
+// another node's hostname; and pools it offers make virtual nodes the
+// consumer names and labels, seventeen of them refused.
 func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 	peered(t)
 	a, b, c := members()
@@ -198,5 +201,78 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 		if got := node.Labels[hostnameLabel]; got != node.Name {
 			t.Errorf("virtual node %s: %s=%q, want its own name", node.Name, hostnameLabel, got)
 		}
+	})
+
+	t.Run("pools make nodes the consumer names, showing only the labels that describe a place", func(t *testing.T) {
+		cNode, err := framework.VirtualNode(inA, c.ClusterID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const zoneLabel, hostnameLabel = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
+		res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}
+		// More pools than the schema holds are refused.
+		many := make([]sharingv1alpha1.AdvertisementPool, sharing.MaxPools+1)
+		for i := range many {
+			many[i] = sharingv1alpha1.AdvertisementPool{Labels: map[string]string{zoneLabel: fmt.Sprintf("z%d", i)}, Resources: res}
+		}
+		framework.Refused(t, fmt.Sprintf("an Advertisement of %d pools", len(many)), update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.Pools = many }))
+
+		evil := []sharingv1alpha1.AdvertisementPool{
+			{Labels: map[string]string{zoneLabel: "z1", offloadingv1alpha1.RemoteClusterLabel: c.ClusterID, hostnameLabel: cNode.Name,
+				offloadingv1alpha1.PoolLabel: "x", offloadingv1alpha1.VirtualNodeLabel: "no"}, Resources: res},
+			{Labels: map[string]string{zoneLabel: "z2"}, Resources: res},
+		}
+		t.Cleanup(func() {
+			if err := update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.Pools = nil }); err != nil {
+				t.Errorf("removing the Advertisement's pools: %v", err)
+			}
+			framework.Eventually(t, 30*time.Second, func() error {
+				_, err := framework.VirtualNode(inA, b.ClusterID)
+				return err
+			})
+		})
+		var nodes corev1.NodeList
+		framework.Eventually(t, 30*time.Second, func() error {
+			var adv sharingv1alpha1.Advertisement
+			if err := provider.Get(ctx, own, &adv); err != nil {
+				return err
+			}
+			if len(adv.Spec.Pools) != len(evil) {
+				if err := update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.Pools = evil }); err != nil {
+					t.Fatalf("setting the Advertisement's pools: %v", err)
+				}
+			}
+			if err := inA.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: b.ClusterID}); err != nil {
+				return err
+			}
+			zones := map[string]bool{}
+			for _, n := range nodes.Items {
+				zones[n.Labels[zoneLabel]] = n.DeletionTimestamp == nil
+			}
+			if len(nodes.Items) != 2 || !zones["z1"] || !zones["z2"] {
+				return fmt.Errorf("%d virtual nodes of %s in zones %v, want one in z1 and one in z2", len(nodes.Items), b.Name, zones)
+			}
+			return nil
+		})
+		for _, n := range nodes.Items {
+			if got := n.Labels[hostnameLabel]; got != n.Name {
+				t.Errorf("virtual node %s: %s=%q, want its own name", n.Name, hostnameLabel, got)
+			}
+			if !offloadingv1alpha1.IsVirtualNode(n.Labels) {
+				t.Errorf("virtual node %s is not labelled virtual: %v", n.Name, n.Labels)
+			}
+			if key := n.Labels[offloadingv1alpha1.PoolLabel]; key == "x" || !strings.HasSuffix(n.Name, "-"+key) {
+				t.Errorf("virtual node %s: pool %q, want the consumer's key, which its name ends with", n.Name, key)
+			}
+			if n.Name == cNode.Name {
+				t.Errorf("a pool of %s took the name of %s's node", b.Name, c.Name)
+			}
+		}
+		// The other provider's node stands.
+		node := waitHeartbeats(t, a, c.ClusterID, 2)
+		if node.UID != cNode.UID {
+			t.Fatalf("the virtual node of %s was replaced (UID %s, was %s)", c.Name, node.UID, cNode.UID)
+		}
+		requireReady(t, node)
 	})
 }
