@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -48,6 +49,7 @@ import (
 	"github.com/liqo-go/liqo/internal/peering"
 	"github.com/liqo-go/liqo/internal/playground"
 	"github.com/liqo-go/liqo/internal/sharing"
+	virtualnode "github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
 
@@ -852,6 +854,187 @@ func aggregatedOverTwo(t *testing.T, consumer, p1, p2 *playground.Member, replic
 	restart()
 	scale(0)
 	nothingLeft(p1, p2)
+	framework.WaitVirtualNodesReady(t, b, p1)
+	pooled(t, consumer, p1, p2)
+}
+
+// pooled: the providers' nodes are in two regions, and the broker's
+// operator lets the consumer choose its pods' providers by region
+// (spec.aggregate.poolLabels): the consumer reads one virtual node of the
+// broker for each region, with its label, what the provider there offers
+// and nothing that names it; a Deployment that selects a region by node
+// selector runs there alone, through the broker; without pool labels the
+// consumer reads one node again.
+func pooled(t *testing.T, consumer, p1, p2 *playground.Member) {
+	t.Helper()
+	const region = "topology.kubernetes.io/region"
+	ctx := t.Context()
+	b := suite.Broker
+	bc, cc := framework.Client(t, b), framework.Client(t, consumer)
+	label := func(m *playground.Member, value string) {
+		t.Helper()
+		c := framework.Client(t, m)
+		var nodes corev1.NodeList
+		if err := c.List(ctx, &nodes); err != nil {
+			t.Fatal(err)
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			if sharing.IsVirtual(n) {
+				continue
+			}
+			patch := client.MergeFrom(n.DeepCopy())
+			if value == "" {
+				delete(n.Labels, region)
+			} else {
+				n.Labels[region] = value
+			}
+			if err := c.Patch(ctx, n, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setPoolLabels := func(keys ...string) {
+		t.Helper()
+		var sel brokerv1alpha1.Selection
+		if err := bc.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(sel.DeepCopy())
+		sel.Spec.Aggregate.PoolLabels = keys
+		if err := bc.Patch(ctx, &sel, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// brokerNodes are the consumer's virtual nodes of the broker, by
+	// region, once each is Ready.
+	brokerNodes := func(ctx context.Context) (map[string]corev1.Node, error) {
+		var nodes corev1.NodeList
+		if err := cc.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: b.ClusterID}); err != nil {
+			return nil, err
+		}
+		out := map[string]corev1.Node{}
+		for _, n := range nodes.Items {
+			if n.DeletionTimestamp != nil || virtualnode.Ready(&n) != corev1.ConditionTrue {
+				return nil, fmt.Errorf("the broker's virtual node %s going or not Ready", n.Name)
+			}
+			out[n.Labels[region]] = n
+		}
+		if len(out) != len(nodes.Items) {
+			return nil, fmt.Errorf("%d virtual nodes of the broker for %d regions", len(nodes.Items), len(out))
+		}
+		return out, nil
+	}
+	// Both providers offered again (one was stopped before): what
+	// follows times the pools alone.
+	framework.Eventually(t, 2*time.Minute, func() error {
+		var sel brokerv1alpha1.Selection
+		if err := bc.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
+			return err
+		}
+		if got := sel.Offered(); !slices.Contains(got, p1.ClusterID) || !slices.Contains(got, p2.ClusterID) {
+			return fmt.Errorf("the consumer is offered %v, want both providers", got)
+		}
+		return nil
+	})
+	start := time.Now()
+	label(p1, "eu-west")
+	label(p2, "us-east")
+	setPoolLabels(region)
+	var pools map[string]corev1.Node
+	framework.Eventually(t, time.Minute, func() error {
+		var err error
+		if pools, err = brokerNodes(ctx); err != nil {
+			return err
+		}
+		for _, r := range []string{"eu-west", "us-east"} {
+			if n, ok := pools[r]; !ok || n.Labels[offloadingv1alpha1.PoolLabel] == "" || n.Status.Allocatable.Cpu().IsZero() {
+				return fmt.Errorf("the consumer's nodes of the broker by region: %v, want a pool's node with CPU for %s", slices.Collect(maps.Keys(pools)), r)
+			}
+		}
+		if len(pools) != 2 {
+			return fmt.Errorf("the consumer's nodes of the broker by region: %v, want eu-west and us-east alone", slices.Collect(maps.Keys(pools)))
+		}
+		return nil
+	})
+	t.Logf("the consumer read a node for each region %s after the pool labels were set", time.Since(start).Round(100*time.Millisecond))
+	for _, n := range pools {
+		for _, p := range []*playground.Member{p1, p2} {
+			text := n.Name + fmt.Sprint(n.Labels) + fmt.Sprint(n.Annotations)
+			if strings.Contains(text, p.ClusterID) || strings.Contains(text, p.Name) {
+				t.Errorf("the consumer's node %s of the broker names provider %s: %s", n.Name, p.Name, text)
+			}
+		}
+	}
+
+	// Ten pods that ask for eu-west run at p1 alone.
+	labels := map[string]string{"app": "eu"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "eu"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](10), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{region: "eu-west"},
+			Containers: []corev1.Container{{
+				Name: "web", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+			}},
+		}},
+	}}
+	if err := cc.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	c1, c2 := framework.Client(t, p1), framework.Client(t, p2)
+	framework.Eventually(t, 2*time.Minute, func() error {
+		var list corev1.PodList
+		if err := cc.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+			return err
+		}
+		running := 0
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+			if p.Spec.NodeName != "" && p.Spec.NodeName != pools["eu-west"].Name {
+				return fmt.Errorf("pod %s on %s, want the eu-west pool's node %s", p.Name, p.Spec.NodeName, pools["eu-west"].Name)
+			}
+		}
+		if running != 10 {
+			return fmt.Errorf("%d of the 10 eu-west pods Running", running)
+		}
+		for i, c := range []client.Client{c1, c2} {
+			var at corev1.PodList
+			if err := c.List(ctx, &at, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: b.ClusterID}); err != nil {
+				return err
+			}
+			n := 0
+			for _, p := range at.Items {
+				if p.Labels["app"] == "eu" && p.DeletionTimestamp == nil {
+					n++
+				}
+			}
+			if want := map[int]int{0: 10, 1: 0}[i]; n != want {
+				return fmt.Errorf("provider %d runs %d of the eu-west pods, want %d", i+1, n, want)
+			}
+		}
+		return nil
+	})
+	if err := cc.Delete(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+
+	// No pool labels: one node again, with no region (the providers
+	// differ in it).
+	setPoolLabels()
+	framework.Eventually(t, time.Minute, func() error {
+		nodes, err := brokerNodes(ctx)
+		if err != nil {
+			return err
+		}
+		if n, ok := nodes[""]; len(nodes) != 1 || !ok || n.Labels[offloadingv1alpha1.PoolLabel] != "" {
+			return fmt.Errorf("the consumer's nodes of the broker by region: %v, want one, of no region and no pool", slices.Collect(maps.Keys(nodes)))
+		}
+		return nil
+	})
+	label(p1, "")
+	label(p2, "")
 }
 
 // aggregated has the broker's operator aggregate the consumer (its
