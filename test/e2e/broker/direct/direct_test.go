@@ -417,7 +417,9 @@ func transit(t *testing.T, consumer, provider *playground.Member, server *corev1
 // the broker, EndpointSlices in its aggregated namespace there. One that
 // names an address of the provider's pods, of the broker's own pods or of
 // the broker's external range (a transit address itself), as the broker
-// sees each, is refused, the address named. One that names, beside an
+// sees each, is refused, the address named; so is one labelled as the
+// broker's EndpointSlice controller's (whose transit addresses the broker
+// resolves for the providers), the label named. One that names, beside an
 // address of the consumer's own pod range, one of its external range and
 // one of its own pods the broker placed (both of which it may name) gets
 // the provider a route to the first alone, and the routes the broker had
@@ -477,6 +479,16 @@ func strangeSlice(t *testing.T, consumer, provider *playground.Member, ns string
 		if !strings.Contains(err.Error(), "endpoints[1].addresses[0]") {
 			t.Errorf("the refusal of %s (%s) does not name the field: %v", a, whose, err)
 		}
+	}
+	// Nor may it pass a slice off as the broker's EndpointSlice
+	// controller's, whose transit addresses the broker resolves for
+	// the providers (Behind) instead of checking them.
+	controllers := slice("controllers", own)
+	controllers.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+	err := asConsumer.Create(ctx, controllers)
+	framework.Refused(t, fmt.Sprintf("a slice of %s's labelled as the EndpointSlice controller's", consumer.Name), err)
+	if !strings.Contains(err.Error(), "metadata.labels["+discoveryv1.LabelManagedBy+"]") {
+		t.Errorf("the refusal of a slice labelled as the EndpointSlice controller's does not name the label: %v", err)
 	}
 	var copies corev1.PodList
 	if err := inBroker.List(ctx, &copies, client.InNamespace(remoteNS)); err != nil {
