@@ -172,16 +172,17 @@ func RestrictToProviders(pod *corev1.Pod, providers []string) {
 	mergeRequiredAffinity(pod, []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}})
 }
 
-// virtualNodes maps each provider to the name of its virtual node.
-func (m *PodMutator) virtualNodes(ctx context.Context) (map[string]string, error) {
+// virtualNodes maps each provider to the names of its virtual nodes (one,
+// or one for each pool of its offer).
+func (m *PodMutator) virtualNodes(ctx context.Context) (map[string][]string, error) {
 	var nodes corev1.NodeList
 	if err := m.Reader.List(ctx, &nodes, client.MatchingLabels{offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue}); err != nil {
 		return nil, fmt.Errorf("listing the virtual nodes: %w", err)
 	}
-	out := map[string]string{}
+	out := map[string][]string{}
 	for _, n := range nodes.Items {
 		if p := n.Labels[offloadingv1alpha1.RemoteClusterLabel]; p != "" {
-			out[p] = n.Name
+			out[p] = append(out[p], n.Name)
 		}
 	}
 	return out, nil
@@ -193,7 +194,7 @@ func (m *PodMutator) virtualNodes(ctx context.Context) (map[string]string, error
 // consumer reads the pod, and must find no provider in it. A requirement
 // left with no provider that has a node matches nothing (required) or
 // goes (preferred); one that excludes none goes.
-func HideProviders(pod *corev1.Pod, nodeOf map[string]string) {
+func HideProviders(pod *corev1.Pod, nodeOf map[string][]string) {
 	if pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil {
 		return
 	}
@@ -204,9 +205,7 @@ func HideProviders(pod *corev1.Pod, nodeOf map[string]string) {
 		}
 		var names []string
 		for _, v := range e.Values {
-			if n, ok := nodeOf[v]; ok {
-				names = append(names, n)
-			}
+			names = append(names, nodeOf[v]...)
 		}
 		switch {
 		case len(names) > 0:
