@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -187,6 +189,11 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	want.LargestPods = LargestOn(nodes.Items, counted, pct)
 	// Cut by the labels the consumer may choose providers by.
 	want.Pools = PoolsOn(nodes.Items, pods.Items, consumer, pct, counted, poolLabels)
+	if want.Pools != nil {
+		// What one pool lacks (its pods ask more than it has) is not
+		// taken from the others: the offer is what the pools offer.
+		want.Resources = SumOfPools(want.Pools)
+	}
 	if cc := b.Config(); cc != nil && cc.Spec.SharingConfig.Price != nil {
 		price := cc.Spec.SharingConfig.Price
 		want.Prices, want.Currency, want.PricePeriod = price.PerUnit.DeepCopy(), price.Currency, price.Period
@@ -321,12 +328,16 @@ var exposedLabels = []string{
 func AllowedNodeLabels(offered map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, key := range exposedLabels {
-		if v, ok := offered[key]; ok {
+		// A value no label may have would fail the node's every write.
+		if v, ok := offered[key]; ok && len(validation.IsValidLabelValue(v)) == 0 {
 			out[key] = v
 		}
 	}
 	return out
 }
+
+// Exposed says whether key is a label a virtual node may show.
+func Exposed(key string) bool { return slices.Contains(exposedLabels, key) }
 
 // ProviderOfTenant returns the peer whose tenant namespace ns is.
 func ProviderOfTenant(ns string) (string, bool) {

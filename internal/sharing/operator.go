@@ -117,6 +117,11 @@ func (o *Operator) decide(ctx context.Context, adv *sharingv1alpha1.Advertisemen
 		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonOverCap,
 			"the offer exceeds spec.sharingConfig.maxAcceptedResources: " + strings.Join(over, ", ")
 	}
+	// The cap binds the pools too: together they offer no more.
+	if over := poolsOver(adv.Spec.Pools, adv.Spec.Resources); len(over) > 0 {
+		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonPoolsOverOffer,
+			"spec.pools offer more than spec.resources: " + strings.Join(over, ", ")
+	}
 	if sc.AutoAccept != nil && !*sc.AutoAccept && adv.Annotations[sharingv1alpha1.AcceptAnnotation] != "true" {
 		return sharingv1alpha1.AdvertisementRefused, sharingv1alpha1.ReasonAwaitingOperator, fmt.Sprintf(
 			"spec.sharingConfig.autoAccept is off; accept this offer with: kubectl annotate advertisement -n %s %s %s=true", adv.Namespace, adv.Name, sharingv1alpha1.AcceptAnnotation)
@@ -140,6 +145,19 @@ func overCap(offer, capList corev1.ResourceList) []string {
 	var over []string
 	for name, limit := range capList {
 		if q, ok := offer[name]; ok && q.Cmp(limit) > 0 {
+			over = append(over, fmt.Sprintf("%s %s > %s", name, q.String(), limit.String()))
+		}
+	}
+	sort.Strings(over)
+	return over
+}
+
+// poolsOver lists the resources pools offer together beyond offer's
+// (a resource offer lacks counting as none).
+func poolsOver(pools []sharingv1alpha1.AdvertisementPool, offer corev1.ResourceList) []string {
+	var over []string
+	for name, q := range SumOfPools(pools) {
+		if limit := offer[name]; q.Cmp(limit) > 0 {
 			over = append(over, fmt.Sprintf("%s %s > %s", name, q.String(), limit.String()))
 		}
 	}

@@ -100,9 +100,46 @@ func TestAllowedNodeLabels(t *testing.T) {
 		"node-role.kubernetes.io/control-plane": "",
 		offloadingv1alpha1.RemoteClusterLabel:   "someone-else",
 		"kubernetes.io/hostname":                "evil",
+		"topology.kubernetes.io/region":         "no value may have spaces",
 	})
 	want := map[string]string{"topology.kubernetes.io/zone": "zone-b", "kubernetes.io/arch": "arm64"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("AllowedNodeLabels = %v, want %v", got, want)
+	}
+}
+
+// TestDecideRefusesPoolsBeyondTheOffer: the cap on an offer binds its
+// pools, which together may offer no more than it (of any resource, one
+// it does not offer counting as none).
+func TestDecideRefusesPoolsBeyondTheOffer(t *testing.T) {
+	const provider = "provider-id"
+	fc := &discoveryv1alpha1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: provider, Labels: map[string]string{discoveryv1alpha1.ClusterIDLabel: provider}}}
+	fc.Status.Conditions = []metav1.Condition{{Type: discoveryv1alpha1.ConditionPeeringRequested, Status: metav1.ConditionTrue, Reason: "Accepted"}}
+	o := &Operator{
+		Client: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(fc).Build(),
+		Config: func() *configv1alpha1.ClusterConfig { return &configv1alpha1.ClusterConfig{} },
+	}
+	pool := func(cpu string) sharingv1alpha1.AdvertisementPool {
+		return sharingv1alpha1.AdvertisementPool{Labels: map[string]string{"topology.kubernetes.io/zone": cpu}, Resources: list(cpu, "1Gi")}
+	}
+	gpu := pool("1")
+	gpu.Resources["nvidia.com/gpu"] = resource.MustParse("1")
+	for _, tc := range []struct {
+		name  string
+		pools []sharingv1alpha1.AdvertisementPool
+		want  sharingv1alpha1.AdvertisementPhase
+	}{
+		{"within", []sharingv1alpha1.AdvertisementPool{pool("1"), pool("3")}, sharingv1alpha1.AdvertisementAccepted},
+		{"beyond, together", []sharingv1alpha1.AdvertisementPool{pool("3"), pool("3")}, sharingv1alpha1.AdvertisementRefused},
+		{"a resource not offered", []sharingv1alpha1.AdvertisementPool{gpu}, sharingv1alpha1.AdvertisementRefused},
+	} {
+		adv := &sharingv1alpha1.Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: discoveryv1alpha1.TenantNamespace(provider), Name: sharingv1alpha1.AdvertisementName(provider)}}
+		adv.Spec.ClusterIdentity.ClusterID = provider
+		adv.Spec.Resources = list("4", "4Gi")
+		adv.Spec.Pools = tc.pools
+		got, reason, msg := o.decide(context.Background(), adv)
+		if got != tc.want || got == sharingv1alpha1.AdvertisementRefused && reason != sharingv1alpha1.ReasonPoolsOverOffer {
+			t.Errorf("%s: decided %s (%s: %s), want %s", tc.name, got, reason, msg, tc.want)
+		}
 	}
 }

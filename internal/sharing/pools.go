@@ -54,11 +54,25 @@ func PoolsOn(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent 
 	out := make([]sharingv1alpha1.AdvertisementPool, 0, len(order))
 	for _, key := range order {
 		in := func(n *corev1.Node) bool { return counted(n) && poolOf(n) == key }
-		out = append(out, sharingv1alpha1.AdvertisementPool{
-			Labels:      commonLabels(nodes, in),
+		// The pool is its values of keys alone, whatever else its nodes
+		// share today: that stays while the pool does.
+		first := nodes[slices.IndexFunc(nodes, func(n corev1.Node) bool { return in(&n) })]
+		p := sharingv1alpha1.AdvertisementPool{
 			Resources:   SharedOn(nodes, pods, consumerID, percent, in),
 			LargestPods: LargestOn(nodes, in, percent),
-		})
+		}
+		for _, k := range keys {
+			if v, ok := first.Labels[k]; ok {
+				if p.Labels == nil {
+					p.Labels = map[string]string{}
+				}
+				p.Labels[k] = v
+			} else if !slices.Contains(p.Absent, k) {
+				p.Absent = append(p.Absent, k)
+			}
+		}
+		slices.Sort(p.Absent)
+		out = append(out, p)
 	}
 	slices.SortStableFunc(out, func(a, b sharingv1alpha1.AdvertisementPool) int {
 		ca, cb := a.Resources[corev1.ResourceCPU], b.Resources[corev1.ResourceCPU]
@@ -67,22 +81,37 @@ func PoolsOn(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent 
 	out = out[:min(len(out), MaxPools)]
 	// In a stable order, whatever each offers: by their labels.
 	slices.SortFunc(out, func(a, b sharingv1alpha1.AdvertisementPool) int {
-		return cmp.Compare(PoolKey(a.Labels), PoolKey(b.Labels))
+		return cmp.Compare(PoolSelector(a.Labels, a.Absent), PoolSelector(b.Labels, b.Absent))
 	})
 	return out
 }
 
-// PoolKey is a pool's labels as one string, the same for the same
-// labels.
-func PoolKey(labels map[string]string) string {
-	var b strings.Builder
+// PoolSelector is a pool as a label selector (labels.Parse reads it):
+// key=value for each of its labels and !key for each absent one, sorted;
+// the same for the same pool.
+func PoolSelector(labels map[string]string, absent []string) string {
+	var terms []string
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(labels[k])
-		b.WriteByte(',')
+		terms = append(terms, k+"="+labels[k])
 	}
-	return b.String()
+	for _, k := range absent {
+		if _, ok := labels[k]; !ok {
+			terms = append(terms, "!"+k)
+		}
+	}
+	slices.Sort(terms)
+	return strings.Join(slices.Compact(terms), ",")
+}
+
+// SumOfPools is what pools offer together.
+func SumOfPools(pools []sharingv1alpha1.AdvertisementPool) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, p := range pools {
+		for name, q := range p.Resources {
+			add(out, name, q)
+		}
+	}
+	return out
 }
 
 // poolsChanged says whether two offers' pools differ beyond what a
@@ -93,7 +122,7 @@ func poolsChanged(a, b []sharingv1alpha1.AdvertisementPool) bool {
 		return true
 	}
 	for i := range a {
-		if !equalStrings(a[i].Labels, b[i].Labels) || ChangedBeyond(a[i].Resources, b[i].Resources, ChangeThreshold) ||
+		if !equalStrings(a[i].Labels, b[i].Labels) || !slices.Equal(a[i].Absent, b[i].Absent) || ChangedBeyond(a[i].Resources, b[i].Resources, ChangeThreshold) ||
 			largestChanged(a[i].LargestPods, b[i].LargestPods) {
 			return true
 		}

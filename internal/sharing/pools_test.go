@@ -5,6 +5,7 @@ package sharing
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,16 +28,18 @@ func labelled(n corev1.Node, labels map[string]string) corev1.Node {
 func describePools(pools []sharingv1alpha1.AdvertisementPool) []string {
 	out := make([]string, len(pools))
 	for i, p := range pools {
-		out[i] = fmt.Sprintf("%v %s %v", p.Labels, Describe(p.Resources), describeAll(p.LargestPods))
+		out[i] = fmt.Sprintf("%v absent %v: %s %v", p.Labels, p.Absent, Describe(p.Resources), describeAll(p.LargestPods))
 	}
 	return out
 }
 
 // TestPoolsOn: a broker's providers (its virtual nodes) cut by the
 // labels a consumer may choose them by: one pool for each set of values,
-// with the labels its providers share, their offer (less what runs there
-// for others) and their largest pods; none when they do not differ, and
-// the labels not exposed never cut.
+// with those values alone (not the other labels its providers happen to
+// share, which would change the pool as its providers change) and those
+// it lacks, their offer (less what runs there for others) and their
+// largest pods; none when they do not differ, and the labels not exposed
+// never cut.
 func TestPoolsOn(t *testing.T) {
 	eu1 := labelled(node("eu1", true, "4", "8Gi", "100"), map[string]string{region: "eu", zone: "eu-a", arch: "amd64"})
 	eu2 := labelled(node("eu2", true, "2", "4Gi", "100"), map[string]string{region: "eu", zone: "eu-b", arch: "amd64"})
@@ -52,9 +55,9 @@ func TestPoolsOn(t *testing.T) {
 
 	got := PoolsOn(nodes, pods, "consumer", 100, providers, []string{region})
 	want := []sharingv1alpha1.AdvertisementPool{
-		{Labels: nil, Resources: list("1", "1Gi"), LargestPods: []corev1.ResourceList{list("1", "1Gi")}},
-		{Labels: map[string]string{region: "eu", arch: "amd64"}, Resources: list("5", "11Gi"), LargestPods: []corev1.ResourceList{list("4", "8Gi")}},
-		{Labels: map[string]string{region: "us", arch: "amd64"}, Resources: list("8", "16Gi"), LargestPods: []corev1.ResourceList{list("8", "16Gi")}},
+		{Absent: []string{region}, Resources: list("1", "1Gi"), LargestPods: []corev1.ResourceList{list("1", "1Gi")}},
+		{Labels: map[string]string{region: "eu"}, Resources: list("5", "11Gi"), LargestPods: []corev1.ResourceList{list("4", "8Gi")}},
+		{Labels: map[string]string{region: "us"}, Resources: list("8", "16Gi"), LargestPods: []corev1.ResourceList{list("8", "16Gi")}},
 	}
 	for i := range want {
 		want[i].Resources[corev1.ResourcePods] = *resourcePods(100)
@@ -72,9 +75,15 @@ func TestPoolsOn(t *testing.T) {
 		t.Errorf("pools at 50%%: %v", describePools(half))
 	}
 
-	// Two keys: eu1 and eu2 part.
-	if got := PoolsOn(nodes, pods, "consumer", 100, providers, []string{zone, region}); len(got) != 4 {
-		t.Errorf("pools by zone and region: %v, want 4", describePools(got))
+	// Two keys: eu1 and eu2 part; us lacks a zone.
+	two := PoolsOn(nodes, pods, "consumer", 100, providers, []string{zone, region})
+	inUS := slices.IndexFunc(two, func(p sharingv1alpha1.AdvertisementPool) bool { return p.Labels[region] == "us" })
+	if len(two) != 4 || inUS < 0 || !slices.Equal(two[inUS].Absent, []string{zone}) || len(two[inUS].Labels) != 1 {
+		t.Errorf("pools by zone and region: %v, want 4, one in us without a zone", describePools(two))
+	}
+	// What they offer together is what they all offer.
+	if sum, all := SumOfPools(got), SharedOn(nodes, pods, "consumer", 100, providers); !sameLists([]corev1.ResourceList{sum}, []corev1.ResourceList{all}) {
+		t.Errorf("the pools offer %s together, their providers %s", Describe(sum), Describe(all))
 	}
 	// Providers that do not differ in them: no pools (the offer's labels
 	// say the values).
@@ -104,7 +113,7 @@ func TestPoolsOn(t *testing.T) {
 		}
 	}
 	for i := 1; i < len(capped); i++ {
-		if PoolKey(capped[i-1].Labels) >= PoolKey(capped[i].Labels) {
+		if PoolSelector(capped[i-1].Labels, capped[i-1].Absent) >= PoolSelector(capped[i].Labels, capped[i].Absent) {
 			t.Errorf("pools not in the order of their labels: %v", describePools(capped))
 		}
 	}
@@ -117,7 +126,7 @@ func samePools(a, b []sharingv1alpha1.AdvertisementPool) bool {
 		return false
 	}
 	for i := range a {
-		if !equalStrings(a[i].Labels, b[i].Labels) || !sameLists([]corev1.ResourceList{a[i].Resources}, []corev1.ResourceList{b[i].Resources}) ||
+		if !equalStrings(a[i].Labels, b[i].Labels) || !slices.Equal(a[i].Absent, b[i].Absent) || !sameLists([]corev1.ResourceList{a[i].Resources}, []corev1.ResourceList{b[i].Resources}) ||
 			!sameLists(a[i].LargestPods, b[i].LargestPods) {
 			return false
 		}
@@ -139,6 +148,7 @@ func TestPoolsChanged(t *testing.T) {
 		{"beyond it", []sharingv1alpha1.AdvertisementPool{{Labels: map[string]string{region: "eu"}, Resources: list("5", "10Gi")}}, true},
 		{"other labels", []sharingv1alpha1.AdvertisementPool{{Labels: map[string]string{region: "us"}, Resources: list("10", "10Gi")}}, true},
 		{"largest pods", []sharingv1alpha1.AdvertisementPool{{Labels: map[string]string{region: "eu"}, Resources: list("10", "10Gi"), LargestPods: []corev1.ResourceList{list("1", "1Gi")}}}, true},
+		{"a label absent", []sharingv1alpha1.AdvertisementPool{{Labels: map[string]string{region: "eu"}, Absent: []string{zone}, Resources: list("10", "10Gi")}}, true},
 		{"none", nil, true},
 	} {
 		if got := poolsChanged(a, tc.b); got != tc.want {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -2117,32 +2116,41 @@ func TestProvidersReachEachOthersPodsThroughHere(t *testing.T) {
 }
 
 // TestPoolPodsGoWhereThePoolIs: a pod bound to the virtual node of one of
-// a provider's pools goes to the provider with the pool node's exposed
-// labels as its node selector (not the pod's own, nor the node's other
-// labels); one bound to the provider's whole node goes with none.
+// a provider's pools goes to the provider with the pool (the node's
+// selector, on exposed labels alone) as its node affinity, not the pod's
+// own node selection nor the node's other labels; one bound to the
+// provider's whole node goes with none.
 func TestPoolPodsGoWhereThePoolIs(t *testing.T) {
 	w := startReflectors(t)
-	const region = "topology.kubernetes.io/region"
+	const region, zone = "topology.kubernetes.io/region", "topology.kubernetes.io/zone"
 	pool := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode + "-" + w.localNS, Labels: map[string]string{
 		offloadingv1alpha1.VirtualNodeLabel: offloadingv1alpha1.VirtualNodeValue, offloadingv1alpha1.RemoteClusterLabel: testProvider,
 		offloadingv1alpha1.PoolLabel: "0a1b2c3d", region: "eu", "team": "blue",
-	}}}
+	}, Annotations: map[string]string{offloadingv1alpha1.PoolSelectorAnnotation: region + "=eu,!" + zone + ",team=blue"}}}
 	if err := w.c.Create(t.Context(), pool); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.c.Delete(context.Background(), pool) })
-	own := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{region: "eu", "disk": "ssd"} }
+	own := func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{region: "eu", "disk": "ssd"}
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 1, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disk", Operator: corev1.NodeSelectorOpExists}}},
+		}}}}
+	}
 	inPool := w.offloadedPod(t, "in-pool", own, func(p *corev1.Pod) { p.Spec.NodeName = pool.Name })
 	whole := w.offloadedPod(t, "whole", own)
+	want := &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: region, Operator: corev1.NodeSelectorOpIn, Values: []string{"eu"}}, {Key: zone, Operator: corev1.NodeSelectorOpDoesNotExist}},
+	}}}}
 	w.remotePod(t, inPool.Name, func(p *corev1.Pod) error {
-		if !maps.Equal(p.Spec.NodeSelector, map[string]string{region: "eu"}) {
-			return fmt.Errorf("the pool's pod at the provider selects nodes by %v, want %s=eu alone", p.Spec.NodeSelector, region)
+		if p.Spec.NodeSelector != nil || p.Spec.Affinity == nil || !equality.Semantic.DeepEqual(p.Spec.Affinity.NodeAffinity, want) {
+			return fmt.Errorf("the pool's pod at the provider: node selector %v, affinity %+v; want none, and %+v", p.Spec.NodeSelector, p.Spec.Affinity, want)
 		}
 		return nil
 	})
 	w.remotePod(t, whole.Name, func(p *corev1.Pod) error {
-		if p.Spec.NodeSelector != nil {
-			return fmt.Errorf("the whole node's pod at the provider selects nodes by %v, want none", p.Spec.NodeSelector)
+		if p.Spec.NodeSelector != nil || p.Spec.Affinity != nil && p.Spec.Affinity.NodeAffinity != nil {
+			return fmt.Errorf("the whole node's pod at the provider: node selector %v, affinity %+v; want none", p.Spec.NodeSelector, p.Spec.Affinity)
 		}
 		return nil
 	})

@@ -22,10 +22,12 @@ const (
 	VirtualNodeNameAnnotation = "offloading.liqo.io/virtual-node-name"
 	// PoolLabel carries, on a virtual node for one pool of a provider's
 	// offer (an Advertisement's pools), the pool's key: a hash of its
-	// labels, which the node's name ends with. A pod bound to the node
-	// goes to the provider with the node's exposed labels as its node
-	// selector.
+	// selector (PoolSelectorAnnotation), which the node's name ends with.
 	PoolLabel = "offloading.liqo.io/pool"
+	// PoolSelectorAnnotation carries, on a pool's virtual node, the pool
+	// as a label selector (region=eu,!zone: its labels, and those it
+	// lacks), which the node's pods are placed by at the provider.
+	PoolSelectorAnnotation = "offloading.liqo.io/pool-selector"
 	// LargestPodsAnnotation carries, on a virtual node, the largest pods
 	// its offer can take (the Advertisement's largestPods, as JSON): a
 	// pod none of them holds is not bound to the node.

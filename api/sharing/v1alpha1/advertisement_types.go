@@ -36,10 +36,11 @@ type AdvertisementSpec struct {
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// Pools, when set, cut the offer by node labels: the consumer makes
-	// one virtual node for each, with its labels (the exposed ones
-	// alone), its resources and its largest pods, instead of one for the
-	// whole offer; a pod bound to one goes to the provider with those
-	// labels as its node selector. A broker's aggregator offers them for
+	// one virtual node for each, with the offer's labels and the pool's
+	// (the exposed ones alone), its resources and its largest pods,
+	// instead of one for the whole offer; a pod bound to one goes to the
+	// provider with a node affinity to the pool's labels (and to the
+	// absence of its absent ones). A broker's aggregator offers them for
 	// the labels its operator lets a consumer choose providers by
 	// (Selection spec.aggregate.poolLabels). Resources, LargestPods and
 	// Labels above still describe the whole offer.
@@ -86,13 +87,24 @@ type AdvertisementSpec struct {
 
 // AdvertisementPool is the part of an offer on nodes that share labels.
 type AdvertisementPool struct {
-	// Labels the pool's nodes share (a consumer takes the exposed ones
-	// alone); a pod placed in the pool is placed on nodes with them.
+	// Labels are the values the pool's nodes have of the labels the
+	// offer is cut by (a consumer takes the exposed ones alone); a pod
+	// placed in the pool is placed on nodes with them.
 	// +kubebuilder:validation:MaxProperties=16
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// Resources offered in the pool.
+	// Absent are the labels the offer is cut by that the pool's nodes
+	// lack; a pod placed in the pool is placed on nodes without them.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=317
+	// +optional
+	Absent []string `json:"absent,omitempty"`
+
+	// Resources offered in the pool. Together the pools offer no more
+	// than the offer's Resources: a consumer refuses an offer whose
+	// pools say more.
 	Resources corev1.ResourceList `json:"resources"`
 
 	// LargestPods bound what one pod of the pool may request, as the

@@ -23,4 +23,5 @@ const (
 	ReasonUnknownProvider   = "UnknownProvider"
 	ReasonProviderNotJoined = "NotJoined"
 	ReasonNetworkOnly       = "NetworkOnly"
+	ReasonPoolsOverOffer    = "PoolsOverOffer"
 )

@@ -82,6 +82,11 @@ func (in *AdvertisementPool) DeepCopyInto(out *AdvertisementPool) {
 			(*out)[key] = val
 		}
 	}
+	if in.Absent != nil {
+		in, out := &in.Absent, &out.Absent
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Resources != nil {
 		in, out := &in.Resources, &out.Resources
 		*out = make(v1.ResourceList, len(*in))

@@ -25,6 +25,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	klabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
@@ -140,11 +142,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// One node for the offer, or one for each of its pools; the nodes
 	// of pools it no longer has go.
 	var names, cordoned []string
+	var errs []error
 	ready, msg := true, ""
 	for _, offer := range PeerOffers(&adv) {
+		// One that fails holds up neither the others nor their Leases.
 		node, ok, m, err := r.Keep(ctx, offer)
 		if err != nil {
-			return ctrl.Result{}, err
+			errs = append(errs, err)
+			continue
 		}
 		names = append(names, node.Name)
 		if node.Spec.Unschedulable {
@@ -154,6 +159,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			msg = m
 		}
 		ready = ready && ok
+	}
+	if err := errors.Join(errs...); err != nil {
+		// Nothing goes while a node that should stay may not be named.
+		return ctrl.Result{}, err
 	}
 	if err := r.removeNodes(ctx, provider, names...); err != nil {
 		return ctrl.Result{}, err
@@ -223,47 +232,82 @@ func PeerOffer(adv *sharingv1alpha1.Advertisement) *provider.Offer {
 
 // PeerOffers are the offers of a peer's Advertisement, one for each
 // virtual node: the whole offer (PeerOffer), or, when it has pools, one
-// for each, with the pool's resources and largest pods and only the
-// labels a virtual node may show, keyed by those labels (PoolKey). Two
-// pools showing the same labels make one node, the first's; past
-// sharing.MaxPools (the schema's bound), none.
+// for each: the offer's labels and the pool's (only those a virtual node
+// may show; none the pool lacks), the pool's resources (never more of
+// one than the whole offer has) and largest pods, and the pool as a
+// selector of the exposed labels alone (Offer.Pool). Pools of one
+// selector make one node, the first's; one that selects by nothing
+// exposed, none; past sharing.MaxPools (the schema's bound), none; and
+// without any, the whole offer makes its one node.
 func PeerOffers(adv *sharingv1alpha1.Advertisement) []*provider.Offer {
 	whole := PeerOffer(adv)
-	if len(adv.Spec.Pools) == 0 {
-		return []*provider.Offer{whole}
-	}
 	var out []*provider.Offer
 	for _, p := range adv.Spec.Pools[:min(len(adv.Spec.Pools), sharing.MaxPools)] {
-		labels := sharing.AllowedNodeLabels(p.Labels)
-		key := PoolKey(labels)
-		if slices.ContainsFunc(out, func(o *provider.Offer) bool { return o.Pool == key }) {
+		own := sharing.AllowedNodeLabels(p.Labels)
+		absent := slices.DeleteFunc(slices.Clone(p.Absent), func(k string) bool { _, ok := own[k]; return !sharing.Exposed(k) || ok })
+		sel := sharing.PoolSelector(own, absent)
+		if sel == "" || slices.ContainsFunc(out, func(o *provider.Offer) bool { return o.Pool == sel }) {
 			continue
 		}
+		labels := maps.Clone(whole.Labels)
+		for _, k := range absent {
+			delete(labels, k)
+		}
+		maps.Copy(labels, own)
+		res := corev1.ResourceList{}
+		for name, q := range p.Resources {
+			if limit := whole.Resources[name]; q.Cmp(limit) > 0 {
+				q = limit.DeepCopy()
+			}
+			res[name] = q
+		}
 		out = append(out, &provider.Offer{
-			Provider: whole.Provider, Name: whole.Name, Resources: p.Resources, Labels: labels, LargestPods: p.LargestPods, Pool: key,
+			Provider: whole.Provider, Name: whole.Name, Resources: res, Labels: labels, LargestPods: p.LargestPods, Pool: sel,
 		})
+	}
+	if len(out) == 0 {
+		return []*provider.Offer{whole}
 	}
 	return out
 }
 
-// PoolKey is the key of a pool that shows labels: eight hexadecimal
-// digits of their hash, which its virtual node's name ends with.
-func PoolKey(labels map[string]string) string {
-	sum := sha256.Sum256([]byte(sharing.PoolKey(labels)))
+// PoolKey is the key of a pool (its selector): eight hexadecimal digits
+// of its hash, which its virtual node's name ends with.
+func PoolKey(selector string) string {
+	sum := sha256.Sum256([]byte(selector))
 	return hex.EncodeToString(sum[:4])
 }
 
-// PoolSelector is the node selector of the pods bound to node at their
-// provider: the exposed labels of a pool's node, none for another node.
-func PoolSelector(node *corev1.Node) map[string]string {
+// PoolAffinity is the node affinity of the pods bound to node at their
+// provider: for a pool's node, its pool (PoolSelectorAnnotation) as
+// required terms on the exposed labels alone; nil for another node.
+func PoolAffinity(node *corev1.Node) *corev1.NodeAffinity {
 	if node.Labels[offloadingv1alpha1.PoolLabel] == "" {
 		return nil
 	}
-	sel := sharing.AllowedNodeLabels(node.Labels)
-	if len(sel) == 0 {
+	sel, err := klabels.Parse(node.Annotations[offloadingv1alpha1.PoolSelectorAnnotation])
+	if err != nil {
 		return nil
 	}
-	return sel
+	reqs, _ := sel.Requirements()
+	var exprs []corev1.NodeSelectorRequirement
+	for _, r := range reqs {
+		if !sharing.Exposed(r.Key()) {
+			continue
+		}
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			exprs = append(exprs, corev1.NodeSelectorRequirement{Key: r.Key(), Operator: corev1.NodeSelectorOpIn, Values: r.ValuesUnsorted()})
+		case selection.DoesNotExist:
+			exprs = append(exprs, corev1.NodeSelectorRequirement{Key: r.Key(), Operator: corev1.NodeSelectorOpDoesNotExist})
+		}
+	}
+	if len(exprs) == 0 {
+		return nil
+	}
+	return &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}},
+	}}
 }
 
 // Name returns the virtual node's name for a provider: liqo-<name>
@@ -290,12 +334,14 @@ func (r *Reconciler) nodeName(ctx context.Context, offer *provider.Offer) (strin
 	if err := r.Client.List(ctx, &own, client.MatchingLabels{offloadingv1alpha1.RemoteClusterLabel: provider}); err != nil {
 		return "", err
 	}
-	if len(own.Items) > 0 {
-		names := make([]string, 0, len(own.Items))
-		for _, n := range own.Items {
-			// A pool's node is named after the provider's name.
-			names = append(names, strings.TrimSuffix(n.Name, "-"+n.Labels[offloadingv1alpha1.PoolLabel]))
+	var names []string
+	for _, n := range own.Items {
+		// A pool's node is named after the name remembered below.
+		if n.Labels[offloadingv1alpha1.PoolLabel] == "" {
+			names = append(names, n.Name)
 		}
+	}
+	if len(names) > 0 {
 		slices.Sort(names)
 		return names[0], nil
 	}
@@ -307,12 +353,8 @@ func (r *Reconciler) nodeName(ctx context.Context, offer *provider.Offer) (strin
 	// another provider, the name recorded for another one, or (for a name
 	// not yet given, announced) another cluster's announced name.
 	claimedByOthers := func(name string, announced bool) bool {
-		for i := range clusters.Items {
-			fc := &clusters.Items[i]
-			if fc.Spec.ClusterIdentity.ClusterID != provider && fc.Spec.ClusterIdentity.ClusterID != "" &&
-				(fc.Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation] == name || announced && Name(fc.Spec.ClusterIdentity) == name) {
-				return true
-			}
+		if claimed(clusters.Items, provider, name, announced) {
+			return true
 		}
 		var existing corev1.Node
 		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &existing)
@@ -335,6 +377,31 @@ func (r *Reconciler) nodeName(ctx context.Context, offer *provider.Offer) (strin
 		return name, nil
 	}
 	return fallback, nil
+}
+
+// claimed says whether another cluster than provider has name among
+// clusters: the name recorded for its node, or (announced, for a name
+// not yet given) the name it announces, or the name of a pool's node of
+// either (the name, a dash and eight hexadecimal digits).
+func claimed(clusters []discoveryv1alpha1.ForeignCluster, provider, name string, announced bool) bool {
+	is := func(base string) bool {
+		key, ok := strings.CutPrefix(name, base+"-")
+		return base != "" && (name == base || ok && isPoolKey(key))
+	}
+	for i := range clusters {
+		fc := &clusters[i]
+		if fc.Spec.ClusterIdentity.ClusterID != provider && fc.Spec.ClusterIdentity.ClusterID != "" &&
+			(is(fc.Annotations[offloadingv1alpha1.VirtualNodeNameAnnotation]) || announced && is(Name(fc.Spec.ClusterIdentity))) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPoolKey says whether key could be a PoolKey.
+func isPoolKey(key string) bool {
+	_, err := hex.DecodeString(key)
+	return len(key) == 8 && err == nil && strings.ToLower(key) == key
 }
 
 // opaqueName is the name of a new virtual node of provider that tells
@@ -406,18 +473,19 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	annotations := map[string]string{}
 	if offer.Pool != "" {
 		if name, err = r.poolNodeName(ctx, base, offer); err != nil {
 			return nil, err
 		}
-		labels[offloadingv1alpha1.PoolLabel] = offer.Pool
+		labels[offloadingv1alpha1.PoolLabel] = PoolKey(offer.Pool)
+		annotations[offloadingv1alpha1.PoolSelectorAnnotation] = offer.Pool
 	}
 	labels[offloadingv1alpha1.VirtualNodeLabel] = offloadingv1alpha1.VirtualNodeValue
 	labels[offloadingv1alpha1.RemoteClusterLabel] = provider
 	labels[discoveryv1alpha1.ManagedByLabel] = discoveryv1alpha1.ManagedByValue
 	labels["kubernetes.io/hostname"] = name
 	labels["kubernetes.io/role"] = "agent"
-	annotations := map[string]string{}
 	if v := sharing.FormatLargestPods(offer.LargestPods); v != "" {
 		annotations[offloadingv1alpha1.LargestPodsAnnotation] = v
 	}
@@ -445,6 +513,8 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 		}
 	} else if err != nil {
 		return nil, err
+	} else if owner := node.Labels[offloadingv1alpha1.RemoteClusterLabel]; owner != provider {
+		return nil, fmt.Errorf("node %s is not a virtual node of %s (its %s is %q)", name, provider, offloadingv1alpha1.RemoteClusterLabel, owner)
 	}
 	if !r.metaApplied(node, labels, annotations) {
 		if err := r.Client.Apply(ctx, corev1ac.Node(name).WithLabels(labels).WithAnnotations(annotations), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
@@ -478,11 +548,19 @@ func (r *Reconciler) ensureNode(ctx context.Context, offer *provider.Offer) (*co
 }
 
 // poolNodeName is the name of the node of offer's pool: the provider's
-// node name and the pool's key, or, when another provider has a node of
-// that name or it is too long for a hostname, liqo-<ClusterID>-<key>.
+// node name (base), a dash and the pool's key; or, when another cluster
+// has that (a node of it, or a name it claims) or it cannot be a node's
+// and a hostname label's, liqo-, twelve hexadecimal digits of the
+// provider's hash and the key.
 func (r *Reconciler) poolNodeName(ctx context.Context, base string, offer *provider.Offer) (string, error) {
-	for _, name := range []string{base + "-" + offer.Pool, "liqo-" + offer.Provider + "-" + offer.Pool} {
-		if len(validation.IsDNS1123Label(name)) > 0 {
+	var clusters discoveryv1alpha1.ForeignClusterList
+	if err := r.Client.List(ctx, &clusters); err != nil {
+		return "", err
+	}
+	key := PoolKey(offer.Pool)
+	sum := sha256.Sum256([]byte(offer.Provider))
+	for _, name := range []string{base + "-" + key, "liqo-" + hex.EncodeToString(sum[:6]) + "-" + key} {
+		if len(validation.IsDNS1123Subdomain(name)) > 0 || len(validation.IsValidLabelValue(name)) > 0 || claimed(clusters.Items, offer.Provider, name, true) {
 			continue
 		}
 		var existing corev1.Node
@@ -494,7 +572,7 @@ func (r *Reconciler) poolNodeName(ctx context.Context, base string, offer *provi
 			return "", err
 		}
 	}
-	return "", fmt.Errorf("no free name for the virtual node of %s's pool %v", offer.Provider, offer.Labels)
+	return "", fmt.Errorf("no free name for the virtual node of %s's pool %s", offer.Provider, offer.Pool)
 }
 
 // appliedMeta is what this controller manager last applied of a node.

@@ -15,6 +15,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -530,15 +531,17 @@ func TestOpaqueNodeNames(t *testing.T) {
 
 // TestVirtualNodesOfPools: an offer cut in pools gets one virtual node
 // for each, named after the provider's node and the pool's key, with the
-// pool's capacity and only the exposed labels of the pool (a peer cannot
-// label the consumer's node beyond them), which are the node selector of
-// its pods at the provider; two pools showing the same labels make one
-// node. A pool that goes takes its node and the pods bound to it; the
-// others' nodes stay; pools gone, the whole offer gets its one node again.
+// pool's capacity (never more of a resource than the whole offer has),
+// the offer's labels and the pool's (the exposed ones alone: a peer
+// cannot label the consumer's node beyond them; none the pool lacks),
+// and the pool as the node affinity of its pods at the provider; two
+// pools of one selector make one node. A pool that goes takes its node
+// and the pods bound to it; the others' nodes stay; pools gone, the
+// whole offer gets its one node again, of the name it had.
 func TestVirtualNodesOfPools(t *testing.T) {
 	w := startNodes(t)
 	const provider = "broker-1"
-	const region = "topology.kubernetes.io/region"
+	const region, arch = "topology.kubernetes.io/region", "kubernetes.io/arch"
 	w.foreignCluster(t, provider)
 	adv := w.offer(t, provider, provider)
 	ctx := t.Context()
@@ -556,6 +559,7 @@ func TestVirtualNodesOfPools(t *testing.T) {
 		}
 		patch := client.MergeFrom(adv.DeepCopy())
 		adv.Spec.Pools = pools
+		adv.Spec.Labels = map[string]string{arch: "arm64", region: "the offer's"}
 		if err := w.c.Patch(ctx, adv, patch); err != nil {
 			t.Fatal(err)
 		}
@@ -594,24 +598,30 @@ func TestVirtualNodesOfPools(t *testing.T) {
 		return got
 	}
 	whole := nodes(map[string]string{"": "4"})[""]
-	if PoolSelector(&whole) != nil {
-		t.Errorf("the whole offer's node gives its pods the node selector %v, want none", PoolSelector(&whole))
+	if PoolAffinity(&whole) != nil {
+		t.Errorf("the whole offer's node gives its pods the node affinity %v, want none", PoolAffinity(&whole))
 	}
 
 	eu, us := pool("eu", "3", map[string]string{"example.com/secret": "provider-2", "kubernetes.io/hostname": "p2"}), pool("us", "1", nil)
-	euKey, usKey := PoolKey(map[string]string{region: "eu"}), PoolKey(map[string]string{region: "us"})
-	setPools(eu, us, pool("eu", "5", nil))
-	got := nodes(map[string]string{euKey: "3", usKey: "1"})
-	for key, r := range map[string]string{euKey: "eu", usKey: "us"} {
+	nowhere := sharingv1alpha1.AdvertisementPool{Absent: []string{region, "example.com/secret"}, Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")}}
+	euKey, usKey, nowhereKey := PoolKey(region+"=eu"), PoolKey(region+"=us"), PoolKey("!"+region)
+	setPools(eu, us, pool("eu", "5", nil), nowhere)
+	got := nodes(map[string]string{euKey: "3", usKey: "1", nowhereKey: "4"})
+	for key, r := range map[string]string{euKey: "eu", usKey: "us", nowhereKey: ""} {
 		n := got[key]
 		if want := whole.Name + "-" + key; n.Name != want {
-			t.Errorf("pool %s's node %s, want %s", r, n.Name, want)
+			t.Errorf("pool %q's node %s, want %s", r, n.Name, want)
 		}
-		if n.Labels[region] != r || n.Labels["example.com/secret"] != "" || n.Labels["kubernetes.io/hostname"] != n.Name {
-			t.Errorf("pool %s's node labels %v: want region %s, its own hostname and no label not exposed", r, n.Labels, r)
+		if n.Labels[region] != r || n.Labels[arch] != "arm64" || n.Labels["example.com/secret"] != "" || n.Labels["kubernetes.io/hostname"] != n.Name {
+			t.Errorf("pool %q's node labels %v: want its region, the offer's arch, its own hostname and no label not exposed", r, n.Labels)
 		}
-		if sel := PoolSelector(&n); len(sel) != 1 || sel[region] != r {
-			t.Errorf("pool %s's pods' node selector %v, want %s=%s alone", r, sel, region, r)
+		want := corev1.NodeSelectorRequirement{Key: region, Operator: corev1.NodeSelectorOpIn, Values: []string{r}}
+		if r == "" {
+			want = corev1.NodeSelectorRequirement{Key: region, Operator: corev1.NodeSelectorOpDoesNotExist}
+		}
+		if aff := PoolAffinity(&n); aff == nil || len(aff.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) != 1 ||
+			!equality.Semantic.DeepEqual(aff.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions, []corev1.NodeSelectorRequirement{want}) {
+			t.Errorf("pool %q's pods' node affinity %+v, want %+v alone", r, aff, want)
 		}
 	}
 	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
@@ -651,5 +661,38 @@ func TestVirtualNodesOfPools(t *testing.T) {
 	setPools()
 	if back := nodes(map[string]string{"": "4"})[""]; back.Name != whole.Name {
 		t.Errorf("the whole offer's node back as %s, want %s", back.Name, whole.Name)
+	}
+}
+
+// TestPoolNamesAreClaimed: the name of another provider's node, or of a
+// pool's node of it (the name, a dash, eight hexadecimal digits), is that
+// provider's, remembered or (for a name not yet given) announced.
+func TestPoolNamesAreClaimed(t *testing.T) {
+	fc := func(id, name, remembered string) discoveryv1alpha1.ForeignCluster {
+		f := discoveryv1alpha1.ForeignCluster{Spec: discoveryv1alpha1.ForeignClusterSpec{ClusterIdentity: discoveryv1alpha1.ClusterIdentity{ClusterID: id, ClusterName: name}}}
+		if remembered != "" {
+			f.Annotations = map[string]string{offloadingv1alpha1.VirtualNodeNameAnnotation: remembered}
+		}
+		return f
+	}
+	clusters := []discoveryv1alpha1.ForeignCluster{fc("b-id", "broker", "liqo-broker"), fc("c-id", "other", "")}
+	key := PoolKey("topology.kubernetes.io/region=eu")
+	for _, tc := range []struct {
+		name, by  string
+		announced bool
+		want      bool
+	}{
+		{"liqo-broker", "x-id", false, true},
+		{"liqo-broker-" + key, "x-id", false, true},
+		{"liqo-broker-" + key, "b-id", false, false},
+		{"liqo-broker-notakey0", "x-id", false, false},
+		{"liqo-broker-" + strings.ToUpper(key), "x-id", false, false},
+		{"liqo-other-" + key, "x-id", false, false},
+		{"liqo-other-" + key, "x-id", true, true},
+		{"liqo-other", "x-id", true, true},
+	} {
+		if got := claimed(clusters, tc.by, tc.name, tc.announced); got != tc.want {
+			t.Errorf("%s, for %s (announced names counting: %v): claimed %v, want %v", tc.name, tc.by, tc.announced, got, tc.want)
+		}
 	}
 }

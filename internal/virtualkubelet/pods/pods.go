@@ -111,7 +111,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	providerID, poolSelector, err := r.providerOf(ctx, &pod)
+	providerID, poolAffinity, err := r.providerOf(ctx, &pod)
 	if err != nil || providerID == "" {
 		return ctrl.Result{}, err
 	}
@@ -170,8 +170,13 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		return ctrl.Result{}, nil // the provider pod's deletion wakes this up again
 	}
 	desired := RemotePod(&pod, remoteNS, r.LocalClusterID)
-	// A pool's pod runs where the pool's labels are.
-	desired.Spec.NodeSelector = poolSelector
+	// A pool's pod runs where the pool is.
+	if poolAffinity != nil {
+		if desired.Spec.Affinity == nil {
+			desired.Spec.Affinity = &corev1.Affinity{}
+		}
+		desired.Spec.Affinity.NodeAffinity = poolAffinity
+	}
 	// A pod's DNS is chosen when it is made there, and stays.
 	if remote == nil {
 		for _, st := range no.Status.RemoteNamespaces {
@@ -513,9 +518,9 @@ func (r *Reflector) agreed(ctx context.Context, providerID string) bool {
 
 // providerOf returns the provider of the virtual node pod is bound to, or
 // "" for a pod not bound to a virtual node, and, for the node of one of
-// the provider's pools, the node selector of the pod there
-// (node.PoolSelector).
-func (r *Reflector) providerOf(ctx context.Context, pod *corev1.Pod) (string, map[string]string, error) {
+// the provider's pools, the node affinity of the pod there
+// (node.PoolAffinity).
+func (r *Reflector) providerOf(ctx context.Context, pod *corev1.Pod) (string, *corev1.NodeAffinity, error) {
 	if pod.Spec.NodeName == "" {
 		return "", nil, nil
 	}
@@ -530,7 +535,7 @@ func (r *Reflector) providerOf(ctx context.Context, pod *corev1.Pod) (string, ma
 	if !sharing.IsVirtual(&n) {
 		return "", nil, nil
 	}
-	return n.Labels[offloadingv1alpha1.RemoteClusterLabel], node.PoolSelector(&n), nil
+	return n.Labels[offloadingv1alpha1.RemoteClusterLabel], node.PoolAffinity(&n), nil
 }
 
 // deleteIfNodeGone deletes an offloadable pod bound to a node that no

@@ -871,8 +871,11 @@ func pooled(t *testing.T, consumer, p1, p2 *playground.Member) {
 	ctx := t.Context()
 	b := suite.Broker
 	bc, cc := framework.Client(t, b), framework.Client(t, consumer)
+	// Both are undone at the end, also when the test fails midway: the
+	// suite's other tests expect one virtual node of the broker.
 	label := func(m *playground.Member, value string) {
 		t.Helper()
+		ctx := context.Background()
 		c := framework.Client(t, m)
 		var nodes corev1.NodeList
 		if err := c.List(ctx, &nodes); err != nil {
@@ -896,6 +899,7 @@ func pooled(t *testing.T, consumer, p1, p2 *playground.Member) {
 	}
 	setPoolLabels := func(keys ...string) {
 		t.Helper()
+		ctx := context.Background()
 		var sel brokerv1alpha1.Selection
 		if err := bc.Get(ctx, client.ObjectKey{Namespace: discoveryv1alpha1.TenantNamespace(consumer.ClusterID), Name: brokerv1alpha1.SelectionName}, &sel); err != nil {
 			t.Fatal(err)
@@ -938,6 +942,11 @@ func pooled(t *testing.T, consumer, p1, p2 *playground.Member) {
 		return nil
 	})
 	start := time.Now()
+	t.Cleanup(func() {
+		setPoolLabels()
+		label(p1, "")
+		label(p2, "")
+	})
 	label(p1, "eu-west")
 	label(p2, "us-east")
 	setPoolLabels(region)
@@ -1033,8 +1042,6 @@ func pooled(t *testing.T, consumer, p1, p2 *playground.Member) {
 		}
 		return nil
 	})
-	label(p1, "")
-	label(p2, "")
 }
 
 // aggregated has the broker's operator aggregate the consumer (its
