@@ -109,7 +109,7 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "• Testing the network to %d peer(s) with %s in namespace %s\n", len(peers), image, o.TestNamespace)
-	if err := o.offload(ctx, c); err != nil {
+	if err := o.offload(ctx, c, out); err != nil {
 		return err
 	}
 	defer func() {
@@ -118,9 +118,19 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 			return
 		}
 		// The test's own context may be over: a fresh one to clean up.
-		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		// It ends once the namespace is gone (its copies in the peers
+		// with it), so that the next test can start at once.
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer ccancel()
-		_ = c.Delete(cctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.TestNamespace}})
+		if err := c.Delete(cctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.TestNamespace}}); client.IgnoreNotFound(err) != nil {
+			fmt.Fprintf(out, "• Namespace %s left: %v\n", o.TestNamespace, err)
+			return
+		}
+		if err := o.gone(cctx, c); err != nil {
+			fmt.Fprintf(out, "• Namespace %s still terminating: %v\n", o.TestNamespace, err)
+			return
+		}
+		fmt.Fprintf(out, "• Removed namespace %s\n", o.TestNamespace)
 	}()
 
 	// Servers: one per peer, one here; a Service each.
@@ -274,14 +284,43 @@ func (o *Options) image(ctx context.Context, c client.Client) (string, error) {
 	return d.Spec.Template.Spec.Containers[0].Image, nil
 }
 
-// offload makes the test namespace, offloaded to every peer; each pod says
-// where it runs.
-func (o *Options) offload(ctx context.Context, c client.Client) error {
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.TestNamespace}}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("namespace %s exists: a test is running, or one was kept (delete it)", o.TestNamespace)
+// gone waits until the test namespace no longer exists.
+func (o *Options) gone(ctx context.Context, c client.Client) error {
+	return poll(ctx, func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Name: o.TestNamespace}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
 		}
-		return err
+		return false, err
+	}, "namespace "+o.TestNamespace+" to go")
+}
+
+// offload makes the test namespace, offloaded to every peer; each pod says
+// where it runs. A namespace of that name that is going (an earlier
+// test's) is waited for; one that stays is a test running, or kept.
+func (o *Options) offload(ctx context.Context, c client.Client, out io.Writer) error {
+	for {
+		if ctx.Err() != nil {
+			return fmt.Errorf("creating namespace %s: %w", o.TestNamespace, ctx.Err())
+		}
+		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.TestNamespace}})
+		if err == nil {
+			break
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		var ns corev1.Namespace
+		if err := c.Get(ctx, client.ObjectKey{Name: o.TestNamespace}, &ns); client.IgnoreNotFound(err) != nil {
+			return err
+		} else if err == nil && ns.DeletionTimestamp == nil {
+			return fmt.Errorf("namespace %s exists: a test is running, or one was kept (delete it)", o.TestNamespace)
+		} else if err == nil {
+			fmt.Fprintf(out, "• Waiting for namespace %s, an earlier test's, to go\n", o.TestNamespace)
+			if err := o.gone(ctx, c); err != nil {
+				return err
+			}
+		}
 	}
 	if err := c.Create(ctx, &offloadingv1alpha1.NamespaceOffloading{
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.TestNamespace, Name: offloadingv1alpha1.NamespaceOffloadingName},

@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -198,6 +199,16 @@ func TestNetworkOnRealNodes(t *testing.T) {
 		if n := strings.Count(report.String(), name+" "); n != 3 || strings.Contains(report.String(), "FAILED") {
 			t.Errorf("liqoctl test network: %d checks of %s, want 3, all OK", n, name)
 		}
+	}
+	// It returns once its namespace is gone, so that it runs again at
+	// once (as liqoctl playground up, then the test it suggests, do).
+	if err := cc.Get(ctx, client.ObjectKey{Name: "test-liqo-network"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("liqoctl test network returned with its namespace still there: %v", err)
+	}
+	report.Reset()
+	if err := (&testnetwork.Options{Kubeconfig: e.consumer.KubeconfigPath, Namespace: liqoinstall.DefaultNamespace,
+		TestNamespace: "test-liqo-network", Timeout: 3 * time.Minute}).Run(ctx, &report); err != nil || strings.Contains(report.String(), "FAILED") {
+		t.Errorf("liqoctl test network, again at once: %v\n%s", err, report.String())
 	}
 
 	// The underlay between the gateways cut for 20 s: down, then back
