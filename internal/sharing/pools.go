@@ -19,17 +19,26 @@ const MaxPools = 16
 
 // PoolsOn cuts the offer of the nodes counted by the values of keys
 // (among the exposed labels; the others are ignored): one pool for each
-// set of values the nodes have, with the labels its nodes share, what
-// they offer (SharedOn) and the largest pods they take (LargestOn). Nil
-// when the nodes do not differ in them: the offer is one pool, and its
-// labels say the values. Past MaxPools, those offering the most CPU are
-// kept.
+// set of values the nodes have, with those values (Labels) and the keys
+// its nodes lack (Absent), not whatever else they share, so that a pool
+// stays the same as its nodes come and go; what they offer (SharedOn)
+// and the largest pods they take (LargestOn). Nil when the nodes do not
+// differ in them. Past MaxPools, those offering the most CPU are kept.
 func PoolsOn(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent int32, counted func(*corev1.Node) bool, keys []string) []sharingv1alpha1.AdvertisementPool {
-	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !slices.Contains(exposedLabels, k) })
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !Exposed(k) })
 	if len(keys) == 0 {
 		return nil
 	}
-	poolOf := func(n *corev1.Node) string {
+	// Each counted node's pool, once: this runs after every burst of pod
+	// changes.
+	poolOf := map[string]string{}
+	var order []string
+	firstOf := map[string]*corev1.Node{}
+	for i := range nodes {
+		n := &nodes[i]
+		if !counted(n) {
+			continue
+		}
 		var b strings.Builder
 		for _, k := range keys {
 			// Absent and empty differ: \x00 never is in a label value.
@@ -40,12 +49,11 @@ func PoolsOn(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent 
 			}
 			b.WriteByte('\n')
 		}
-		return b.String()
-	}
-	var order []string
-	for i := range nodes {
-		if n := &nodes[i]; counted(n) && !slices.Contains(order, poolOf(n)) {
-			order = append(order, poolOf(n))
+		key := b.String()
+		poolOf[n.Name] = key
+		if _, seen := firstOf[key]; !seen {
+			firstOf[key] = n
+			order = append(order, key)
 		}
 	}
 	if len(order) < 2 {
@@ -53,10 +61,8 @@ func PoolsOn(nodes []corev1.Node, pods []corev1.Pod, consumerID string, percent 
 	}
 	out := make([]sharingv1alpha1.AdvertisementPool, 0, len(order))
 	for _, key := range order {
-		in := func(n *corev1.Node) bool { return counted(n) && poolOf(n) == key }
-		// The pool is its values of keys alone, whatever else its nodes
-		// share today: that stays while the pool does.
-		first := nodes[slices.IndexFunc(nodes, func(n corev1.Node) bool { return in(&n) })]
+		in := func(n *corev1.Node) bool { k, ok := poolOf[n.Name]; return ok && k == key }
+		first := firstOf[key]
 		p := sharingv1alpha1.AdvertisementPool{
 			Resources:   SharedOn(nodes, pods, consumerID, percent, in),
 			LargestPods: LargestOn(nodes, in, percent),
