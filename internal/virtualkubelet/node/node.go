@@ -143,10 +143,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// of pools it no longer has go.
 	var names, cordoned []string
 	var errs []error
-	ready, msg := true, ""
+	ready, msg := r.reach(ctx, provider)
 	for _, offer := range PeerOffers(&adv) {
 		// One that fails holds up neither the others nor their Leases.
-		node, ok, m, err := r.Keep(ctx, offer)
+		node, err := r.keep(ctx, offer, ready, msg)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -155,10 +155,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if node.Spec.Unschedulable {
 			cordoned = append(cordoned, node.Name)
 		}
-		if msg == "" || !ok && ready {
-			msg = m
-		}
-		ready = ready && ok
 	}
 	if err := errors.Join(errs...); err != nil {
 		// Nothing goes while a node that should stay may not be named.
@@ -194,21 +190,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // one peer's (the broker's aggregator) calls it alike, every quarter of
 // the Lease's duration (RenewEvery), and Remove when its offer goes.
 func (r *Reconciler) Keep(ctx context.Context, offer *provider.Offer) (node *corev1.Node, ready bool, msg string, err error) {
-	node, err = r.ensureNode(ctx, offer)
+	ready, msg = r.reach(ctx, offer.Provider)
+	node, err = r.keep(ctx, offer, ready, msg)
 	if err != nil {
 		return nil, false, "", err
 	}
-	ready, msg = true, "The provider's API server answers"
-	if perr := r.probe(ctx, offer.Provider); perr != nil {
-		ready, msg = false, "The provider cannot be reached: "+perr.Error()
+	return node, ready, msg, nil
+}
+
+// reach says whether Health reaches provider, and in what words.
+func (r *Reconciler) reach(ctx context.Context, provider string) (bool, string) {
+	if err := r.probe(ctx, provider); err != nil {
+		return false, "The provider cannot be reached: " + err.Error()
+	}
+	return true, "The provider's API server answers"
+}
+
+// keep is Keep with the provider's reach already asked (once for all the
+// nodes of one offer's pools).
+func (r *Reconciler) keep(ctx context.Context, offer *provider.Offer, ready bool, msg string) (*corev1.Node, error) {
+	node, err := r.ensureNode(ctx, offer)
+	if err != nil {
+		return nil, err
 	}
 	if err := r.updateStatus(ctx, node, offer, ready, msg); err != nil {
-		return nil, false, "", err
+		return nil, err
 	}
 	if err := r.renewLease(ctx, node); err != nil {
-		return nil, false, "", err
+		return nil, err
 	}
-	return node, ready, msg, nil
+	return node, nil
 }
 
 // Remove drains and deletes provider's virtual nodes.
