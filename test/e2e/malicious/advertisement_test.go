@@ -30,7 +30,8 @@ import (
 // labels it offers reach its virtual node only where they describe a
 // place (a zone), never as a control-plane role, another provider's ID or
 // another node's hostname; and pools it offers make virtual nodes the
-// consumer names and labels, seventeen of them refused.
+// consumer names and labels, seventeen of them refused, and pools beyond
+// its offer make the consumer refuse it.
 func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 	peered(t)
 	a, b, c := members()
@@ -216,6 +217,27 @@ func TestProviderCannotDisturbOtherProviders(t *testing.T) {
 			many[i] = sharingv1alpha1.AdvertisementPool{Labels: map[string]string{zoneLabel: fmt.Sprintf("z%d", i)}, Resources: res}
 		}
 		framework.Refused(t, fmt.Sprintf("an Advertisement of %d pools", len(many)), update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.Pools = many }))
+
+		// Pools offering more than the offer: the consumer refuses it
+		// (else they would get around maxAcceptedResources).
+		framework.Eventually(t, 30*time.Second, func() error {
+			var adv sharingv1alpha1.Advertisement
+			if err := inA.Get(ctx, own, &adv); err != nil {
+				return err
+			}
+			if adv.Status.Reason == sharingv1alpha1.ReasonPoolsOverOffer {
+				return nil
+			}
+			if len(adv.Spec.Pools) != 1 {
+				more := adv.Spec.Resources.Cpu().DeepCopy()
+				more.Add(resource.MustParse("1"))
+				over := sharingv1alpha1.AdvertisementPool{Labels: map[string]string{zoneLabel: "z0"}, Resources: corev1.ResourceList{corev1.ResourceCPU: more}}
+				if err := update(func(adv *sharingv1alpha1.Advertisement) { adv.Spec.Pools = []sharingv1alpha1.AdvertisementPool{over} }); err != nil {
+					t.Fatalf("setting pools beyond the offer: %v", err)
+				}
+			}
+			return fmt.Errorf("the offer with pools beyond it: %s %s, want refused for %s", adv.Status.Phase, adv.Status.Reason, sharingv1alpha1.ReasonPoolsOverOffer)
+		})
 
 		evil := []sharingv1alpha1.AdvertisementPool{
 			{Labels: map[string]string{zoneLabel: "z1", offloadingv1alpha1.RemoteClusterLabel: c.ClusterID, hostnameLabel: cNode.Name,
