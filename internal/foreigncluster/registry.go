@@ -201,6 +201,27 @@ func Find(ctx context.Context, c client.Reader, clusterID string) (*discoveryv1a
 	return oldest, nil
 }
 
+// Lookup returns the ForeignCluster an operator names on a command line:
+// by its name, or by its ClusterID.
+func Lookup(ctx context.Context, c client.Reader, name string) (*discoveryv1alpha1.ForeignCluster, error) {
+	var fc discoveryv1alpha1.ForeignCluster
+	err := c.Get(ctx, client.ObjectKey{Name: name}, &fc)
+	if err == nil {
+		return &fc, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	found, err := Find(ctx, c, name)
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("no ForeignCluster is named %s or has ClusterID %s: see liqoctl status", name, name)
+	}
+	return found, nil
+}
+
 // Seen records a sighting: it creates the ForeignCluster, or updates the
 // existing one in place (a changed address never tears anything down).
 func (r *Registry) Seen(ctx context.Context, d Discovery) error {

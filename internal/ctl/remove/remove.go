@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,33 +58,13 @@ and refuse it from now on (incomingPeeringEnabled=No).`,
 	return cmd
 }
 
-// find returns the ForeignCluster named, or of the ClusterID, o.Cluster.
-func find(ctx context.Context, c client.Client, name string) (*discoveryv1alpha1.ForeignCluster, error) {
-	var fc discoveryv1alpha1.ForeignCluster
-	err := c.Get(ctx, client.ObjectKey{Name: name}, &fc)
-	if err == nil {
-		return &fc, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return nil, err
-	}
-	found, err := foreigncluster.Find(ctx, c, name)
-	if err != nil {
-		return nil, err
-	}
-	if found == nil {
-		return nil, fmt.Errorf("no ForeignCluster is named %s or has ClusterID %s: see liqoctl status", name, name)
-	}
-	return found, nil
-}
-
 // Run unpeers.
 func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	c, _, err := kubeclient.New(o.Kubeconfig, 30*time.Second)
 	if err != nil {
 		return err
 	}
-	fc, err := find(ctx, c, o.Cluster)
+	fc, err := foreigncluster.Lookup(ctx, c, o.Cluster)
 	if err != nil {
 		return err
 	}
