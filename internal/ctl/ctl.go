@@ -18,6 +18,7 @@ import (
 	"github.com/liqo-go/liqo/internal/ctl/remove"
 	"github.com/liqo-go/liqo/internal/ctl/status"
 	"github.com/liqo-go/liqo/internal/ctl/testnetwork"
+	"github.com/liqo-go/liqo/internal/ctl/trust"
 	"github.com/liqo-go/liqo/internal/ctl/uninstall"
 	"github.com/liqo-go/liqo/internal/ctl/version"
 )
@@ -34,5 +35,6 @@ func NewCommand(ctx context.Context) *cobra.Command {
 		playground.NewCommand(ctx), generateaddcommand.NewCommand(ctx), add.NewCommand(ctx),
 		remove.NewCommand(ctx), status.NewCommand(ctx), offload.NewCommand(ctx), testnetwork.NewCommand(ctx),
 		broker.NewCommand(ctx))
+	cmd.AddCommand(trust.NewCommands(ctx)...)
 	return cmd
 }

@@ -88,10 +88,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	})
 	var mismatch *auth.KeyMismatchError
 	if errors.As(fetchErr, &mismatch) {
+		fc.Status.PendingAuthKeyFingerprint = mismatch.Presented
+		// What CA an unknown key's service presents says nothing: it is
+		// checked once the key is trusted.
+		fc.Status.PendingCAFingerprint = ""
 		setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, reasonAuthKeyChanged, fmt.Sprintf(
 			"The auth service at %s presents key %s, not %s trusted for this cluster: someone else may answer at that address. "+
-				"If the cluster's auth service key was replaced on purpose, trust the new one with: kubectl annotate foreigncluster %s %s=%s",
-			fc.Spec.ForeignAuthURL, mismatch.Presented, mismatch.Pinned, fc.Name, discoveryv1alpha1.TrustAuthKeyAnnotation, mismatch.Presented))
+				"If the cluster's auth service key was replaced on purpose, check the new one out of band and trust it with: liqoctl trust %s",
+			fc.Spec.ForeignAuthURL, mismatch.Presented, mismatch.Pinned, fc.Name))
 		return ctrl.Result{RequeueAfter: r.resync()}, r.patchStatus(ctx, orig, &fc)
 	}
 	if fetchErr != nil {
@@ -122,6 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// complete() may have written the object: compare the status against
 	// what is stored now.
 	orig = fc.DeepCopy()
+	fc.Status.PendingAuthKeyFingerprint = "" // the key presented is the one trusted
 	if fc.Spec.ClusterIdentity.ClusterID != id.ClusterID {
 		setCondition(&fc, discoveryv1alpha1.ConditionReachable, metav1.ConditionFalse, reasonIdentityMismatch,
 			fmt.Sprintf("The auth service at %s belongs to cluster %s, not %s: fix spec.foreignAuthUrl", fc.Spec.ForeignAuthURL, id.ClusterID, fc.Spec.ClusterIdentity.ClusterID))
@@ -284,6 +289,7 @@ func (r *Reconciler) handOver(ctx context.Context, fc *discoveryv1alpha1.Foreign
 // checkCA pins the remote CA on first contact and refuses to silently
 // accept a different one later.
 func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignCluster, caPEM []byte) error {
+	fc.Status.PendingCAFingerprint = "" // set again below while a changed CA waits for an operator
 	fp, err := auth.Fingerprint(caPEM)
 	if err != nil {
 		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "InvalidCA", err.Error())
@@ -291,7 +297,7 @@ func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignC
 	}
 	if fc.Annotations[discoveryv1alpha1.UntrustedCAAnnotation] == "true" {
 		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "Untrusted",
-			fmt.Sprintf("An operator marked the CA untrusted; remove the annotation %s to trust it again", discoveryv1alpha1.UntrustedCAAnnotation))
+			fmt.Sprintf("An operator marked the CA untrusted (annotation %s); trust it again with: liqoctl trust %s", discoveryv1alpha1.UntrustedCAAnnotation, fc.Name))
 		return nil
 	}
 	key := client.ObjectKey{Namespace: r.Namespace, Name: CASecretName(fc.Spec.ClusterIdentity.ClusterID)}
@@ -336,9 +342,10 @@ func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignC
 	}
 	if fc.Annotations[discoveryv1alpha1.TrustCAAnnotation] != fp {
 		fc.Status.TrustedCAFingerprint = trusted // still the stored one
+		fc.Status.PendingCAFingerprint = fp
 		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "CAChanged", fmt.Sprintf(
-			"The remote CA changed from %s to %s; if that is expected, trust the new one with: kubectl annotate foreigncluster %s %s=%s",
-			trusted, fp, fc.Name, discoveryv1alpha1.TrustCAAnnotation, fp))
+			"The remote CA changed from %s to %s; if that is expected, check the new one out of band and trust it with: liqoctl trust %s",
+			trusted, fp, fc.Name))
 		return nil
 	}
 	secret.Data = map[string][]byte{CASecretKey: caPEM}

@@ -120,8 +120,13 @@ func TestManualForeignClusterIsCompletedAndGuarded(t *testing.T) {
 	}
 
 	// Another CA, another address, same serving key.
+	impostorCA := selfSignedCA(t, "impostor")
+	impostorFP, err := auth.Fingerprint([]byte(impostorCA))
+	if err != nil {
+		t.Fatal(err)
+	}
 	services.set(&auth.Response{ServingKey: "key-1", Identity: &auth.Identity{
-		ClusterID: "provider-1", ClusterName: "provider", APIServerURL: "https://203.0.113.9:6443", Namespace: "liqo", CACert: selfSignedCA(t, "impostor"),
+		ClusterID: "provider-1", ClusterName: "provider", APIServerURL: "https://203.0.113.9:6443", Namespace: "liqo", CACert: impostorCA,
 	}}, nil)
 	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
@@ -129,6 +134,9 @@ func TestManualForeignClusterIsCompletedAndGuarded(t *testing.T) {
 		}
 		if cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionCATrusted); cond == nil || cond.Status != metav1.ConditionFalse {
 			return fmt.Errorf("CATrusted %+v with a changed CA, want False", cond)
+		}
+		if fc.Status.PendingCAFingerprint != impostorFP {
+			return fmt.Errorf("pending CA %q, want the one presented, %s", fc.Status.PendingCAFingerprint, impostorFP)
 		}
 		return nil
 	})
@@ -157,6 +165,10 @@ func TestManualForeignClusterIsCompletedAndGuarded(t *testing.T) {
 		cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionReachable)
 		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != reasonAuthKeyChanged {
 			return fmt.Errorf("Reachable %+v, want False (%s)", cond, reasonAuthKeyChanged)
+		}
+		if fc.Status.PendingAuthKeyFingerprint != "key-2" || fc.Status.AuthServiceKeyFingerprint != "key-1" || fc.Status.PendingCAFingerprint != "" {
+			return fmt.Errorf("auth key pinned %q, pending %q (pending CA %q); want key-1 pinned, key-2 pending and no CA pending behind an unknown key",
+				fc.Status.AuthServiceKeyFingerprint, fc.Status.PendingAuthKeyFingerprint, fc.Status.PendingCAFingerprint)
 		}
 		return nil
 	})

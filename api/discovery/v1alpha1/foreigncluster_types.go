@@ -199,6 +199,19 @@ type ForeignClusterStatus struct {
 	// +optional
 	AuthServiceKeyFingerprint string `json:"authServiceKeyFingerprint,omitempty"`
 
+	// PendingCAFingerprint is the fingerprint of a CA the remote cluster
+	// presents that is not the trusted one: nothing is done with it until
+	// an operator trusts it (liqoctl trust). Empty when there is none.
+	// +optional
+	PendingCAFingerprint string `json:"pendingCAFingerprint,omitempty"`
+
+	// PendingAuthKeyFingerprint is the fingerprint of an auth service key
+	// presented at spec.foreignAuthUrl that is not the pinned one: the
+	// service is not spoken to until an operator trusts it (liqoctl trust).
+	// Empty when there is none.
+	// +optional
+	PendingAuthKeyFingerprint string `json:"pendingAuthKeyFingerprint,omitempty"`
+
 	// Sources are the discovery mechanisms that currently see the cluster.
 	// +listType=map
 	// +listMapKey=name

@@ -200,8 +200,8 @@ func checkPinnedCA(ctx context.Context, c client.Client, namespace, clusterID st
 		return fmt.Errorf("the remote cluster serves an invalid CA: %w", err)
 	}
 	if trusted != fp {
-		return fmt.Errorf("CA mismatch: cluster %s is trusted with CA %s but now presents %s; if that is expected, trust the new one with: kubectl annotate foreigncluster %s %s=%s",
-			clusterID, trusted, fp, clusterID, discoveryv1alpha1.TrustCAAnnotation, fp)
+		return fmt.Errorf("CA mismatch: cluster %s is trusted with CA %s but now presents %s; if that is expected, check the new one out of band and trust it with: liqoctl trust %s --ca %s",
+			clusterID, trusted, fp, clusterID, fp)
 	}
 	return nil
 }

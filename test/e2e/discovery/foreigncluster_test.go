@@ -20,6 +20,7 @@ import (
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	discoveryv1alpha1 "github.com/liqo-go/liqo/api/discovery/v1alpha1"
 	"github.com/liqo-go/liqo/internal/auth"
+	"github.com/liqo-go/liqo/internal/ctl/trust"
 	"github.com/liqo-go/liqo/internal/foreigncluster"
 	"github.com/liqo-go/liqo/internal/install"
 	"github.com/liqo-go/liqo/internal/playground"
@@ -105,8 +106,10 @@ func TestManualInsertion(t *testing.T) {
 }
 
 // TestCAChange: a CA different from the trusted one is not accepted until
-// an operator trusts it by its fingerprint; an operator can also mark a CA
-// untrusted.
+// an operator trusts it with liqoctl trust, which shows both fingerprints,
+// asks, and refuses a fingerprint other than the one presented; liqoctl
+// untrust withdraws trust. A changed auth service key is trusted the same
+// way.
 func TestCAChange(t *testing.T) {
 	m, peer := member(0), member(2)
 	framework.LogOnFailure(t, m)
@@ -174,20 +177,100 @@ func TestCAChange(t *testing.T) {
 	if fc.Status.TrustedCAFingerprint == realFP {
 		t.Fatal("the changed CA was accepted silently")
 	}
+	if fc.Status.PendingCAFingerprint != realFP {
+		t.Fatalf("pending CA %q, want the one presented, %s", fc.Status.PendingCAFingerprint, realFP)
+	}
 
-	annotate(discoveryv1alpha1.TrustCAAnnotation, realFP)
+	// liqoctl trust: shown, refused when not confirmed or when the
+	// fingerprint checked out of band is another one, then trusted.
+	otherFP, err := auth.Fingerprint(otherPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verb := func(untrust bool, answer string, o trust.Options) (string, error) {
+		t.Helper()
+		o.Kubeconfig, o.Cluster, o.In, o.Timeout = m.Kubeconfig, peer.ClusterID, strings.NewReader(answer), 20*time.Second
+		var out strings.Builder
+		if untrust {
+			err = o.Untrust(t.Context(), &out)
+		} else {
+			err = o.Trust(t.Context(), &out)
+		}
+		t.Logf("liqoctl %s -> %v:\n%s", map[bool]string{true: "untrust", false: "trust"}[untrust], err, out.String())
+		return out.String(), err
+	}
+	out, err := verb(false, "n\n", trust.Options{})
+	if err == nil || !strings.Contains(out, otherFP) || !strings.Contains(out, realFP) {
+		t.Fatalf("trust answered no: err %v, output without both fingerprints or not refused", err)
+	}
+	if _, err := verb(false, "", trust.Options{Yes: true, CA: otherFP}); err == nil || !strings.Contains(err.Error(), otherFP) {
+		t.Fatalf("trust of a CA the cluster does not present: %v, want refused, naming it", err)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(fc), fc); err != nil {
+		t.Fatal(err)
+	}
+	if fc.Annotations[discoveryv1alpha1.TrustCAAnnotation] != "" || fc.Status.TrustedCAFingerprint == realFP {
+		t.Fatalf("a refused trust changed something: annotations %v, trusted %s", fc.Annotations, fc.Status.TrustedCAFingerprint)
+	}
+	if out, err := verb(false, "y\n", trust.Options{CA: realFP}); err != nil || !strings.Contains(out, "Trusted") {
+		t.Fatalf("trust: %v", err)
+	}
 	waitCA(metav1.ConditionTrue, "TrustedByOperator", "")
-	if fc.Status.TrustedCAFingerprint != realFP {
-		t.Fatalf("trusted fingerprint %q, want %q", fc.Status.TrustedCAFingerprint, realFP)
+	if fc.Status.TrustedCAFingerprint != realFP || fc.Status.PendingCAFingerprint != "" {
+		t.Fatalf("trusted fingerprint %q (pending %q), want %q", fc.Status.TrustedCAFingerprint, fc.Status.PendingCAFingerprint, realFP)
 	}
 	if err := c.Get(t.Context(), key, &secret); err != nil || string(secret.Data[foreigncluster.CASecretKey]) == string(otherPEM) {
 		t.Fatalf("the stored CA was not replaced by the trusted one (%v)", err)
 	}
+	if out, err := verb(false, "", trust.Options{}); err != nil || !strings.Contains(out, "Nothing to trust") {
+		t.Fatalf("trust with nothing pending: %v, %q", err, out)
+	}
 
-	annotate(discoveryv1alpha1.UntrustedCAAnnotation, "true")
+	// liqoctl untrust, then trust again.
+	if _, err := verb(true, "y\n", trust.Options{}); err != nil {
+		t.Fatalf("untrust: %v", err)
+	}
 	waitCA(metav1.ConditionFalse, "Untrusted", discoveryv1alpha1.UntrustedCAAnnotation)
-	annotate(discoveryv1alpha1.UntrustedCAAnnotation, "")
+	if _, err := verb(false, "", trust.Options{Yes: true}); err != nil {
+		t.Fatalf("trust after untrust: %v", err)
+	}
 	waitCA(metav1.ConditionTrue, "TrustedByOperator", "") // the trust annotation still names it
+
+	// A changed auth service key: pin another one, as if the key had
+	// changed since first contact; the real one is then pending.
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(fc), fc); err != nil {
+		t.Fatal(err)
+	}
+	realKey := fc.Status.AuthServiceKeyFingerprint
+	statusPatch := client.MergeFrom(fc.DeepCopy())
+	fc.Status.AuthServiceKeyFingerprint = otherFP
+	if err := c.Status().Patch(t.Context(), fc, statusPatch); err != nil {
+		t.Fatal(err)
+	}
+	annotate("test.liqo.io/poke", "2")
+	framework.Eventually(t, 10*time.Second, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(fc), fc); err != nil {
+			return err
+		}
+		if fc.Status.PendingAuthKeyFingerprint != realKey {
+			return fmt.Errorf("pending auth key %q, want the one presented, %s (Reachable: %+v)", fc.Status.PendingAuthKeyFingerprint, realKey,
+				condition(fc, discoveryv1alpha1.ConditionReachable))
+		}
+		return nil
+	})
+	if _, err := verb(false, "", trust.Options{Yes: true, AuthKey: otherFP}); err == nil || !strings.Contains(err.Error(), realKey) {
+		t.Fatalf("trust of a key not presented: %v, want refused, naming the one presented", err)
+	}
+	if out, err := verb(false, "yes\n", trust.Options{}); err != nil || !strings.Contains(out, realKey) {
+		t.Fatalf("trust of the auth key: %v", err)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(fc), fc); err != nil {
+		t.Fatal(err)
+	}
+	if cond := condition(fc, discoveryv1alpha1.ConditionReachable); fc.Status.AuthServiceKeyFingerprint != realKey || fc.Status.PendingAuthKeyFingerprint != "" ||
+		cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Fatalf("after trust: pinned %q, pending %q, Reachable %+v", fc.Status.AuthServiceKeyFingerprint, fc.Status.PendingAuthKeyFingerprint, cond)
+	}
 }
 
 // TestAddressChange: when a cluster's auth service moves, the others update

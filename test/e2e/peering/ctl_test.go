@@ -89,7 +89,7 @@ func TestLiqoctl(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = o.Run(ctx, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "CA mismatch") || !strings.Contains(err.Error(), "kubectl annotate foreigncluster") {
+	if err == nil || !strings.Contains(err.Error(), "CA mismatch") || !strings.Contains(err.Error(), "liqoctl trust "+b.ClusterID+" --ca ") {
 		t.Fatalf("add with a changed CA: %v, want a CA mismatch error saying how to trust the new CA", err)
 	}
 	caSecret.Data = saved.Data
