@@ -130,9 +130,13 @@ func BenchmarkOffloading(b *testing.B) {
 					}
 					return nil
 				})
+				// The offloaded teardown ends when both namespaces are gone.
+				offTeardown := time.Since(off.deleted)
+				offRejected := rejectedEventWrites(b, p.Members) - off.rejectedEventsBefore
 				// Then the baseline, on the same provider, now idle again.
 				profiles.start(fmt.Sprintf("direct-%d-%d", n, i))
 				base := runDeployment(b, p.Members, provider, fmt.Sprintf("direct-%d-%d", n, i), n, nil)
+				baseRejected := rejectedEventWrites(b, p.Members) - base.rejectedEventsBefore
 				writes := framework.Metric(b, consumer, "liqo_virtualkubelet_provider_writes_total", map[string]string{"resource": "pods"}) - off.podWritesBefore
 				ratio := off.total.Seconds() / base.total.Seconds()
 				b.ReportMetric(off.total.Seconds(), "s-offloaded")
@@ -144,6 +148,14 @@ func BenchmarkOffloading(b *testing.B) {
 					"pod writes to the provider per pod %.2f (creates and deletes)",
 					n, off.total.Round(10*time.Millisecond), off.p50, off.p99, base.total.Round(10*time.Millisecond), base.p50, base.p99, ratio,
 					off.peakRSS>>20, off.cpu.Seconds(), off.cpu.Seconds()/off.total.Seconds(), writes/float64(n))
+				teardownRatio := offTeardown.Seconds() / base.teardown.Seconds()
+				b.ReportMetric(offTeardown.Seconds(), "s-teardown-offloaded")
+				b.ReportMetric(base.teardown.Seconds(), "s-teardown-direct")
+				b.ReportMetric(teardownRatio, "teardown-ratio")
+				b.ReportMetric(offRejected, "rejected-events-offloaded")
+				b.Logf("N=%d: teardown (namespace deleted until gone; offloaded: both the consumer's and the provider's): offloaded %s, direct %s, ratio %.2f; "+
+					"event writes the API servers refused meanwhile (a namespace terminating or gone): offloaded %.0f, direct %.0f",
+					n, offTeardown.Round(10*time.Millisecond), base.teardown.Round(10*time.Millisecond), teardownRatio, offRejected, baseRejected)
 				b.Logf("N=%d: CPUs: %s", n, describeCPUs(cpus))
 				b.Logf("N=%d: CPU seconds by component, offloaded run: %s", n, off.components)
 				b.Logf("N=%d: CPU seconds by component, direct run: %s", n, base.components)
@@ -185,6 +197,13 @@ type runResult struct {
 	// writes are the write requests each API server served during the
 	// run, per pod, by verb and resource.
 	writes string
+	// deleted is when the namespace's deletion was asked, and teardown
+	// how long until it was gone.
+	deleted  time.Time
+	teardown time.Duration
+	// rejectedEventsBefore is rejectedEventWrites when the deletion was
+	// asked.
+	rejectedEventsBefore float64
 }
 
 // runDeployment creates namespace ns in m (prepare, if set, runs once it
@@ -289,6 +308,8 @@ func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member,
 	res.writes = formatAPIWrites(all, writesBefore, apiWrites(b, all), n)
 	res.peakRSS = peakRSS(cmPID)
 
+	res.rejectedEventsBefore = rejectedEventWrites(b, all)
+	res.deleted = time.Now()
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
@@ -301,6 +322,7 @@ func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member,
 		}
 		return nil
 	})
+	res.teardown = time.Since(res.deleted)
 	return res
 }
 
@@ -389,6 +411,31 @@ func apiWrites(b *testing.B, members []*playground.Member) map[string]map[string
 // resource[/subresource]".
 func apiRequests(b *testing.B, members []*playground.Member, counted func(verb string) bool) map[string]map[string]float64 {
 	b.Helper()
+	return apiRequestsWhere(b, members, func(l map[string]string) bool { return counted(l["verb"]) })
+}
+
+// rejectedEventWrites is how many event writes each member's API server
+// refused so far (a code of 400 or more: among them, events into a
+// namespace that is terminating or gone), summed over the members.
+func rejectedEventWrites(b *testing.B, members []*playground.Member) float64 {
+	b.Helper()
+	total := 0.0
+	for _, counts := range apiRequestsWhere(b, members, func(l map[string]string) bool {
+		code, _ := strconv.Atoi(l["code"])
+		return l["resource"] == "events" && l["verb"] != "GET" && l["verb"] != "LIST" && l["verb"] != "WATCH" && code >= 400
+	}) {
+		for _, v := range counts {
+			total += v
+		}
+	}
+	return total
+}
+
+// apiRequestsWhere reads, from each member's API server, how many
+// requests whose labels counted accepts it served so far, by "member" and
+// "VERB resource[/subresource]".
+func apiRequestsWhere(b *testing.B, members []*playground.Member, counted func(labels map[string]string) bool) map[string]map[string]float64 {
+	b.Helper()
 	out := map[string]map[string]float64{}
 	for _, m := range members {
 		cs, err := kubernetes.NewForConfig(m.RESTConfig)
@@ -410,7 +457,7 @@ func apiRequests(b *testing.B, members []*playground.Member, counted func(verb s
 			for _, p := range metric.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			if !counted(l["verb"]) {
+			if !counted(l) {
 				continue
 			}
 			res := l["resource"]
