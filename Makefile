@@ -257,7 +257,7 @@ test-conformance: system-deps $(RUNTIME_BINS) $(NODE_BINS) build $(BIN)/kubectl 
 	MAPPING=$(MAPPING) PROCS=$(PROCS) BIN=$(BIN) OUT=$(OUTPUT)/conformance-smoke FOCUS=$(CURDIR)/$(CONFORMANCE_DIR)/smoke.txt TIMEOUT=15m $(CONFORMANCE_DIR)/run.sh
 
 .PHONY: system-deps
-system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables, wireguard-tools, iperf3, busybox-static, bind9-dnsutils, curl, netcat-openbsd) when missing; needs root.
+system-deps: ## Install the Debian packages the tests run (iproute2, dnsmasq-base, bind9, containerd, runc, CNI plugins, nftables, wireguard-tools, iperf3, busybox-static, bind9-dnsutils, curl, netcat-openbsd, chromium, avahi-daemon, avahi-utils, nodejs, npm) when missing; needs root.
 	hack/system-deps.sh
 
 .PHONY: test

@@ -8,11 +8,15 @@
 # reference wireguard-go by hand and measures throughput), busybox-static,
 # bind9-dnsutils, curl and netcat-openbsd (make conformance builds the
 # suite's images from them: busybox's shell and applets; dig, curl and nc,
-# which the suite calls), and chromium (the broker's dashboard is tested in
-# a real headless browser).
+# which the suite calls), chromium (the broker's dashboard is tested in
+# a real headless browser), and avahi-daemon, avahi-utils, nodejs and npm
+# (LAN discovery is tested against avahi and the npm package multicast-dns;
+# with --no-install-recommends, libnss-mdns and the machine's nsswitch.conf
+# are left alone).
 # Needs root and apt-get; says what is missing otherwise. No service is
 # started: the tests run named and dnsmasq themselves, on loopback ports,
-# and each real node its own containerd.
+# each real node its own containerd, and avahi-daemon with a D-Bus of its
+# own in a network namespace of the test's.
 set -euo pipefail
 missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
@@ -29,6 +33,10 @@ command -v dig >/dev/null 2>&1 || missing+=(bind9-dnsutils)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 [ -x /bin/nc.openbsd ] || missing+=(netcat-openbsd)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+[ -x /usr/sbin/avahi-daemon ] || missing+=(avahi-daemon)
+command -v avahi-browse >/dev/null 2>&1 || missing+=(avahi-utils)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -60,6 +60,9 @@ func NewLAN(n int) (*LAN, error) {
 	return lan, nil
 }
 
+// Host is host i's namespace, to run commands in.
+func (l *LAN) Host(i int) *Namespace { return l.namespaces[i+1] }
+
 // Disconnect takes host i's bridge port down, as if its cable were pulled.
 func (l *LAN) Disconnect(i int) error {
 	return l.namespaces[0].IP("link", "set", fmt.Sprintf("port%d", i+1), "down")

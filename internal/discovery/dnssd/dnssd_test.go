@@ -128,4 +128,13 @@ func TestAnswer(t *testing.T) {
 	if got := inst.Answer(dns.Question{Name: "other.local.", Qtype: dns.TypeANY, Qclass: dns.ClassINET}, 120); got != nil {
 		t.Fatalf("unrelated question answered with %v", got)
 	}
+	// RFC 6763 §9: the service type enumeration lists the instance's type.
+	types := inst.Answer(dns.Question{Name: "_services._dns-sd._udp.local.", Qtype: dns.TypePTR, Qclass: dns.ClassINET}, 120)
+	if len(types) != 1 || types[0].(*dns.PTR).Ptr != inst.ServiceFQDN() {
+		t.Fatalf("service type enumeration answered with %v, want one PTR to %s", types, inst.ServiceFQDN())
+	}
+	// Its record is no instance of the type to a browser.
+	if found, drops := Collect(types, inst.ServiceFQDN(), Multicast); len(found) != 0 || len(drops) != 0 {
+		t.Fatalf("the enumeration record read as instances %v, drops %v", found, drops)
+	}
 }

@@ -67,13 +67,29 @@ func (i *Instance) Records(ttl uint32) []dns.RR {
 	return rrs
 }
 
-// Answer returns the records that answer q, or nil.
+// ServiceTypeEnumeration is the name under which every service type on
+// a link or in a domain is listed (RFC 6763 §9): avahi-browse -a and
+// similar tools ask it first.
+const ServiceTypeEnumeration = "_services._dns-sd._udp"
+
+// EnumerationRecord lists the instance's service type under
+// ServiceTypeEnumeration. It is a shared record: every instance of the
+// type states the same one.
+func (i *Instance) EnumerationRecord(ttl uint32) dns.RR {
+	return &dns.PTR{
+		Hdr: dns.RR_Header{Name: ServiceFQDN(ServiceTypeEnumeration, i.Domain), Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: ttl},
+		Ptr: i.ServiceFQDN(),
+	}
+}
+
+// Answer returns the records that answer q, or nil: the instance's own
+// records, and its service type to a service type enumeration.
 func (i *Instance) Answer(q dns.Question, ttl uint32) []dns.RR {
 	if q.Qclass&0x7fff != dns.ClassINET && q.Qclass != dns.ClassANY {
 		return nil
 	}
 	var out []dns.RR
-	for _, rr := range i.Records(ttl) {
+	for _, rr := range append(i.Records(ttl), i.EnumerationRecord(ttl)) {
 		h := rr.Header()
 		if strings.EqualFold(h.Name, q.Name) && (q.Qtype == dns.TypeANY || q.Qtype == h.Rrtype) {
 			out = append(out, rr)

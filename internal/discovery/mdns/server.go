@@ -145,10 +145,14 @@ func (s *Server) handleQuery(msg *dns.Msg) {
 	if len(resp.Answer) == 0 || !s.limiter.Allow() {
 		return
 	}
-	// RFC 6763 §12: the records a browser needs next come along.
-	for _, rr := range inst.Records(s.ttl) {
-		if !contains(resp.Answer, rr) {
-			resp.Extra = append(resp.Extra, rr)
+	// RFC 6763 §12: the records a browser needs next come along; not to
+	// a mere enumeration of service types, whose next step is to browse
+	// the type.
+	if len(resp.Answer) != 1 || !dns.IsDuplicate(resp.Answer[0], inst.EnumerationRecord(s.ttl)) {
+		for _, rr := range inst.Records(s.ttl) {
+			if !contains(resp.Answer, rr) {
+				resp.Extra = append(resp.Extra, rr)
+			}
 		}
 	}
 	_ = s.conn.Send(resp) // best effort: the browser asks again
@@ -203,10 +207,16 @@ func (s *Server) Withdraw() error {
 	return s.announce(inst, 0)
 }
 
+// announce sends the instance's records; an announcement (not a goodbye)
+// lists its service type too, as RFC 6763 §9 suggests. No goodbye is sent
+// for that shared record: other clusters of the link state it as well.
 func (s *Server) announce(inst *dnssd.Instance, ttl uint32) error {
 	msg := new(dns.Msg)
 	msg.Response, msg.Authoritative = true, true
 	msg.Answer = inst.Records(ttl)
+	if ttl > 0 {
+		msg.Answer = append(msg.Answer, inst.EnumerationRecord(ttl))
+	}
 	return s.conn.Send(msg)
 }
 
