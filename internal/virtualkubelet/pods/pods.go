@@ -652,7 +652,7 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("Reflector needs Client, Providers and LocalClusterID")
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("liqo-virtual-kubelet")
+		r.Recorder = LiveNamespaces{EventRecorder: mgr.GetEventRecorder("liqo-virtual-kubelet"), Reader: mgr.GetClient()}
 	}
 	workers := r.Workers
 	if workers == 0 {
