@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -144,10 +145,11 @@ func BenchmarkOffloading(b *testing.B) {
 				b.ReportMetric(ratio, "ratio")
 				b.ReportMetric(writes/float64(n), "pod-writes/pod")
 				b.Logf("N=%d: offloaded %s (p50 %s, p99 %s), direct in the provider %s (p50 %s, p99 %s), ratio %.2f; "+
+					"reflection latency in the consumer's virtual kubelet (liqo_virtualkubelet_pod_reflection_seconds, interpolated within its buckets): %s; "+
 					"consumer controller manager: peak RSS %d MiB, CPU %.1f s (%.2f cores on average) during the offloaded run; "+
 					"pod writes to the provider per pod %.2f (creates and deletes)",
 					n, off.total.Round(10*time.Millisecond), off.p50, off.p99, base.total.Round(10*time.Millisecond), base.p50, base.p99, ratio,
-					off.peakRSS>>20, off.cpu.Seconds(), off.cpu.Seconds()/off.total.Seconds(), writes/float64(n))
+					off.reflection, off.peakRSS>>20, off.cpu.Seconds(), off.cpu.Seconds()/off.total.Seconds(), writes/float64(n))
 				teardownRatio := offTeardown.Seconds() / base.teardown.Seconds()
 				b.ReportMetric(offTeardown.Seconds(), "s-teardown-offloaded")
 				b.ReportMetric(base.teardown.Seconds(), "s-teardown-direct")
@@ -204,6 +206,48 @@ type runResult struct {
 	// rejectedEventsBefore is rejectedEventWrites when the deletion was
 	// asked.
 	rejectedEventsBefore float64
+	// reflection is the virtual kubelet's reflection latency during an
+	// offloaded run, by step, p50 and p99.
+	reflection string
+}
+
+// reflectionSteps are the steps of liqo_virtualkubelet_pod_reflection_seconds.
+var reflectionSteps = []string{"create", "status"}
+
+// reflectionHistograms reads the reflection latency histogram of m's
+// controller manager, by step; none for a direct run (pid 0).
+func reflectionHistograms(b *testing.B, m *playground.Member, pid int) map[string][]framework.Bucket {
+	b.Helper()
+	if pid == 0 {
+		return nil
+	}
+	out := map[string][]framework.Bucket{}
+	for _, step := range reflectionSteps {
+		out[step] = framework.Histogram(b, m, "liqo_virtualkubelet_pod_reflection_seconds", map[string]string{"step": step})
+	}
+	return out
+}
+
+// formatReflection prints p50 and p99 of each step between two readings.
+func formatReflection(before, after map[string][]framework.Bucket) string {
+	if after == nil {
+		return ""
+	}
+	var parts []string
+	for _, step := range reflectionSteps {
+		p50 := framework.Quantile(0.5, before[step], after[step])
+		p99 := framework.Quantile(0.99, before[step], after[step])
+		parts = append(parts, fmt.Sprintf("%s p50 %s, p99 %s", step, seconds(p50), seconds(p99)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// seconds prints a latency in seconds as a duration, or "none".
+func seconds(s float64) string {
+	if math.IsNaN(s) {
+		return "none"
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
 }
 
 // runDeployment creates namespace ns in m (prepare, if set, runs once it
@@ -264,6 +308,7 @@ func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member,
 		cmPID = proc.PID
 		res.podWritesBefore = framework.Metric(b, m, "liqo_virtualkubelet_provider_writes_total", map[string]string{"resource": "pods"})
 	}
+	reflectionBefore := reflectionHistograms(b, m, cmPID)
 	cpuBefore := cpuTime(cmPID)
 	componentsBefore := componentCPU(all)
 	writesBefore := apiWrites(b, all)
@@ -307,6 +352,7 @@ func runDeployment(b *testing.B, all []*playground.Member, m *playground.Member,
 	res.components = formatComponentCPU(all, componentsBefore, componentCPU(all), res.total)
 	res.writes = formatAPIWrites(all, writesBefore, apiWrites(b, all), n)
 	res.peakRSS = peakRSS(cmPID)
+	res.reflection = formatReflection(reflectionBefore, reflectionHistograms(b, m, cmPID))
 
 	res.rejectedEventsBefore = rejectedEventWrites(b, all)
 	res.deleted = time.Now()

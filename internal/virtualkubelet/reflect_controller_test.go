@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -419,6 +421,7 @@ func (w *reflectorWorld) running(t *testing.T, name, ip string) {
 // back to the local pod.
 func TestPodReflection(t *testing.T) {
 	w := startReflectors(t)
+	createdBefore, statusBefore := reflections(t, pods.StepCreate), reflections(t, pods.StepStatus)
 	pod := w.offloadedPod(t, "web-1")
 	remote := w.remotePod(t, pod.Name, nil)
 	if got := remote.Labels[offloadingv1alpha1.OriginClusterLabel]; got != testConsumer {
@@ -444,6 +447,20 @@ func TestPodReflection(t *testing.T) {
 	if n := len(w.podOps("create", pod.Name)); n != 1 {
 		t.Errorf("%d creates of the provider pod, want 1", n)
 	}
+	// Both steps were timed (other tests may add theirs).
+	if created, status := reflections(t, pods.StepCreate)-createdBefore, reflections(t, pods.StepStatus)-statusBefore; created < 1 || status < 1 {
+		t.Errorf("reflection latency observed %d creates and %d status changes, want at least one of each", created, status)
+	}
+}
+
+// reflections is how many of step's latencies were observed so far.
+func reflections(t *testing.T, step string) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := pods.ReflectionSeconds.WithLabelValues(step).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }
 
 // TestPodAddressesTranslated: a provider pod whose range the network

@@ -84,6 +84,9 @@ type Reflector struct {
 	// (its namespace aggregated) the address through which the consumer
 	// reaches it; nil shows such pods no address.
 	Transit Transit
+
+	// latency times the steps of each pod's reflection.
+	latency clock
 }
 
 // Transit assigns the addresses through which an aggregator's consumers
@@ -102,6 +105,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	var pod corev1.Pod
 	err = r.Client.Get(ctx, req.NamespacedName, &pod)
 	if apierrors.IsNotFound(err) {
+		r.latency.forgetAll(req.NamespacedName)
 		var released error
 		if r.Transit != nil {
 			released = r.Transit.Release(ctx, req.String())
@@ -113,6 +117,9 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	}
 	providerID, poolAffinity, err := r.providerOf(ctx, &pod)
 	if err != nil || providerID == "" {
+		if err == nil {
+			r.latency.forgetAll(req.NamespacedName) // not a virtual node's pod
+		}
 		return ctrl.Result{}, err
 	}
 	// A provider pod of an older pod of this name, or in another provider,
@@ -147,6 +154,9 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		return ctrl.Result{}, err
 	}
 	remote, _ := pns.Get(provider.Pods, pod.Name).(*corev1.Pod)
+	if remote != nil || pod.DeletionTimestamp != nil {
+		r.latency.forget(StepCreate, req.NamespacedName) // nothing to create
+	}
 	// A provider pod of this name made for another (older) pod is not
 	// this one's, even when its deletion above could not be tried yet (a
 	// provider before it did not answer): it goes, and this pod is made
@@ -206,6 +216,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 			}
 		}
 		if finished {
+			r.latency.forget(StepCreate, req.NamespacedName)
 			return ctrl.Result{}, nil // finished: nothing to run again
 		}
 		// Ephemeral containers are added after: a pod is created without.
@@ -295,6 +306,9 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		if err := r.Client.Status().Patch(ctx, &pod, client.RawPatch(types.MergePatchType, data)); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+		r.latency.done(StepStatus, req.NamespacedName)
+	} else {
+		r.latency.forget(StepStatus, req.NamespacedName)
 	}
 	switch {
 	case errors.Is(transitErr, transit.ErrNoNetwork):
@@ -600,6 +614,7 @@ func (r *Reflector) createRemote(ctx context.Context, pns provider.Namespace, po
 		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "ProviderPodFailed", "Offload", "Creating the pod in provider %s: %v", pns.Provider(), err)
 		return fmt.Errorf("creating provider pod %s/%s in %s: %w", desired.Namespace, desired.Name, pns.Provider(), err)
 	}
+	r.latency.done(StepCreate, client.ObjectKeyFromObject(pod))
 	return nil
 }
 
@@ -709,10 +724,12 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		},
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&corev1.Pod{}, builder.WithPredicates(bound)).
+		// Pods are watched with the clock of their creation in the
+		// provider started as each event arrives.
+		Watches(&corev1.Pod{}, starting(&r.latency, StepCreate, boundAndLive, &handler.EnqueueRequestForObject{}), builder.WithPredicates(bound)).
 		Watches(&corev1.Node{}, nodeReady, builder.WithPredicates(readyChanged)).
 		Watches(&offloadingv1alpha1.NamespaceOffloading{}, offloaded).
-		WatchesRawSource(r.Providers.Source(provider.Pods, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.Providers.Source(provider.Pods, starting(&r.latency, StepStatus, nil, &handler.EnqueueRequestForObject{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: retryLimiter()}).
 		Named("virtualkubelet-pods")
 	if r.Translate != nil {

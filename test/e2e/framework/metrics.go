@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -106,6 +108,87 @@ func ScrapeMetrics(t testing.TB, m *playground.Member, token string) (int, strin
 // the liqo-metrics-reader ClusterRole.
 func Metric(t testing.TB, m *playground.Member, name string, labels map[string]string) float64 {
 	t.Helper()
+	families := metricFamilies(t, m)
+	var sum float64
+	for _, metric := range families[name].GetMetric() {
+		if hasLabels(metric.GetLabel(), labels) {
+			sum += metric.GetCounter().GetValue() + metric.GetGauge().GetValue() + float64(metric.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum
+}
+
+// Bucket is a histogram's cumulative count of observations up to
+// UpperBound.
+type Bucket struct {
+	UpperBound float64
+	Count      float64
+}
+
+// Histogram returns the buckets of the controller manager's histogram
+// name, summed over its series with labels, in order, +Inf last.
+func Histogram(t testing.TB, m *playground.Member, name string, labels map[string]string) []Bucket {
+	t.Helper()
+	var out []Bucket
+	for _, metric := range metricFamilies(t, m)[name].GetMetric() {
+		if !hasLabels(metric.GetLabel(), labels) {
+			continue
+		}
+		h := metric.GetHistogram()
+		buckets := h.GetBucket()
+		if out == nil {
+			out = make([]Bucket, len(buckets)+1)
+			for i, b := range buckets {
+				out[i].UpperBound = b.GetUpperBound()
+			}
+			out[len(buckets)].UpperBound = math.Inf(1)
+		}
+		for i, b := range buckets {
+			out[i].Count += float64(b.GetCumulativeCount())
+		}
+		out[len(buckets)].Count += float64(h.GetSampleCount())
+	}
+	return out
+}
+
+// Quantile estimates the q-quantile of the observations made between two
+// readings of a histogram, as Prometheus's histogram_quantile does
+// (linear within a bucket; the highest finite bound when it falls in
+// +Inf). It returns NaN when nothing was observed in between.
+func Quantile(q float64, before, after []Bucket) float64 {
+	delta := make([]Bucket, len(after))
+	for i := range after {
+		delta[i] = after[i]
+		if i < len(before) {
+			delta[i].Count -= before[i].Count
+		}
+	}
+	if len(delta) == 0 || delta[len(delta)-1].Count == 0 {
+		return math.NaN()
+	}
+	rank := q * delta[len(delta)-1].Count
+	lower, below := 0.0, 0.0
+	for i, b := range delta {
+		if b.Count >= rank {
+			if math.IsInf(b.UpperBound, 1) {
+				if i == 0 {
+					return math.NaN()
+				}
+				return delta[i-1].UpperBound
+			}
+			if b.Count == below {
+				return b.UpperBound
+			}
+			return lower + (b.UpperBound-lower)*(rank-below)/(b.Count-below)
+		}
+		lower, below = b.UpperBound, b.Count
+	}
+	return math.NaN()
+}
+
+// metricFamilies scrapes and parses the controller manager's metrics.
+func metricFamilies(t testing.TB, m *playground.Member) map[string]*dto.MetricFamily {
+	t.Helper()
 	token, ok := metricsTokens.Load(m)
 	if !ok {
 		token = ServiceAccountToken(t, m.Cluster, MetricsReader, install.MetricsReaderName)
@@ -120,13 +203,7 @@ func Metric(t testing.TB, m *playground.Member, name string, labels map[string]s
 	if err != nil {
 		t.Fatalf("parsing the metrics of %s: %v", m.Name, err)
 	}
-	var sum float64
-	for _, metric := range families[name].GetMetric() {
-		if hasLabels(metric.GetLabel(), labels) {
-			sum += metric.GetCounter().GetValue() + metric.GetGauge().GetValue() + float64(metric.GetHistogram().GetSampleCount())
-		}
-	}
-	return sum
+	return families
 }
 
 // ResidentMiB is a process's resident set size (VmRSS), in MiB.
