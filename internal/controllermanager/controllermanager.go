@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/liqo-go/liqo/api"
@@ -283,6 +284,12 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
+	}
+	if err := metrics.Registry.Register(&stateCollector{reader: mgr.GetClient()}); err != nil {
+		return fmt.Errorf("registering the peering state metrics: %w", err)
+	}
+	if err := setupPhaseEvents(mgr); err != nil {
+		return fmt.Errorf("setting up the phase events: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
