@@ -22,3 +22,20 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "liqo.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
+
+{{/* How the ServiceMonitor and the PodMonitor scrape (monitoring.yaml). */}}
+{{- define "liqo.scrapeEndpoint" -}}
+interval: {{ .Values.metrics.scrapeInterval }}
+{{- if .Values.metrics.secure }}
+scheme: https
+authorization:
+  type: Bearer
+  credentials:
+    name: liqo-metrics-scraper
+    key: token
+tlsConfig:
+  insecureSkipVerify: true
+{{- else }}
+scheme: http
+{{- end }}
+{{- end -}}

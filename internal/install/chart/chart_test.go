@@ -480,7 +480,8 @@ func TestBadValuesAreRejected(t *testing.T) {
 
 // TestLint runs `helm lint`'s rules on the chart's directory.
 func TestLint(t *testing.T) {
-	for _, values := range []map[string]any{nil, {"auth": map[string]any{"service": map[string]any{"type": "NodePort"}}}, {"broker": map[string]any{"enabled": true}}} {
+	for _, values := range []map[string]any{nil, {"auth": map[string]any{"service": map[string]any{"type": "NodePort"}}}, {"broker": map[string]any{"enabled": true}},
+		{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "podMonitor": map[string]any{"enabled": true}}}} {
 		l := lint.RunAll("../../../deployments/liqo", values, "liqo")
 		for _, m := range l.Messages {
 			t.Logf("%s", m)
@@ -488,5 +489,81 @@ func TestLint(t *testing.T) {
 		if l.HighestSeverity >= support.WarningSev {
 			t.Errorf("helm lint with %v: highest severity %d", values, l.HighestSeverity)
 		}
+	}
+}
+
+// TestMonitors: no ServiceMonitor or PodMonitor by default; enabled, the
+// ServiceMonitor scrapes the controller manager's metrics Service and the
+// PodMonitor every pod of the release at its metrics port, over HTTPS
+// with the token of a ServiceAccount bound to liqo-metrics-reader alone,
+// or over HTTP when the metrics are not secure.
+func TestMonitors(t *testing.T) {
+	const scraper = "liqo-metrics-scraper" // a ServiceAccount's name, and its token Secret's
+	objs := render(t, nil)
+	if sm, pm := kinds(objs, "ServiceMonitor"), kinds(objs, "PodMonitor"); len(sm)+len(pm) != 0 {
+		t.Fatalf("by default the chart renders ServiceMonitors %v and PodMonitors %v", sm, pm)
+	}
+	on := map[string]any{"metrics": map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true}, "podMonitor": map[string]any{"enabled": true},
+		"monitorLabels": map[string]any{"release": "prometheus"}, "scrapeInterval": "15s",
+	}}
+	objs = render(t, on)
+	var sm, pm unstructured.Unstructured
+	find(t, objs, "ServiceMonitor", "liqo-controller-manager", &sm.Object)
+	find(t, objs, "PodMonitor", "liqo", &pm.Object)
+	var svc corev1.Service
+	find(t, objs, "Service", "liqo-metrics", &svc)
+	selects := func(m *unstructured.Unstructured, labels map[string]string) bool {
+		sel, _, _ := unstructured.NestedStringMap(m.Object, "spec", "selector", "matchLabels")
+		for k, v := range sel {
+			if labels[k] != v {
+				return false
+			}
+		}
+		return len(sel) > 0
+	}
+	var cm, gw appsv1.Deployment
+	find(t, objs, "Deployment", install.ControllerManagerName, &cm)
+	find(t, objs, "Deployment", "liqo-gateway", &gw)
+	if !selects(&sm, svc.Labels) || !selects(&pm, cm.Spec.Template.Labels) || !selects(&pm, gw.Spec.Template.Labels) {
+		t.Errorf("the ServiceMonitor does not select the Service %v, or the PodMonitor the controller manager's %v and the gateway's %v pods",
+			svc.Labels, cm.Spec.Template.Labels, gw.Spec.Template.Labels)
+	}
+	for _, c := range []struct {
+		m    *unstructured.Unstructured
+		list string
+		port string
+	}{{&sm, "endpoints", svc.Spec.Ports[0].Name}, {&pm, "podMetricsEndpoints", "metrics"}} {
+		if c.m.GetLabels()["release"] != "prometheus" {
+			t.Errorf("%s %s lacks the monitor labels: %v", c.m.GetKind(), c.m.GetName(), c.m.GetLabels())
+		}
+		eps, _, _ := unstructured.NestedSlice(c.m.Object, "spec", c.list)
+		if len(eps) != 1 {
+			t.Fatalf("%s: %d endpoints", c.m.GetKind(), len(eps))
+		}
+		ep := eps[0].(map[string]any)
+		tokenSecret, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "name")
+		if ep["port"] != c.port || ep["scheme"] != "https" || ep["interval"] != "15s" || tokenSecret != scraper {
+			t.Errorf("%s's endpoint %v: want port %s, https, every 15s, with the scraper's token", c.m.GetKind(), ep, c.port)
+		}
+	}
+	var binding rbacv1.ClusterRoleBinding
+	find(t, objs, "ClusterRoleBinding", scraper+"-liqo-system", &binding)
+	var token corev1.Secret
+	find(t, objs, "Secret", scraper, &token)
+	if binding.RoleRef.Name != install.MetricsReaderName || len(binding.Subjects) != 1 || binding.Subjects[0].Name != scraper ||
+		token.Type != corev1.SecretTypeServiceAccountToken || token.Annotations[corev1.ServiceAccountNameKey] != scraper {
+		t.Errorf("the scraper's rights %+v or token %+v", binding, token)
+	}
+
+	plain := map[string]any{"metrics": map[string]any{"secure": false, "podMonitor": map[string]any{"enabled": true}}}
+	objs = render(t, plain)
+	find(t, objs, "PodMonitor", "liqo", &pm.Object)
+	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if ep := eps[0].(map[string]any); ep["scheme"] != "http" || ep["authorization"] != nil || len(kinds(objs, "ClusterRoleBinding")) != len(kinds(render(t, nil), "ClusterRoleBinding")) {
+		t.Errorf("with insecure metrics, the PodMonitor's endpoint %v, or a scraper bound anyway", ep)
+	}
+	if got := kinds(render(t, map[string]any{"metrics": map[string]any{"enabled": false, "podMonitor": map[string]any{"enabled": true}}}), "PodMonitor"); len(got) != 0 {
+		t.Errorf("with metrics off, PodMonitors %v", got)
 	}
 }
