@@ -189,30 +189,7 @@ func TestAvahiSeesClustersAndIsSeen(t *testing.T) {
 		dnssd.KeyClusterID+"="+peerID, dnssd.KeyAuthURL+"="+url, dnssd.KeyClusterName+"=avahi")
 	publish.Env = env
 	pub := startProcess(t, "avahi-publish", publish)
-	for _, m := range suite.Members {
-		framework.Eventually(t, 20*time.Second, func() error {
-			fc, err := foreigncluster.Find(t.Context(), framework.Client(t, m), peerID)
-			switch {
-			case err != nil:
-				return err
-			case fc == nil:
-				return fmt.Errorf("%s has no ForeignCluster for avahi's announcement (avahi-publish: %s)", m.Name, pub.output())
-			case fc.Spec.ForeignAuthURL != url:
-				return fmt.Errorf("%s knows %s at %s, want %s", m.Name, peerID, fc.Spec.ForeignAuthURL, url)
-			}
-			return nil
-		})
-	}
-	_ = pub.cmd.Process.Signal(syscall.SIGTERM) // avahi withdraws the instance
-	for _, m := range suite.Members {
-		framework.Eventually(t, 30*time.Second, func() error {
-			fc, err := foreigncluster.Find(t.Context(), framework.Client(t, m), peerID)
-			if err == nil && fc != nil {
-				return fmt.Errorf("%s still knows %s after avahi withdrew it", m.Name, peerID)
-			}
-			return err
-		})
-	}
+	knownThenForgotten(t, peerID, url, pub, "avahi withdrew it")
 }
 
 // TestMulticastDNSPackageSeesClustersAndIsSeen: the npm package
@@ -270,6 +247,14 @@ func TestMulticastDNSPackageSeesClustersAndIsSeen(t *testing.T) {
 	url := "https://" + unusedLoopbackAddress(t)
 	announce := startProcess(t, "multicast-dns announce", host.Command(t.Context(), "node", filepath.Join(dir, "peer.js"), "announce", address,
 		dnssd.DefaultService, peerID, "30443", dnssd.KeyClusterID+"="+peerID, dnssd.KeyAuthURL+"="+url))
+	knownThenForgotten(t, peerID, url, announce, "its goodbye")
+}
+
+// knownThenForgotten waits until every cluster has a ForeignCluster for
+// peerID at url, announced by p; then stops p (SIGTERM: the instance is
+// withdrawn) and waits until every cluster forgot it.
+func knownThenForgotten(t *testing.T, peerID, url string, p *process, withdrawal string) {
+	t.Helper()
 	for _, m := range suite.Members {
 		framework.Eventually(t, 20*time.Second, func() error {
 			fc, err := foreigncluster.Find(t.Context(), framework.Client(t, m), peerID)
@@ -277,19 +262,19 @@ func TestMulticastDNSPackageSeesClustersAndIsSeen(t *testing.T) {
 			case err != nil:
 				return err
 			case fc == nil:
-				return fmt.Errorf("%s has no ForeignCluster for multicast-dns's announcement (node: %s)", m.Name, announce.output())
+				return fmt.Errorf("%s has no ForeignCluster for the announcement of %s (its output: %s)", m.Name, peerID, p.output())
 			case fc.Spec.ForeignAuthURL != url:
 				return fmt.Errorf("%s knows %s at %s, want %s", m.Name, peerID, fc.Spec.ForeignAuthURL, url)
 			}
 			return nil
 		})
 	}
-	_ = announce.cmd.Process.Signal(syscall.SIGTERM) // a goodbye, then it exits
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	for _, m := range suite.Members {
 		framework.Eventually(t, 30*time.Second, func() error {
 			fc, err := foreigncluster.Find(t.Context(), framework.Client(t, m), peerID)
 			if err == nil && fc != nil {
-				return fmt.Errorf("%s still knows %s after its goodbye", m.Name, peerID)
+				return fmt.Errorf("%s still knows %s after %s", m.Name, peerID, withdrawal)
 			}
 			return err
 		})
