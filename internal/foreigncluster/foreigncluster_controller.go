@@ -295,15 +295,32 @@ func (r *Reconciler) checkCA(ctx context.Context, fc *discoveryv1alpha1.ForeignC
 		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "InvalidCA", err.Error())
 		return nil
 	}
+	key := client.ObjectKey{Namespace: r.Namespace, Name: CASecretName(fc.Spec.ClusterIdentity.ClusterID)}
 	if fc.Annotations[discoveryv1alpha1.UntrustedCAAnnotation] == "true" {
+		// The CA presented, when it is not the one stored (or none is),
+		// is shown as pending: trusting again shows it, and names it.
+		var stored corev1.Secret
+		if err := r.Client.Get(ctx, key, &stored); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if storedFP, _ := auth.Fingerprint(stored.Data[CASecretKey]); storedFP != fp {
+			fc.Status.PendingCAFingerprint = fp
+		}
 		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "Untrusted",
 			fmt.Sprintf("An operator marked the CA untrusted (annotation %s); trust it again with: liqoctl trust %s", discoveryv1alpha1.UntrustedCAAnnotation, fc.Name))
 		return nil
 	}
-	key := client.ObjectKey{Namespace: r.Namespace, Name: CASecretName(fc.Spec.ClusterIdentity.ClusterID)}
 	var secret corev1.Secret
 	err = r.Client.Get(ctx, key, &secret)
 	switch {
+	case apierrors.IsNotFound(err) && fc.Annotations[discoveryv1alpha1.TrustCAAnnotation] != "" && fc.Annotations[discoveryv1alpha1.TrustCAAnnotation] != fp:
+		// An operator trusted another CA than the one presented: no
+		// first use pins this one.
+		fc.Status.PendingCAFingerprint = fp
+		setCondition(fc, discoveryv1alpha1.ConditionCATrusted, metav1.ConditionFalse, "CAChanged", fmt.Sprintf(
+			"The remote CA is %s, not %s an operator trusted; if that is expected, check it out of band and trust it with: liqoctl trust %s",
+			fp, fc.Annotations[discoveryv1alpha1.TrustCAAnnotation], fc.Name))
+		return nil
 	case apierrors.IsNotFound(err):
 		secret = corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{

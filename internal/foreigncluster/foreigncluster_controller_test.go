@@ -156,6 +156,36 @@ func TestManualForeignClusterIsCompletedAndGuarded(t *testing.T) {
 		t.Fatal("the pinned CA was replaced by the untrusted one")
 	}
 
+	// Marked untrusted meanwhile: the CA presented is still shown as
+	// pending (it is not the one stored), so trusting again names it.
+	annotate := func(k, v string) {
+		t.Helper()
+		patch := client.MergeFrom(fc.DeepCopy())
+		if fc.Annotations == nil {
+			fc.Annotations = map[string]string{}
+		}
+		if v == "" {
+			delete(fc.Annotations, k)
+		} else {
+			fc.Annotations[k] = v
+		}
+		if err := c.Patch(ctx, fc, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	annotate(discoveryv1alpha1.UntrustedCAAnnotation, "true")
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(fc), fc); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(fc.Status.Conditions, discoveryv1alpha1.ConditionCATrusted)
+		if cond == nil || cond.Reason != "Untrusted" || fc.Status.PendingCAFingerprint != impostorFP {
+			return fmt.Errorf("CATrusted %+v, pending %q; want Untrusted with %s pending", cond, fc.Status.PendingCAFingerprint, impostorFP)
+		}
+		return nil
+	})
+	annotate(discoveryv1alpha1.UntrustedCAAnnotation, "")
+
 	// Another serving key: whoever answers is not the service first met.
 	services.set(&auth.Response{ServingKey: "key-2", Identity: &auth.Identity{ClusterID: "provider-1", CACert: realCA}}, nil)
 	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {

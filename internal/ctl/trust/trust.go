@@ -60,14 +60,14 @@ func newTrust(ctx context.Context) *cobra.Command {
 		Short: "Trust the CA or auth service key a cluster now presents (its ClusterID or ForeignCluster name)",
 		Long: `Trust what a remote cluster now presents in place of what was pinned: a CA
 that changed (condition CATrusted=False, reason CAChanged), an auth service
-key that changed (Reachable=False, reason AuthKeyChanged), or a CA an
+key that changed (Reachable=False, reason AuthServiceKeyChanged), or a CA an
 operator marked untrusted with liqoctl untrust.
 
 The command shows the fingerprints, old and new, and asks for confirmation
 unless --yes is given. Check the new fingerprints with the remote cluster's
 operator first: a changed key or CA is what an impostor presents too.
---ca and --auth-key name the fingerprints you checked, and the command
-refuses any other.`,
+--ca and --auth-key name the fingerprints you checked: the command refuses
+any other, and refuses to trust along with them anything they do not name.`,
 		Example: `  liqoctl trust provider-1
   liqoctl trust provider-1 --ca 3f1c...e09a --yes`,
 		Args: cobra.ExactArgs(1),
@@ -127,7 +127,7 @@ func Plan(fc *discoveryv1alpha1.ForeignCluster, caWant, keyWant string) ([]Chang
 		if caWant != "" && st.PendingCAFingerprint == "" && caWant != st.TrustedCAFingerprint {
 			return nil, fmt.Errorf("the CA of %s is %s, not %s: not trusted", fc.Name, orNone(st.TrustedCAFingerprint), caWant)
 		}
-		plan = append(plan, Change{What: "CA", From: "untrusted by an operator", To: "trusted again",
+		plan = append(plan, Change{What: "CA", From: "untrusted by an operator (trusted before: " + orNone(st.TrustedCAFingerprint) + ")", To: "trusted again",
 			Annotation: discoveryv1alpha1.UntrustedCAAnnotation})
 	}
 	switch {
@@ -149,6 +149,18 @@ func Plan(fc *discoveryv1alpha1.ForeignCluster, caWant, keyWant string) ([]Chang
 			Annotation: discoveryv1alpha1.TrustAuthKeyAnnotation, Value: st.PendingAuthKeyFingerprint})
 	case keyWant != "" && keyWant != st.AuthServiceKeyFingerprint:
 		return nil, fmt.Errorf("the auth service of %s presents no key %s (pinned: %s)", fc.Name, keyWant, orNone(st.AuthServiceKeyFingerprint))
+	}
+	// A fingerprint named on the command line says what was checked:
+	// nothing else is trusted along with it.
+	if caWant != "" || keyWant != "" {
+		for _, ch := range plan {
+			switch {
+			case ch.Annotation == discoveryv1alpha1.TrustAuthKeyAnnotation && keyWant == "":
+				return nil, fmt.Errorf("%s also presents a new auth service key, %s, which --auth-key does not name: nothing trusted", fc.Name, ch.Value)
+			case ch.Annotation != discoveryv1alpha1.TrustAuthKeyAnnotation && caWant == "":
+				return nil, fmt.Errorf("trusting %s also changes its CA (%s -> %s), which --ca does not name: nothing trusted", fc.Name, ch.From, ch.To)
+			}
+		}
 	}
 	return plan, nil
 }

@@ -46,6 +46,30 @@ func TestPlan(t *testing.T) {
 		t.Fatalf("untrusted CA: plan %+v, %v; want the untrusted-ca annotation removed, then the key", plan, err)
 	}
 
+	// A flag names what was checked: nothing it does not name is trusted
+	// along with it.
+	both := discoveryv1alpha1.ForeignClusterStatus{TrustedCAFingerprint: "sha256:old", PendingCAFingerprint: "sha256:new",
+		AuthServiceKeyFingerprint: "sha256:k1", PendingAuthKeyFingerprint: "sha256:k2"}
+	if _, err := Plan(cluster(nil, both), "", "sha256:k2"); err == nil || !strings.Contains(err.Error(), "--ca") {
+		t.Errorf("--auth-key alone with a CA pending too: %v, want refused", err)
+	}
+	if _, err := Plan(cluster(nil, both), "sha256:new", ""); err == nil || !strings.Contains(err.Error(), "--auth-key") {
+		t.Errorf("--ca alone with a key pending too: %v, want refused", err)
+	}
+	if _, err := Plan(cluster(untrusted, pendingKey), "", "sha256:k2"); err == nil {
+		t.Error("--auth-key alone trusted an untrusted CA again")
+	}
+	if plan, err := Plan(cluster(nil, both), "sha256:new", "sha256:k2"); err != nil || len(plan) != 2 {
+		t.Errorf("both named: plan %+v, %v", plan, err)
+	}
+	// Untrusted, and presenting another CA than the one stored: both
+	// changes, the new CA named.
+	untrustedNew := discoveryv1alpha1.ForeignClusterStatus{TrustedCAFingerprint: "sha256:old", PendingCAFingerprint: "sha256:new"}
+	plan, err = Plan(cluster(untrusted, untrustedNew), "sha256:new", "")
+	if err != nil || len(plan) != 2 || plan[1].Annotation != discoveryv1alpha1.TrustCAAnnotation || plan[1].Value != "sha256:new" {
+		t.Errorf("untrusted with another CA presented: plan %+v, %v", plan, err)
+	}
+
 	settled := discoveryv1alpha1.ForeignClusterStatus{TrustedCAFingerprint: "sha256:ca", AuthServiceKeyFingerprint: "sha256:k1"}
 	if plan, err := Plan(cluster(nil, settled), "sha256:ca", "sha256:k1"); err != nil || len(plan) != 0 {
 		t.Fatalf("nothing pending: plan %+v, %v", plan, err)
