@@ -285,7 +285,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := metrics.Registry.Register(&stateCollector{reader: mgr.GetClient()}); err != nil {
+	if err := metrics.Registry.Register(&stateCollector{reader: mgr.GetClient(), elected: mgr.Elected()}); err != nil {
 		return fmt.Errorf("registering the peering state metrics: %w", err)
 	}
 	if err := setupPhaseEvents(mgr); err != nil {

@@ -89,8 +89,9 @@ func conditionsOf(o client.Object) *[]metav1.Condition {
 // reconciled.
 func setupPhaseEvents(mgr ctrl.Manager) error {
 	// None into a namespace that is going (a NamespaceOffloading's
-	// conditions change as its namespace is deleted).
-	rec := pods.LiveNamespaces{EventRecorder: mgr.GetEventRecorder("liqo-controller-manager"), Reader: mgr.GetClient()}
+	// conditions change as its namespace is deleted), and none too long
+	// for the API server (a condition's message may quote a peer).
+	rec := pods.LiveNamespaces{EventRecorder: mgr.GetEventRecorder("liqo-controller-manager"), Reader: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	h := phaseEventHandler(rec)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("phase-events").

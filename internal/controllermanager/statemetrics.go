@@ -36,7 +36,15 @@ var (
 // stale; a scrape costs a few list calls on the cache.
 type stateCollector struct {
 	reader client.Reader
+	// elected is closed once this replica leads (nil: it always does):
+	// only the leader reports, so that the replicas' series do not add
+	// up to twice the peers.
+	elected <-chan struct{}
 }
+
+// knownPhases are the pod phases reported; any other a provider writes
+// counts as Unknown, so that it cannot make new series at will.
+var knownPhases = map[corev1.PodPhase]bool{corev1.PodPending: true, corev1.PodRunning: true, corev1.PodSucceeded: true, corev1.PodFailed: true}
 
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -48,6 +56,13 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector. A list that fails leaves its
 // metric out of this scrape: absent, not zero.
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.elected != nil {
+		select {
+		case <-c.elected:
+		default:
+			return // a standby: the leader reports
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	type key struct{ a, b string }
@@ -96,7 +111,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		for _, p := range list.Items {
-			podCounts[key{provider, string(p.Status.Phase)}]++
+			phase := p.Status.Phase
+			if !knownPhases[phase] {
+				phase = corev1.PodUnknown
+			}
+			podCounts[key{provider, string(phase)}]++
 		}
 	}
 	emit(virtualNodesDesc, nodeCounts)

@@ -22,7 +22,8 @@ import (
 // TestStateMetrics: against a real API server, the collector counts the
 // ForeignClusters by condition, the offers by phase, the virtual nodes by
 // provider and readiness (a real node is not one), and the pods bound to
-// them by provider and phase (a pod of a real node is not one).
+// them by provider and phase (a pod of a real node is not one; a phase a
+// provider made up is Unknown); a standby replica reports nothing.
 func TestStateMetrics(t *testing.T) {
 	_, c := envtest.StartInstalled(t, "state")
 	ctx := t.Context()
@@ -97,6 +98,7 @@ func TestStateMetrics(t *testing.T) {
 	pod("b", "liqo-provider-1", corev1.PodRunning)
 	pod("c", "liqo-provider-1", corev1.PodPending)
 	pod("d", "real", corev1.PodRunning)
+	pod("e", "liqo-provider-1", "Made-Up-By-The-Provider")
 
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(&stateCollector{reader: c})
@@ -109,6 +111,7 @@ liqo_offers{phase="REFUSED",reason="OverMax"} 1
 # TYPE liqo_offloaded_pods gauge
 liqo_offloaded_pods{phase="Pending",provider="provider-1"} 1
 liqo_offloaded_pods{phase="Running",provider="provider-1"} 2
+liqo_offloaded_pods{phase="Unknown",provider="provider-1"} 1
 # HELP liqo_peers ForeignClusters by condition (Reachable, CATrusted, Authenticated, PeeringRequested, AdvertisementAccepted, NetworkEstablished, VirtualNodeReady) and its status.
 # TYPE liqo_peers gauge
 liqo_peers{condition="Reachable",status="True"} 2
@@ -121,5 +124,11 @@ liqo_virtual_nodes{provider="provider-2",ready="False"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
+	}
+	// A standby replica reports nothing.
+	standby := prometheus.NewPedanticRegistry()
+	standby.MustRegister(&stateCollector{reader: c, elected: make(chan struct{})})
+	if n, err := testutil.GatherAndCount(standby); err != nil || n != 0 {
+		t.Fatalf("a standby reported %d series (%v), want none", n, err)
 	}
 }

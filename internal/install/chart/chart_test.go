@@ -3,6 +3,7 @@
 package chart
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -525,9 +526,11 @@ func TestMonitors(t *testing.T) {
 	var cm, gw appsv1.Deployment
 	find(t, objs, "Deployment", install.ControllerManagerName, &cm)
 	find(t, objs, "Deployment", "liqo-gateway", &gw)
-	if !selects(&sm, svc.Labels) || !selects(&pm, cm.Spec.Template.Labels) || !selects(&pm, gw.Spec.Template.Labels) {
-		t.Errorf("the ServiceMonitor does not select the Service %v, or the PodMonitor the controller manager's %v and the gateway's %v pods",
-			svc.Labels, cm.Spec.Template.Labels, gw.Spec.Template.Labels)
+	excluded, _, _ := unstructured.NestedSlice(pm.Object, "spec", "selector", "matchExpressions")
+	if !selects(&sm, svc.Labels) || !selects(&pm, gw.Spec.Template.Labels) || len(excluded) != 1 ||
+		!strings.Contains(fmt.Sprint(excluded[0]), "controller-manager") {
+		t.Errorf("the ServiceMonitor does not select the Service %v, or the PodMonitor the gateway's %v pods, or it scrapes the controller manager twice (%v)",
+			svc.Labels, gw.Spec.Template.Labels, excluded)
 	}
 	for _, c := range []struct {
 		m    *unstructured.Unstructured
@@ -559,6 +562,9 @@ func TestMonitors(t *testing.T) {
 	plain := map[string]any{"metrics": map[string]any{"secure": false, "podMonitor": map[string]any{"enabled": true}}}
 	objs = render(t, plain)
 	find(t, objs, "PodMonitor", "liqo", &pm.Object)
+	if !selects(&pm, cm.Spec.Template.Labels) {
+		t.Errorf("the PodMonitor alone does not scrape the controller manager: %v", pm.Object["spec"])
+	}
 	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
 	if ep := eps[0].(map[string]any); ep["scheme"] != "http" || ep["authorization"] != nil || len(kinds(objs, "ClusterRoleBinding")) != len(kinds(render(t, nil), "ClusterRoleBinding")) {
 		t.Errorf("with insecure metrics, the PodMonitor's endpoint %v, or a scraper bound anyway", ep)

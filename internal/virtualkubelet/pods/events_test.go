@@ -3,10 +3,15 @@
 package pods
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,11 +19,12 @@ import (
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
 
-// recorded keeps the reasons of the events it is given.
-type recorded struct{ reasons []string }
+// recorded keeps the reasons and notes of the events it is given.
+type recorded struct{ reasons, notes []string }
 
-func (r *recorded) Eventf(_, _ runtime.Object, _, reason, _, _ string, _ ...any) {
+func (r *recorded) Eventf(_, _ runtime.Object, _, reason, _, note string, args ...any) {
 	r.reasons = append(r.reasons, reason)
+	r.notes = append(r.notes, fmt.Sprintf(note, args...))
 }
 
 // TestLiveNamespacesDropsEventsOfEndingNamespaces: against a real API
@@ -52,4 +58,31 @@ func TestLiveNamespacesDropsEventsOfEndingNamespaces(t *testing.T) {
 	if want := []string{"InAlive", "OnNode"}; !slices.Equal(inner.reasons, want) {
 		t.Fatalf("recorded %v, want %v", inner.reasons, want)
 	}
+
+	// A namespace the cache does not hold yet is confirmed with the API
+	// server before its event is dropped.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	stale := LiveNamespaces{EventRecorder: inner, Reader: noNamespaces{}, Live: c}
+	stale.Eventf(pod("new"), nil, corev1.EventTypeWarning, "InNew", "Offload", "")
+	stale.Eventf(pod("gone"), nil, corev1.EventTypeWarning, "InGone", "Offload", "")
+	if want := []string{"InAlive", "OnNode", "InNew"}; !slices.Equal(inner.reasons, want) {
+		t.Fatalf("with a cache behind: recorded %v, want %v", inner.reasons, want)
+	}
+
+	// A note that quotes a peer at length is cut to what the API server
+	// takes.
+	r.Eventf(pod("alive"), nil, corev1.EventTypeWarning, strings.Repeat("r", 200), "Offload", "refused: %s", strings.Repeat("é", 2000))
+	last := inner.notes[len(inner.notes)-1]
+	if len(last) > maxNote || !utf8.ValidString(last) || !strings.HasPrefix(last, "refused: é") || len(inner.reasons[len(inner.reasons)-1]) > maxReason {
+		t.Fatalf("a long note became %d bytes (valid UTF-8: %v), its reason %d", len(last), utf8.ValidString(last), len(inner.reasons[len(inner.reasons)-1]))
+	}
+}
+
+// noNamespaces is a cache that holds no namespace yet.
+type noNamespaces struct{ client.Reader }
+
+func (noNamespaces) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	return apierrors.NewNotFound(corev1.Resource("namespaces"), key.Name)
 }

@@ -667,7 +667,7 @@ func (r *Reflector) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("Reflector needs Client, Providers and LocalClusterID")
 	}
 	if r.Recorder == nil {
-		r.Recorder = LiveNamespaces{EventRecorder: mgr.GetEventRecorder("liqo-virtual-kubelet"), Reader: mgr.GetClient()}
+		r.Recorder = LiveNamespaces{EventRecorder: mgr.GetEventRecorder("liqo-virtual-kubelet"), Reader: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	}
 	workers := r.Workers
 	if workers == 0 {

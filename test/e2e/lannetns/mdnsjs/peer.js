@@ -4,9 +4,9 @@
 //
 //   node peer.js browse <interface address> <service type>
 //     Asks the link for its service types (RFC 6763 §9, as avahi-browse -a
-//     does), then for the instances of <service type>, and prints one JSON
-//     line per instance found: {"types": [...], "instance": ..., "txt": [...]}.
-//     Asks at most 20 times, half a second apart, then exits.
+//     does), then for the instances of <service type>, 20 times, half a
+//     second apart; then prints one JSON line per instance found,
+//     {"types": [...], "instance": ..., "txt": [...]}, and exits.
 //
 //   node peer.js announce <interface address> <service type> <instance> <port> <txt>...
 //     Announces the instance (PTR, SRV, TXT, A), answers queries for it,
@@ -29,16 +29,18 @@ if (mode === 'browse') {
       if (rr.type === 'PTR' && rr.name.toLowerCase() === enumeration) {
         types.add(rr.data);
       }
-      if (rr.type === 'TXT' && rr.name.toLowerCase().endsWith(`.${service.toLowerCase()}`) && !txts.has(rr.name)) {
-        const txt = rr.data.map((b) => b.toString());
-        txts.set(rr.name, txt);
-        console.log(JSON.stringify({ types: [...types], instance: rr.name, txt }));
+      if (rr.type === 'TXT' && rr.name.toLowerCase().endsWith(`.${service.toLowerCase()}`)) {
+        txts.set(rr.name, rr.data.map((b) => b.toString()));
       }
     }
   });
   let asked = 0;
   const ask = () => {
     if (asked++ >= 20) {
+      // What was found, with the types as they were known at the end.
+      for (const [instance, txt] of txts) {
+        console.log(JSON.stringify({ types: [...types], instance, txt }));
+      }
       mdns.destroy();
       return;
     }
