@@ -336,7 +336,18 @@ func correctPod(remote, desired *corev1.Pod) *corev1.Pod {
 func LocalStatus(local, remote *corev1.Pod) corev1.PodStatus {
 	st := *local.Status.DeepCopy()
 	rs := remote.Status.DeepCopy()
-	st.Phase, st.Reason, st.Message = rs.Phase, rs.Reason, rs.Message
+	st.Reason, st.Message = rs.Reason, rs.Message
+	switch rs.Phase {
+	case corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown:
+		st.Phase = rs.Phase
+	case "":
+		// Not reported yet: the pod stays as it was.
+	default:
+		// A phase Kubernetes does not know (the API server takes any a
+		// provider writes) is shown as Unknown: no controller here acts
+		// on a word a peer made up.
+		st.Phase = corev1.PodUnknown
+	}
 	st.PodIP, st.PodIPs = rs.PodIP, rs.PodIPs
 	st.HostIP, st.HostIPs = rs.HostIP, rs.HostIPs
 	st.StartTime = rs.StartTime

@@ -144,6 +144,16 @@ func TestLocalStatus(t *testing.T) {
 	if !statusReflected(&after.Status, &st) || statusReflected(&local.Status, &st) {
 		t.Error("statusReflected is wrong")
 	}
+	// A phase the provider made up shows as Unknown; none reported yet
+	// leaves the pod's own.
+	remote.Status.Phase = "Hijacked"
+	if st := LocalStatus(local, remote); st.Phase != corev1.PodUnknown {
+		t.Errorf("a made-up phase shows as %q, want Unknown", st.Phase)
+	}
+	remote.Status.Phase = ""
+	if st := LocalStatus(local, remote); st.Phase != corev1.PodPending {
+		t.Errorf("no phase reported shows as %q, want the pod's own Pending", st.Phase)
+	}
 }
 
 // TestRemotePodWithToken checks that a pod asking for its token keeps
