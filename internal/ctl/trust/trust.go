@@ -130,25 +130,17 @@ func Plan(fc *discoveryv1alpha1.ForeignCluster, caWant, keyWant string) ([]Chang
 		plan = append(plan, Change{What: "CA", From: "untrusted by an operator (trusted before: " + orNone(st.TrustedCAFingerprint) + ")", To: "trusted again",
 			Annotation: discoveryv1alpha1.UntrustedCAAnnotation})
 	}
-	switch {
-	case st.PendingCAFingerprint != "":
-		if caWant != "" && caWant != st.PendingCAFingerprint {
-			return nil, fmt.Errorf("%s presents the CA %s, not %s: not trusted", fc.Name, st.PendingCAFingerprint, caWant)
+	for _, f := range []struct{ what, heldAs, held, pending, want, annotation string }{
+		{"CA", "trusted", st.TrustedCAFingerprint, st.PendingCAFingerprint, caWant, discoveryv1alpha1.TrustCAAnnotation},
+		{"auth service key", "pinned", st.AuthServiceKeyFingerprint, st.PendingAuthKeyFingerprint, keyWant, discoveryv1alpha1.TrustAuthKeyAnnotation},
+	} {
+		ch, err := presented(fc.Name, f.what, f.heldAs, f.held, f.pending, f.want, f.annotation)
+		if err != nil {
+			return nil, err
 		}
-		plan = append(plan, Change{What: "CA", From: orNone(st.TrustedCAFingerprint) + " (trusted)", To: st.PendingCAFingerprint + " (presented now)",
-			Annotation: discoveryv1alpha1.TrustCAAnnotation, Value: st.PendingCAFingerprint})
-	case caWant != "" && caWant != st.TrustedCAFingerprint:
-		return nil, fmt.Errorf("%s presents no CA %s (trusted: %s)", fc.Name, caWant, orNone(st.TrustedCAFingerprint))
-	}
-	switch {
-	case st.PendingAuthKeyFingerprint != "":
-		if keyWant != "" && keyWant != st.PendingAuthKeyFingerprint {
-			return nil, fmt.Errorf("the auth service of %s presents the key %s, not %s: not trusted", fc.Name, st.PendingAuthKeyFingerprint, keyWant)
+		if ch != nil {
+			plan = append(plan, *ch)
 		}
-		plan = append(plan, Change{What: "auth service key", From: orNone(st.AuthServiceKeyFingerprint) + " (pinned)", To: st.PendingAuthKeyFingerprint + " (presented now)",
-			Annotation: discoveryv1alpha1.TrustAuthKeyAnnotation, Value: st.PendingAuthKeyFingerprint})
-	case keyWant != "" && keyWant != st.AuthServiceKeyFingerprint:
-		return nil, fmt.Errorf("the auth service of %s presents no key %s (pinned: %s)", fc.Name, keyWant, orNone(st.AuthServiceKeyFingerprint))
 	}
 	// A fingerprint named on the command line says what was checked:
 	// nothing else is trusted along with it.
@@ -163,6 +155,22 @@ func Plan(fc *discoveryv1alpha1.ForeignCluster, caWant, keyWant string) ([]Chang
 		}
 	}
 	return plan, nil
+}
+
+// presented is the change from the fingerprint held (trusted or pinned)
+// to the one presented, nil when none is pending; want, when set, is the
+// fingerprint the operator checked, and anything else is an error.
+func presented(name, what, heldAs, held, pending, want, annotation string) (*Change, error) {
+	switch {
+	case pending != "":
+		if want != "" && want != pending {
+			return nil, fmt.Errorf("%s presents the %s %s, not %s: not trusted", name, what, pending, want)
+		}
+		return &Change{What: what, From: orNone(held) + " (" + heldAs + ")", To: pending + " (presented now)", Annotation: annotation, Value: pending}, nil
+	case want != "" && want != held:
+		return nil, fmt.Errorf("%s presents no %s %s (%s: %s)", name, what, want, heldAs, orNone(held))
+	}
+	return nil, nil
 }
 
 // UntrustPlan returns what untrusting fc changes: nothing when an operator
