@@ -80,7 +80,41 @@ var decisionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 })
 
-func init() { metrics.Registry.MustRegister(evictions, decisionSeconds) }
+// decisions counts the decisions under a policy by outcome.
+var decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "liqo_broker_decisions_total",
+	Help: "Decisions under a consumer's policy, by outcome: changed (the chosen providers differ from the last decision's), kept (the same), none (no provider passes the policy now: the pods stay where they run), invalid (the policy does not validate: the last choice is kept) and failed (the providers' measurements, offers or pods could not be read: tried again).",
+}, []string{"outcome"})
+
+// Outcomes of a decision (liqo_broker_decisions_total).
+const (
+	decisionChanged = "changed"
+	decisionKept    = "kept"
+	decisionNone    = "none"
+	decisionInvalid = "invalid"
+	decisionFailed  = "failed"
+)
+
+func init() { metrics.Registry.MustRegister(evictions, decisionSeconds, decisions) }
+
+// decisionOutcome says what a decision that chose chosen did, against
+// the last one recorded (nil: none yet).
+func decisionOutcome(last *brokerv1alpha1.Decision, chosen []string) string {
+	if len(chosen) == 0 {
+		return decisionNone
+	}
+	var before []string
+	if last != nil {
+		before = last.Chosen
+	}
+	a, b := slices.Clone(before), slices.Clone(chosen)
+	slices.Sort(a)
+	slices.Sort(b)
+	if slices.Equal(slices.Compact(a), slices.Compact(b)) {
+		return decisionKept
+	}
+	return decisionChanged
+}
 
 // Orchestrator re-offloads each consumer's pods to the providers the
 // consumer enabled (its Selection). A consumer offloads a namespace to
@@ -195,12 +229,15 @@ func (o *Orchestrator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if errs := decide.Validate(&sel.Spec); len(errs) > 0 {
 			invalid = errs.ToAggregate().Error()
 			enabled = sel.InUse()
+			decisions.WithLabelValues(decisionInvalid).Inc()
 		} else {
 			start := time.Now()
 			if ch, err = o.choose(ctx, sel, consumer, vnodes.Items, namespaces.Items); err != nil {
+				decisions.WithLabelValues(decisionFailed).Inc()
 				return ctrl.Result{}, err
 			}
 			decisionSeconds.Observe(time.Since(start).Seconds())
+			decisions.WithLabelValues(decisionOutcome(sel.Status.Decision, ch.decision.Chosen)).Inc()
 			if o.Decided != nil {
 				o.Decided(time.Since(start))
 			}

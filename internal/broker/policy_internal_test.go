@@ -5,6 +5,8 @@ package broker
 import (
 	"testing"
 	"time"
+
+	brokerv1alpha1 "github.com/liqo-go/liqo/api/broker/v1alpha1"
 )
 
 // TestSawView: a view is timed by the broker's clock from its first
@@ -29,5 +31,29 @@ func TestSawView(t *testing.T) {
 	}
 	if s := o.sawView("c-1", "12", t0.Add(3*time.Second)); !s.at.IsZero() {
 		t.Errorf("a view made again timed %v, want unknown, as a first sight", s.at)
+	}
+}
+
+// TestDecisionOutcome: a decision is counted as changed when its chosen
+// providers differ from the last decision's as a set, kept when they do
+// not, and none when it chose nothing.
+func TestDecisionOutcome(t *testing.T) {
+	last := &brokerv1alpha1.Decision{Chosen: []string{"a", "b"}}
+	for _, c := range []struct {
+		name   string
+		last   *brokerv1alpha1.Decision
+		chosen []string
+		want   string
+	}{
+		{"first", nil, []string{"a"}, decisionChanged},
+		{"same, another order", last, []string{"b", "a"}, decisionKept},
+		{"one more", last, []string{"a", "b", "c"}, decisionChanged},
+		{"one less", last, []string{"a"}, decisionChanged},
+		{"none", last, nil, decisionNone},
+		{"none, first", nil, nil, decisionNone},
+	} {
+		if got := decisionOutcome(c.last, c.chosen); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
 	}
 }

@@ -390,6 +390,7 @@ func TestOrchestratorPolicyChoosesNone(t *testing.T) {
 	}
 
 	// A policy whose price limit both providers fail.
+	none, changed := broker.Decisions("none"), broker.Decisions("changed")
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var sel brokerv1alpha1.Selection
 		if err := w.c.Get(ctx, key, &sel); err != nil {
@@ -414,6 +415,9 @@ func TestOrchestratorPolicyChoosesNone(t *testing.T) {
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != broker.ReasonNoProvider || !strings.Contains(c.Message, "stay where they run (2 on one)") ||
 			!strings.Contains(c.Message, decide.CriterionMaxPrice) {
 			return fmt.Errorf("Ready %+v, want %s saying the 2 pods stay on one, and why none was chosen", c, broker.ReasonNoProvider)
+		}
+		if n := broker.Decisions("none") - none; n < 1 {
+			return fmt.Errorf("%v decisions counted with outcome none, want at least 1", n)
 		}
 		return nil
 	})
@@ -445,6 +449,9 @@ func TestOrchestratorPolicyChoosesNone(t *testing.T) {
 		}
 		if n, err := onOne(); err != nil || n != 0 {
 			return fmt.Errorf("%d pods still on one (%w), with two chosen", n, err)
+		}
+		if n := broker.Decisions("changed") - changed; n < 1 {
+			return fmt.Errorf("%v decisions counted with outcome changed, want at least 1", n)
 		}
 		return nil
 	})

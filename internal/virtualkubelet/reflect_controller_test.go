@@ -976,11 +976,26 @@ func TestRefusedPodFails(t *testing.T) {
 		return nil
 	})
 
+	// Each refusal retried counts as a reflection error of the provider,
+	// for pods and for the objects reflected beside them.
+	podErrors := provider.ReflectionErrors(testProvider, provider.Pods)
+	cmErrors := provider.ReflectionErrors(testProvider, provider.ConfigMaps)
 	w.mem.Refuse(testProvider, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-2", errors.New("RBAC not granted yet")))
 	retried := w.offloadedPod(t, "web-2")
+	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "refused-settings"}}
+	if err := w.c.Create(t.Context(), settings); err != nil {
+		t.Fatal(err)
+	}
 	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
-		if n := len(w.podOps("create", retried.Name)); n < 2 {
+		n := len(w.podOps("create", retried.Name))
+		if n < 2 {
 			return fmt.Errorf("%d attempts to create the provider pod, want retries", n)
+		}
+		if got := provider.ReflectionErrors(testProvider, provider.Pods) - podErrors; got < 2 {
+			return fmt.Errorf("%v pod reflection errors counted for %s after %d refused creates, want at least 2", got, testProvider, n)
+		}
+		if got := provider.ReflectionErrors(testProvider, provider.ConfigMaps) - cmErrors; got < 1 {
+			return fmt.Errorf("%v ConfigMap reflection errors counted for %s, want at least 1", got, testProvider)
 		}
 		return nil
 	})

@@ -640,6 +640,10 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		}
 	}
 	var errs []error
+	failed := func(providerID string, err error) {
+		provider.ReflectionFailed(providerID, r.kind.name, err)
+		errs = append(errs, err)
+	}
 	// retry: a view has not listed the provider's objects yet; watching:
 	// the providers whose view has not yet listed an on-demand kind (which
 	// a provider may not let this cluster do: asked again with backoff).
@@ -656,7 +660,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			retry = true
 			continue
 		} else if err != nil {
-			errs = append(errs, err)
+			failed(st.ClusterID, err)
 			continue
 		}
 		reached[st.ClusterID] = true
@@ -670,7 +674,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		}
 		if pdb, ok := local.(*policyv1.PodDisruptionBudget); ok && exists && to.orchestrator && pdb.Spec.Selector != nil {
 			if to.here, to.healthyElsewhere, err = r.countPods(ctx, pdb, st.ClusterID); err != nil {
-				errs = append(errs, err)
+				failed(st.ClusterID, err)
 				continue
 			}
 		}
@@ -689,7 +693,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 				// Shown when the network is agreed (the TunnelEndpoints
 				// are watched).
 			case err != nil:
-				errs = append(errs, fmt.Errorf("the transit addresses of %s for %s: %w", slice, st.ClusterID, err))
+				failed(st.ClusterID, fmt.Errorf("the transit addresses of %s for %s: %w", slice, st.ClusterID, err))
 				continue
 			}
 			to.transit = map[netip.Addr]netip.Addr{}
@@ -704,7 +708,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 			desired = r.kind.forge(local, to)
 		}
 		if err := r.sync(ctx, pns, req.Name, desired); err != nil {
-			errs = append(errs, err)
+			failed(st.ClusterID, err)
 		}
 	}
 	// Copies in providers the namespace no longer offloads to go.
@@ -714,11 +718,11 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		}
 		if r.kind.name == provider.EndpointSlices && r.Transit != nil {
 			if _, err := r.Transit.Endpoints(ctx, pns.Provider(), slice, nil); err != nil {
-				errs = append(errs, err)
+				failed(pns.Provider(), err)
 			}
 		}
 		if err := r.sync(ctx, pns, req.Name, nil); err != nil {
-			errs = append(errs, err)
+			failed(pns.Provider(), err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -122,6 +122,7 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		}
 		return ctrl.Result{}, err
 	}
+	defer func() { provider.ReflectionFailed(providerID, provider.Pods, err) }()
 	// A provider pod of an older pod of this name, or in another provider,
 	// goes. One that cannot go now (its provider does not answer: a
 	// failover made this pod anew elsewhere) does not hold this one up:
