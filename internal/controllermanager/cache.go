@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/offloading"
 )
 
 // cacheOptions caches what a peer writes here only as far as this
@@ -45,6 +46,9 @@ func cacheOptions() cache.Options {
 			// API server checks; nothing here reads them.
 			&policyv1.PodDisruptionBudget{}: own,
 			&corev1.Pod{}:                   {Transform: trimConsumerPod},
+			// What a consumer asks to keep running, without the pod
+			// itself (read whole when it is made).
+			&offloadingv1alpha1.ShadowPod{}: {Transform: offloading.TrimShadowPod},
 		},
 	}
 }
@@ -82,7 +86,7 @@ func trimConsumerPod(obj any) (any, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
 			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
-			Labels: labels,
+			Labels: labels, OwnerReferences: shadowOwner(pod),
 		},
 		Spec: corev1.PodSpec{
 			NodeName: pod.Spec.NodeName, Containers: trim(pod.Spec.Containers), InitContainers: trim(pod.Spec.InitContainers),
@@ -90,6 +94,16 @@ func trimConsumerPod(obj any) (any, error) {
 		},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP, PodIPs: pod.Status.PodIPs},
 	}, nil
+}
+
+// shadowOwner is the ShadowPod that keeps pod, the only owner of a
+// consumer's pod read here (offloading.ShadowPodReconciler).
+func shadowOwner(pod *corev1.Pod) []metav1.OwnerReference {
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.Kind != "ShadowPod" || owner.APIVersion != offloadingv1alpha1.GroupVersion.String() {
+		return nil
+	}
+	return []metav1.OwnerReference{*owner}
 }
 
 // reoffloaded says whether a consumer's pod may go on to a virtual node:

@@ -149,6 +149,11 @@ func setupOffloading(ctx context.Context, mgr ctrl.Manager, o *Options, direct c
 		DNS: dns}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap controller: %w", err)
 	}
+	// What a consumer asks to keep running here, whether it is reachable
+	// or not.
+	if err := (&offloading.ShadowPodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ShadowPod controller: %w", err)
+	}
 	// What the EndpointSlice webhook let through stays allowed: a
 	// consumer's slice naming its pod that since ended goes.
 	if err := (&offloading.EndpointSlicePruner{Client: mgr.GetClient(), Live: direct}).SetupWithManager(mgr); err != nil {

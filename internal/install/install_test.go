@@ -28,6 +28,7 @@ func TestCRDsAreComplete(t *testing.T) {
 		"advertisements.sharing.liqo.io":          true,
 		"namespaceoffloadings.offloading.liqo.io": true,
 		"namespacemaps.offloading.liqo.io":        true,
+		"shadowpods.offloading.liqo.io":           true,
 		"networkconfigs.net.liqo.io":              true,
 		"tunnelendpoints.net.liqo.io":             true,
 		"selections.broker.liqo.io":               true,

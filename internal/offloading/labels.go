@@ -17,8 +17,13 @@ const (
 	// deletes there the consumer's EndpointSlices that name what the
 	// consumer may no longer name (EndpointSlicePruner), and no other.
 	SlicePrunerRole = "liqo-endpointslice-pruner"
+	// ShadowPodKeeperRole is the RoleBinding, in each provider namespace,
+	// of the controller manager to the ClusterRole of the same name: it
+	// makes there the pods the consumer's ShadowPods keep
+	// (ShadowPodReconciler), and nowhere else.
+	ShadowPodKeeperRole = "liqo-shadowpod-keeper"
 )
 
 // The controller manager binds the peers' ClusterRoles; it holds none of
 // their rights itself.
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=liqo-virtual-kubelet;liqo-token-requester;liqo-endpointslice-pruner,verbs=bind
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,resourceNames=liqo-virtual-kubelet;liqo-token-requester;liqo-endpointslice-pruner;liqo-shadowpod-keeper,verbs=bind

@@ -415,10 +415,12 @@ func (r *NamespaceMapReconciler) bindVirtualKubelet(ctx context.Context, consume
 		return apiFailure(remote, err.Error())
 	}
 	if r.Self != "" {
-		if err := identity.EnsureClusterRoleBinding(ctx, r.Direct, remote, SlicePrunerRole, SlicePrunerRole,
-			rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: r.Self},
-			map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
-			return apiFailure(remote, err.Error())
+		for _, role := range []string{SlicePrunerRole, ShadowPodKeeperRole} {
+			if err := identity.EnsureClusterRoleBinding(ctx, r.Direct, remote, role, role,
+				rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: r.Self},
+				map[string]string{discoveryv1alpha1.ManagedByLabel: discoveryv1alpha1.ManagedByValue}); err != nil {
+				return apiFailure(remote, err.Error())
+			}
 		}
 	}
 	return offloadingv1alpha1.MappedNamespaceStatus{Namespace: remote, Phase: offloadingv1alpha1.RemoteNamespaceReady}, nil

@@ -82,9 +82,10 @@ func Consistently(tb testing.TB, duration time.Duration, cond func(ctx context.C
 
 // StartManager runs a controller manager against cfg with only what setup
 // adds to it (no metrics endpoint, no leader election), until tb ends.
-func StartManager(tb testing.TB, cfg *rest.Config, setup func(ctrl.Manager) error) ctrl.Manager {
+// Each of opts changes the manager's options first (RunManager).
+func StartManager(tb testing.TB, cfg *rest.Config, setup func(ctrl.Manager) error, opts ...func(*ctrl.Options)) ctrl.Manager {
 	tb.Helper()
-	mgr, stop, err := RunManager(cfg, setup)
+	mgr, stop, err := RunManager(cfg, setup, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}

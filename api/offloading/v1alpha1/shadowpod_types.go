@@ -1,0 +1,86 @@
+// Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ShadowPodTemplate is the pod a ShadowPod keeps: what its pods are made
+// of, but their name, namespace and owner.
+type ShadowPodTemplate struct {
+	// Labels of the pods made.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations of the pods made.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Spec of the pods made.
+	Spec corev1.PodSpec `json:"spec"`
+}
+
+// ShadowPodSpec is what a consumer's virtual kubelet asks the provider to
+// keep running.
+type ShadowPodSpec struct {
+	// Template is the pod to keep: a pod of the ShadowPod's name, made
+	// again whenever it is deleted or evicted.
+	Template ShadowPodTemplate `json:"template"`
+}
+
+// ShadowPodStatus is what the provider keeps.
+type ShadowPodStatus struct {
+	// Phase of the pod kept now; empty while there is none.
+	// +optional
+	Phase corev1.PodPhase `json:"phase,omitempty"`
+	// PodUID is the UID of the pod kept now.
+	// +optional
+	PodUID types.UID `json:"podUID,omitempty"`
+	// Recreations counts the pods made again after one went.
+	// +optional
+	Recreations int32 `json:"recreations,omitempty"`
+	// Conditions: PodCreated (False with the provider's refusal: a quota,
+	// an admission policy, an invalid spec).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ShadowPod lives in a namespace a provider made for a consumer's
+// offloaded namespace: the consumer's virtual kubelet writes it, with its
+// own identity, for each pod it offloads there, and the provider's
+// controller manager keeps a pod of the same name, owned by it, made from
+// spec.template. The pod outlives its consumer: deleted or evicted while
+// the consumer cannot be reached, it is made again; it goes with the
+// ShadowPod. A pod that ended (Succeeded, Failed) is not made again: the
+// consumer decides what comes next, as for a pod of its own.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=spod
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Recreations",type=integer,JSONPath=`.status.recreations`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ShadowPod struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec ShadowPodSpec `json:"spec"`
+	// +optional
+	Status ShadowPodStatus `json:"status,omitempty"`
+}
+
+// ShadowPodList is a list of ShadowPod.
+//
+// +kubebuilder:object:root=true
+type ShadowPodList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ShadowPod `json:"items"`
+}
+
+func init() {
+	register(&ShadowPod{}, &ShadowPodList{})
+}
