@@ -164,10 +164,11 @@ $(BIN)/liqo-gateway-image.tar: $(TOOLS_DEPS) $(MODULE_SOURCES)
 ##@ Development
 
 .PHONY: generate
-generate: $(BIN)/controller-gen ## Generate deepcopy code, CRDs and RBAC from markers.
+generate: $(BIN)/controller-gen ## Generate deepcopy code, CRDs and RBAC from markers, and the ShadowPod admission policies from the pod ones.
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=deployments/liqo/files/crds
 	$(BIN)/controller-gen rbac:roleName=liqo-controller-manager paths=./internal/... output:rbac:artifacts:config=deployments/liqo/files/rbac
+	go run ./hack/shadowpolicies
 
 .PHONY: verify
 verify: $(BIN)/controller-gen ## Fail when generated files are stale, code is unformatted or a package imports one above its layer.

@@ -13,11 +13,13 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-go/liqo/api"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
 )
@@ -90,5 +92,102 @@ func TestUnconfiguredClassesPolicySparesWorkloads(t *testing.T) {
 	}
 	if err := vk.Create(ctx, pod(nil), client.DryRunAll); err == nil || !strings.Contains(err.Error(), "offloading.liqo.io/origin-cluster-id") {
 		t.Errorf("the virtual kubelet's pod without its origin label: %v, want refused by liqo-offloaded-objects", err)
+	}
+}
+
+// TestShadowPodTemplatesPolicedAsPods: a consumer's virtual kubelet,
+// with every right but its own name, writes ShadowPods whose templates
+// break each rule its pods are held to; each is refused, naming the
+// template's field, and a template that breaks none is admitted. A
+// node named in a template is refused on update too: the template is
+// made into a pod at any time.
+func TestShadowPodTemplatesPolicedAsPods(t *testing.T) {
+	cfg, admin := envtest.StartInstalled(t, "provider")
+	ctx := t.Context()
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "work"}},
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
+	} {
+		if err := admin.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vkCfg := rest.CopyConfig(cfg)
+	vkCfg.Impersonate = rest.ImpersonationConfig{UserName: "liqo-virtual-kubelet-consumer-1", Groups: []string{"system:masters", "system:authenticated"}}
+	vk, err := client.New(vkCfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shadow := func(name string, change func(*corev1.PodSpec)) *offloadingv1alpha1.ShadowPod {
+		sp := &offloadingv1alpha1.ShadowPod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: name, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer-1"}},
+			Spec: offloadingv1alpha1.ShadowPodSpec{Template: offloadingv1alpha1.ShadowPodTemplate{
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}},
+			}},
+		}
+		if change != nil {
+			change(&sp.Spec.Template.Spec)
+		}
+		return sp
+	}
+	yes := true
+	for _, c := range []struct {
+		field  string
+		change func(*corev1.PodSpec)
+	}{
+		{"spec.template.spec.hostNetwork", func(s *corev1.PodSpec) { s.HostNetwork = true }},
+		{"spec.template.spec.hostPID", func(s *corev1.PodSpec) { s.HostPID = true }},
+		{"spec.template.spec.hostIPC", func(s *corev1.PodSpec) { s.HostIPC = true }},
+		{"spec.template.spec.volumes", func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		}},
+		{"spec.template.spec.containers[*].securityContext.privileged", func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1", SecurityContext: &corev1.SecurityContext{Privileged: &yes}}}
+		}},
+		{"spec.template.spec.containers[*].securityContext.capabilities.add", func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+		}},
+		{"spec.template.spec.containers[*].ports[*].hostPort", func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
+		}},
+		{"spec.template.spec.nodeName", func(s *corev1.PodSpec) { s.NodeName = "control-plane" }},
+		{"spec.template.spec.tolerations", func(s *corev1.PodSpec) {
+			s.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		}},
+	} {
+		err := vk.Create(ctx, shadow("bad", c.change), client.DryRunAll)
+		if err == nil || !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("a template breaking %s: %v, want refused naming it", c.field, err)
+		}
+	}
+	// A priority class this cluster's ClusterConfig does not allow (the
+	// API server may take a few seconds to read the parameter's kind).
+	if err := admin.Create(ctx, &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 45*time.Second, func(ctx context.Context) error {
+		err := vk.Create(ctx, shadow("bad", func(s *corev1.PodSpec) { s.PriorityClassName = "high" }), client.DryRunAll)
+		switch {
+		case err == nil:
+			return errors.New("a template naming a priority class not allowed was admitted")
+		case !strings.Contains(err.Error(), "spec.template.spec.priorityClassName:"):
+			return fmt.Errorf("a template naming a priority class not allowed, want refused naming spec.template.spec.priorityClassName: %w", err)
+		}
+		return nil
+	})
+	// One without the origin label is not the consumer's to write.
+	unlabelled := shadow("unlabelled", nil)
+	unlabelled.Labels = nil
+	if err := vk.Create(ctx, unlabelled, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "offloading.liqo.io/origin-cluster-id") {
+		t.Errorf("a ShadowPod without its origin: %v, want refused by liqo-offloaded-objects", err)
+	}
+
+	good := shadow("good", nil)
+	if err := vk.Create(ctx, good); err != nil {
+		t.Fatalf("a template breaking no rule: %v", err)
+	}
+	good.Spec.Template.Spec.NodeName = "control-plane"
+	if err := vk.Update(ctx, good); err == nil || !strings.Contains(err.Error(), "spec.template.spec.nodeName:") {
+		t.Errorf("a node named on update: %v, want refused", err)
 	}
 }
