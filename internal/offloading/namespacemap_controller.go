@@ -448,6 +448,14 @@ func DeleteNamespaces(ctx context.Context, c client.Client, consumer string, kee
 	return nil
 }
 
+// uncountedShadowPods says whether q enforces a count of ShadowPods it
+// has no usage of (countShadowPods).
+func uncountedShadowPods(q *corev1.ResourceQuota) bool {
+	_, enforced := q.Status.Hard[QuotaShadowPods]
+	_, counted := q.Status.Used[QuotaShadowPods]
+	return enforced && !counted
+}
+
 // nearlyFull says whether a namespace used three quarters or more of its
 // quota for some resource: its share may need to grow.
 func nearlyFull(q *corev1.ResourceQuota) bool {
@@ -510,7 +518,8 @@ func (r *NamespaceMapReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*corev1.ResourceQuota), e.ObjectNew.(*corev1.ResourceQuota)
 				return !equality.Semantic.DeepEqual(o.Status.Hard, n.Status.Hard) || !equality.Semantic.DeepEqual(o.Spec.Hard, n.Spec.Hard) ||
-					nearlyFull(n) != nearlyFull(o) || (nearlyFull(n) && !equality.Semantic.DeepEqual(o.Status.Used, n.Status.Used))
+					nearlyFull(n) != nearlyFull(o) || (nearlyFull(n) && !equality.Semantic.DeepEqual(o.Status.Used, n.Status.Used)) ||
+					uncountedShadowPods(n)
 			},
 		})).
 		Watches(&discoveryv1alpha1.PeeringRequest{}, peeringChanged, builder.WithPredicates(predicate.Funcs{

@@ -62,6 +62,9 @@ const (
 const (
 	quotaEndpointSlices corev1.ResourceName = "count/endpointslices.discovery.k8s.io"
 	quotaBudgets        corev1.ResourceName = "count/poddisruptionbudgets.policy"
+	// QuotaShadowPods counts a consumer's ShadowPods: as many as its pods,
+	// so that it stores no more of them than it may run.
+	QuotaShadowPods corev1.ResourceName = "count/shadowpods.offloading.liqo.io"
 )
 
 // QuotaOf returns what a consumer may use across all its namespaces here:
@@ -391,8 +394,16 @@ func (r *NamespaceMapReconciler) ensureQuotas(ctx context.Context, consumer stri
 	out := map[string]offloadingv1alpha1.MappedNamespaceStatus{}
 	var retry error
 	for ns, hard := range balance(shared, states) {
+		// A namespace's share of pods is its share of ShadowPods too.
+		if pods, ok := hard[corev1.ResourcePods]; ok {
+			hard[QuotaShadowPods] = pods.DeepCopy()
+		}
 		q := current[ns]
 		if err := r.writeQuota(ctx, consumer, q, hard, fresh[ns]); err != nil {
+			out[ns], retry = failed(ns, err.Error()), errRetry
+			continue
+		}
+		if err := r.countShadowPods(ctx, q); err != nil {
 			out[ns], retry = failed(ns, err.Error()), errRetry
 			continue
 		}
@@ -437,6 +448,32 @@ func (r *NamespaceMapReconciler) writeQuota(ctx context.Context, consumer string
 	q.Labels, q.Spec.Hard = quotaLabels(consumer), hard
 	if err := r.Client.Patch(ctx, q, patch); err != nil {
 		return fmt.Errorf("ResourceQuota %s/%s: %w", q.Namespace, OfferQuotaName, err)
+	}
+	return nil
+}
+
+// countShadowPods counts the ShadowPods of q's namespace into q's usage
+// when the quota controller enforces their count but has not counted
+// them: it knows a custom resource only once its discovery, every 30
+// seconds, found it, and counts a quota again only when its spec changes
+// or every few minutes; meanwhile the API server refuses every ShadowPod
+// (status unknown). None can be made while the usage is missing, so the
+// count is exact; the quota controller keeps it until it counts them
+// itself.
+func (r *NamespaceMapReconciler) countShadowPods(ctx context.Context, q *corev1.ResourceQuota) error {
+	if !uncountedShadowPods(q) {
+		return nil
+	}
+	var list offloadingv1alpha1.ShadowPodList
+	if err := r.Direct.List(ctx, &list, client.InNamespace(q.Namespace)); err != nil {
+		return fmt.Errorf("counting the ShadowPods of %s: %w", q.Namespace, err)
+	}
+	if q.Status.Used == nil {
+		q.Status.Used = corev1.ResourceList{}
+	}
+	q.Status.Used[QuotaShadowPods] = *resource.NewQuantity(int64(len(list.Items)), resource.DecimalSI)
+	if err := r.Client.Status().Update(ctx, q); err != nil {
+		return fmt.Errorf("counting the ShadowPods of ResourceQuota %s/%s: %w", q.Namespace, OfferQuotaName, err)
 	}
 	return nil
 }
