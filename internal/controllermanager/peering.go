@@ -151,7 +151,9 @@ func setupOffloading(ctx context.Context, mgr ctrl.Manager, o *Options, direct c
 	}
 	// What a consumer asks to keep running here, whether it is reachable
 	// or not.
-	if err := (&offloading.ShadowPodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+	if err := (&offloading.ShadowPodReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), FirstPodGrace: offloading.DefaultFirstPodGrace,
+	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ShadowPod controller: %w", err)
 	}
 	// What the EndpointSlice webhook let through stays allowed: a

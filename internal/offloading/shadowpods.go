@@ -65,7 +65,15 @@ type ShadowPodReconciler struct {
 	Client client.Client
 	// APIReader reads a ShadowPod whole when its pod is made.
 	APIReader client.Reader
+	// FirstPodGrace is how long the pod of a new ShadowPod is left to
+	// the virtual kubelet that wrote it, which makes it at once (and so
+	// hears the provider's refusal itself): made here only when none
+	// came by then. Zero: made at once.
+	FirstPodGrace time.Duration
 }
+
+// DefaultFirstPodGrace is the controller manager's FirstPodGrace.
+const DefaultFirstPodGrace = 10 * time.Second
 
 // Reconcile implements reconcile.Reconciler.
 func (r *ShadowPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -103,6 +111,11 @@ func (r *ShadowPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			fmt.Sprintf("the pod ended (%s) and went; it is not made again", status.Phase))
 		status.PodUID = ""
 		return ctrl.Result{}, r.patchStatus(ctx, &sp, status)
+	}
+	if status.PodUID == "" && meta.FindStatusCondition(status.Conditions, ConditionPodCreated) == nil {
+		if wait := r.FirstPodGrace - time.Since(sp.CreationTimestamp.Time); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 	}
 	// The template is not cached: read it now.
 	var whole offloadingv1alpha1.ShadowPod

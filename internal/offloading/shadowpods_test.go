@@ -30,11 +30,11 @@ const shadowConsumer = "consumer-1"
 // startShadowPods runs the ShadowPod controller, its cache trimming
 // ShadowPods as the controller manager's does, and returns the namespace
 // it keeps pods in, made for shadowConsumer.
-func startShadowPods(t *testing.T) (client.Client, string) {
+func startShadowPods(t *testing.T, firstPodGrace time.Duration) (client.Client, string) {
 	t.Helper()
 	cfg, c := envtest.StartInstalled(t, "provider")
 	envtest.StartManager(t, cfg, func(mgr ctrl.Manager) error {
-		return (&offloading.ShadowPodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+		return (&offloading.ShadowPodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), FirstPodGrace: firstPodGrace}).SetupWithManager(mgr)
 	}, func(o *ctrl.Options) {
 		o.Cache.ByObject = map[client.Object]cache.ByObject{&offloadingv1alpha1.ShadowPod{}: {Transform: offloading.TrimShadowPod}}
 	})
@@ -108,7 +108,7 @@ func podCreated(st *offloadingv1alpha1.ShadowPodStatus) *metav1.Condition {
 // is made from its template, owned by it; deleted, it is made again (a
 // new UID, counted); once it ended and went, it is not.
 func TestShadowPodKeepsItsPod(t *testing.T) {
-	c, ns := startShadowPods(t)
+	c, ns := startShadowPods(t, 0)
 	ctx := t.Context()
 	sp := shadowPod(ns, "web-1")
 	if err := c.Create(ctx, sp); err != nil {
@@ -169,7 +169,7 @@ func TestShadowPodKeepsItsPod(t *testing.T) {
 // quota) is reported on the ShadowPod with the refusal, and made once it
 // fits; a pod of the name the ShadowPod does not own is left alone.
 func TestShadowPodRefusedOrNameTaken(t *testing.T) {
-	c, ns := startShadowPods(t)
+	c, ns := startShadowPods(t, 0)
 	ctx := t.Context()
 	quota := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "offer"},
@@ -183,6 +183,17 @@ func TestShadowPodRefusedOrNameTaken(t *testing.T) {
 	if err := c.Status().Update(ctx, quota); err != nil {
 		t.Fatal(err)
 	}
+	// Once the API server's admission has the quota in its cache.
+	envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: shadowPod(ns, "probe").Spec.Template.Spec}
+		switch err := c.Create(ctx, probe, client.DryRunAll); {
+		case err == nil:
+			return errors.New("a pod over the quota (dry run) was admitted")
+		case !apierrors.IsForbidden(err):
+			return fmt.Errorf("a pod over the quota (dry run), want refused: %w", err)
+		}
+		return nil
+	})
 	sp := shadowPod(ns, "web-1")
 	if err := c.Create(ctx, sp); err != nil {
 		t.Fatal(err)
@@ -220,4 +231,26 @@ func TestShadowPodRefusedOrNameTaken(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(byHand), &still); err != nil || still.UID != byHand.UID || metav1.GetControllerOf(&still) != nil {
 		t.Errorf("the pod made by hand was touched: %v %+v", err, still.OwnerReferences)
 	}
+}
+
+// TestShadowPodFirstPodIsTheVirtualKubelets: the pod of a new ShadowPod
+// is left to the virtual kubelet that wrote it, which makes it at once:
+// the one it made is kept, none is made beside it, nothing is refused.
+func TestShadowPodFirstPodIsTheVirtualKubelets(t *testing.T) {
+	c, ns := startShadowPods(t, time.Minute)
+	ctx := t.Context()
+	sp := shadowPod(ns, "web-1")
+	if err := c.Create(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	theirs := offloading.ShadowPodPod(sp)
+	if err := c.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	shadowStatus(t, c, sp, func(st *offloadingv1alpha1.ShadowPodStatus) error {
+		if cond := podCreated(st); st.PodUID != theirs.UID || st.Recreations != 0 || cond == nil || cond.Reason != offloading.ReasonPodMade {
+			return fmt.Errorf("status %+v, want the virtual kubelet's pod %s kept, none made again", st, theirs.UID)
+		}
+		return nil
+	})
 }

@@ -72,3 +72,27 @@ func PodReady(pod *corev1.Pod) bool {
 	}
 	return false
 }
+
+// ShadowPod is the ShadowPod that keeps pod in its provider (the provider
+// makes the pod again from it while this cluster cannot): of the same
+// name and namespace, labelled as the pod (its origin among them, which
+// the provider's admission checks), its template the pod's labels,
+// annotations and spec.
+func ShadowPod(pod *corev1.Pod) *offloadingv1alpha1.ShadowPod {
+	return &offloadingv1alpha1.ShadowPod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: maps.Clone(pod.Labels)},
+		Spec: offloadingv1alpha1.ShadowPodSpec{Template: offloadingv1alpha1.ShadowPodTemplate{
+			Labels: maps.Clone(pod.Labels), Annotations: maps.Clone(pod.Annotations), Spec: *pod.Spec.DeepCopy(),
+		}},
+	}
+}
+
+// ShadowOwner is the ShadowPod that keeps pod, as its controller owner
+// reference says, or nil.
+func ShadowOwner(pod metav1.Object) *metav1.OwnerReference {
+	owner := metav1.GetControllerOfNoCopy(pod)
+	if owner == nil || owner.Kind != "ShadowPod" || owner.APIVersion != offloadingv1alpha1.GroupVersion.String() {
+		return nil
+	}
+	return owner
+}

@@ -11,9 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/playground"
 	virtualnode "github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/test/e2e/framework"
 )
@@ -189,4 +191,106 @@ func intersect(a, b map[string]bool) map[string]bool {
 		}
 	}
 	return out
+}
+
+// TestConsumerControlPlaneDown: with 50 pods offloaded, the consumer's
+// API server and controller manager stop for 2 minutes, and 5 provider
+// pods are deleted by hand meanwhile. The providers make them again on
+// their own (their ShadowPods), and all 50 run there before the consumer
+// is back; once it is, every local pod, the same as before, has exactly
+// one provider pod.
+func TestConsumerControlPlaneDown(t *testing.T) {
+	peered(t)
+	a, b, c := members()
+	ctx := context.Background()
+	const ns, replicas, deleted, down = "offload-consumer-down", 50, 5, 2 * time.Minute
+	offload(t, ns, offloadingv1alpha1.NamespaceOffloadingSpec{PodOffloadingStrategy: offloadingv1alpha1.PodOffloadingRemote})
+	startDeployment(t, ns, "kept", replicas)
+	framework.Eventually(t, 30*time.Second, func() error { return podPairs(t, ns, replicas) })
+	before := localPodUIDs(t, ns)
+
+	stoppedAt := time.Now()
+	if err := a.StopControllerManager(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = a.StartControllerManager(context.Background())
+		}
+	})
+	restart := framework.StopAPIServer(t, a)
+
+	// Deleted by hand in the providers, while nothing at the consumer
+	// can see it.
+	gone := map[types.UID]bool{}
+	for _, p := range []*playground.Member{b, c} {
+		var pods corev1.PodList
+		if err := framework.Client(t, p).List(ctx, &pods, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: a.ClusterID}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range pods.Items {
+			if pod := &pods.Items[i]; len(gone) < deleted && pod.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation] == ns {
+				if err := framework.Client(t, p).Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+					t.Fatal(err)
+				}
+				gone[pod.UID] = true
+			}
+		}
+	}
+	if len(gone) != deleted {
+		t.Fatalf("%d provider pods deleted, want %d", len(gone), deleted)
+	}
+	// Every local pod runs in a provider again, once, before the
+	// consumer is back; and so it stays while it is away.
+	running := func() error {
+		seen := map[string]int{}
+		for _, p := range []*playground.Member{b, c} {
+			var pods corev1.PodList
+			if err := framework.Client(t, p).List(ctx, &pods, client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: a.ClusterID}); err != nil {
+				return err
+			}
+			for _, pod := range pods.Items {
+				if pod.Annotations[offloadingv1alpha1.OriginNamespaceAnnotation] != ns || pod.DeletionTimestamp != nil {
+					continue
+				}
+				if gone[pod.UID] {
+					return fmt.Errorf("provider pod %s/%s, deleted by hand, is still there", pod.Namespace, pod.Name)
+				}
+				if pod.Status.Phase != corev1.PodRunning {
+					return fmt.Errorf("provider pod %s/%s is %s", pod.Namespace, pod.Name, pod.Status.Phase)
+				}
+				seen[pod.Annotations[offloadingv1alpha1.OriginUIDAnnotation]]++
+			}
+		}
+		for uid := range before {
+			if seen[uid] != 1 {
+				return fmt.Errorf("local pod %s has %d provider pods running, want 1 (%d local pods, %d provider pods)", uid, seen[uid], len(before), len(seen))
+			}
+		}
+		if len(seen) != len(before) {
+			return fmt.Errorf("provider pods for %d local pods, want %d", len(seen), len(before))
+		}
+		return nil
+	}
+	framework.Eventually(t, 90*time.Second, running)
+	t.Logf("the %d provider pods deleted were made again %s after the consumer stopped", deleted, time.Since(stoppedAt).Round(time.Second))
+	framework.Consistently(t, down-time.Since(stoppedAt), running)
+
+	restart()
+	if err := a.StartControllerManager(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	framework.Eventually(t, 3*time.Minute, func() error { return allRunning(t, ns, replicas) })
+	framework.Eventually(t, 60*time.Second, func() error { return podPairs(t, ns, replicas) })
+	framework.Eventually(t, 60*time.Second, func() error {
+		if n := remotePods(t, ns, b, c); n != replicas {
+			return fmt.Errorf("%d provider pods (terminating included), want %d", n, replicas)
+		}
+		return nil
+	})
+	if after := localPodUIDs(t, ns); !maps.Equal(before, after) {
+		t.Errorf("the local pods were replaced while the consumer was down: %d kept of %d", len(intersect(before, after)), len(before))
+	}
 }

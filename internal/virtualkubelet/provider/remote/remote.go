@@ -7,6 +7,8 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -431,6 +433,10 @@ func (s *Sessions) trim(ctx context.Context, kind provider.Kind, local string) c
 		stub.SetDeletionTimestamp(o.GetDeletionTimestamp())
 		stub.SetLabels(map[string]string{offloadingv1alpha1.OriginClusterLabel: o.GetLabels()[offloadingv1alpha1.OriginClusterLabel]})
 		stub.SetAnnotations(keep)
+		// The ShadowPod that keeps an orphan goes with it.
+		if owner := forge.ShadowOwner(o); owner != nil {
+			stub.SetOwnerReferences([]metav1.OwnerReference{*owner})
+		}
 		return stub, nil
 	}
 }
@@ -521,12 +527,12 @@ func (w *nsWatch) Get(kind provider.Kind, name string) client.Object {
 }
 
 // Create implements provider.Namespace. Pods and the Secrets the pod
-// reflector writes travel as protobuf.
+// reflector writes travel as protobuf. A pod is made with the ShadowPod
+// that keeps it while this cluster cannot (createPod).
 func (w *nsWatch) Create(ctx context.Context, obj client.Object) error {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		_, err := w.session.cs.CoreV1().Pods(w.remote).Create(ctx, o, metav1.CreateOptions{})
-		return err
+		return w.createPod(ctx, o)
 	case *corev1.Secret:
 		_, err := w.session.cs.CoreV1().Secrets(w.remote).Create(ctx, o, metav1.CreateOptions{})
 		return err
@@ -534,12 +540,74 @@ func (w *nsWatch) Create(ctx context.Context, obj client.Object) error {
 	return w.session.writer.Create(ctx, obj)
 }
 
-// Update implements provider.Namespace.
+// createPod makes pod in the provider, and first its ShadowPod: the
+// provider's controller manager makes the pod again from it when it is
+// deleted or evicted while this cluster cannot be reached. The pod is
+// made here all the same, at once, owned by the ShadowPod, so that the
+// provider's refusal (its pod policies, Pod Security, its quota) comes
+// back as it is; a ShadowPod whose pod was refused goes.
+func (w *nsWatch) createPod(ctx context.Context, pod *corev1.Pod) error {
+	sp, err := w.ensureShadowPod(ctx, pod)
+	if err != nil {
+		return err
+	}
+	owned := *pod
+	owned.OwnerReferences = append(slices.Clone(pod.OwnerReferences), *metav1.NewControllerRef(sp, offloadingv1alpha1.GroupVersion.WithKind("ShadowPod")))
+	owned.OwnerReferences[len(owned.OwnerReferences)-1].BlockOwnerDeletion = nil
+	_, err = w.session.cs.CoreV1().Pods(w.remote).Create(ctx, &owned, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		if derr := w.deleteShadowPod(ctx, sp.Name, sp.UID); derr != nil {
+			return errors.Join(err, derr)
+		}
+	}
+	return err
+}
+
+// ensureShadowPod creates pod's ShadowPod, or returns the one there for
+// the same pod (its origin UID); one left by an older pod of the name is
+// deleted, and the creation is tried again once it is gone.
+func (w *nsWatch) ensureShadowPod(ctx context.Context, pod *corev1.Pod) (*offloadingv1alpha1.ShadowPod, error) {
+	sp := forge.ShadowPod(pod)
+	sp.Namespace = w.remote
+	err := w.session.writer.Create(ctx, sp)
+	if !apierrors.IsAlreadyExists(err) {
+		return sp, err
+	}
+	var there offloadingv1alpha1.ShadowPod
+	if err := w.session.writer.Get(ctx, client.ObjectKeyFromObject(sp), &there); err != nil {
+		return nil, err // gone meanwhile (NotFound): tried again
+	}
+	uid := pod.Annotations[offloadingv1alpha1.OriginUIDAnnotation]
+	if there.DeletionTimestamp.IsZero() && there.Spec.Template.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == uid {
+		return &there, nil
+	}
+	if err := w.deleteShadowPod(ctx, there.Name, there.UID); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("the ShadowPod %s/%s of an older pod of the name is going: the pod is made once it is gone", w.remote, sp.Name)
+}
+
+// deleteShadowPod deletes the ShadowPod name with uid; its pod goes with
+// it (the provider's garbage collector). One already gone is not an error.
+func (w *nsWatch) deleteShadowPod(ctx context.Context, name string, uid types.UID) error {
+	sp := &offloadingv1alpha1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: w.remote, Name: name}}
+	err := w.session.writer.Delete(ctx, sp, client.Preconditions{UID: ptr.To(uid)})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// Update implements provider.Namespace. A pod's ShadowPod takes what the
+// pod now is (but its node: a template names none), so that a pod made
+// again is the pod as it is now.
 func (w *nsWatch) Update(ctx context.Context, obj client.Object) error {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		_, err := w.session.cs.CoreV1().Pods(w.remote).Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		if _, err := w.session.cs.CoreV1().Pods(w.remote).Update(ctx, o, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		return w.updateShadowPod(ctx, o)
 	case *corev1.Secret:
 		_, err := w.session.cs.CoreV1().Secrets(w.remote).Update(ctx, o, metav1.UpdateOptions{})
 		return err
@@ -565,13 +633,47 @@ func (w *nsWatch) UpdateSubresource(ctx context.Context, obj client.Object, subr
 	return err
 }
 
-// Delete implements provider.Namespace.
+// updateShadowPod sets the template of pod's ShadowPod, if it has one,
+// to pod.
+func (w *nsWatch) updateShadowPod(ctx context.Context, pod *corev1.Pod) error {
+	owner := forge.ShadowOwner(pod)
+	if owner == nil {
+		return nil // made before ShadowPods were
+	}
+	template := forge.ShadowPod(pod).Spec.Template
+	template.Spec.NodeName = ""
+	data, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": owner.UID},
+		"spec":     map[string]any{"template": template},
+	})
+	if err != nil {
+		return err
+	}
+	sp := &offloadingv1alpha1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: w.remote, Name: owner.Name}}
+	// The UID in the patch is a precondition: another ShadowPod of the
+	// name is left alone.
+	err = w.session.writer.Patch(ctx, sp, client.RawPatch(types.MergePatchType, data))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// Delete implements provider.Namespace. A pod's ShadowPod goes first, so
+// that the pod is not made again.
 func (w *nsWatch) Delete(ctx context.Context, kind provider.Kind, name string, uid types.UID, grace *int64) error {
 	opts := metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: ptr.To(uid)}}
 	core := w.session.cs.CoreV1()
 	var err error
 	switch kind {
 	case provider.Pods:
+		if pod, ok := w.Get(provider.Pods, name).(*corev1.Pod); ok && pod.UID == uid {
+			if owner := forge.ShadowOwner(pod); owner != nil {
+				if err := w.deleteShadowPod(ctx, owner.Name, owner.UID); err != nil {
+					return err
+				}
+			}
+		}
 		err = core.Pods(w.remote).Delete(ctx, name, opts)
 	case provider.ConfigMaps:
 		err = core.ConfigMaps(w.remote).Delete(ctx, name, opts)

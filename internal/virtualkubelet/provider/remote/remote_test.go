@@ -4,39 +4,42 @@ package remote_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
+	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/providertest"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/provider/remote"
 )
 
-// TestContract: the remote-cluster provider answers as the contract says,
-// against a real API server. One API server is both clusters here: the
-// local namespace and the identity Secret on one side, the provider
-// namespace, reached with that identity, on the other.
-func TestContract(t *testing.T) {
-	cfg := envtest.Start(t, "remote-provider")
+const (
+	liqoNS, local, remoteNS = "liqo", "web", "consumer-web"
+	providerID, consumerID  = "provider-1", "consumer-1"
+	node                    = "provider-node"
+)
+
+// startSessions starts an API server that is both clusters (the CRDs,
+// the Liqo namespace, the identity Secret of providerID reaching back
+// the same server, namespaces local and remoteNS), and the sessions.
+func startSessions(t *testing.T) (client.Client, *remote.Sessions) {
+	t.Helper()
+	// The CRDs (ShadowPods) and the Liqo namespace, as liqoctl install
+	// puts them.
+	cfg, c := envtest.StartInstalled(t, "remote-provider")
 	ctx := t.Context()
-	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const (
-		liqoNS, local, remoteNS = "liqo", "web", "consumer-web"
-		providerID, consumerID  = "provider-1", "consumer-1"
-		node                    = "provider-node"
-	)
 	objs := []client.Object{
 		// Room for the suite's pod as it is resized: the API server
 		// checks a resize against the node's allocatable.
@@ -58,7 +61,7 @@ func TestContract(t *testing.T) {
 		}, objs...)
 	}
 	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil {
+		if err := c.Create(ctx, o); err != nil && (o.GetName() != liqoNS || !apierrors.IsAlreadyExists(err)) {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +78,16 @@ func TestContract(t *testing.T) {
 			t.Errorf("sessions: %v", err)
 		}
 	})
+	return c, sessions
+}
 
+// TestContract: the remote-cluster provider answers as the contract says,
+// against a real API server. One API server is both clusters here: the
+// local namespace and the identity Secret on one side, the provider
+// namespace, reached with that identity, on the other.
+func TestContract(t *testing.T) {
+	c, sessions := startSessions(t)
+	ctx := t.Context()
 	providertest.Run(t, providertest.Harness{
 		Providers: sessions, Provider: providerID, LocalClusterID: consumerID, Local: local, Remote: remoteNS, Node: node,
 		// The local pod the provider's stands for; without it the cache
@@ -124,5 +136,140 @@ func TestContract(t *testing.T) {
 	}
 	if sane := u["sane"]; sane.Cpu().Value() != 3 || sane.Memory().Value() != 2<<30 {
 		t.Errorf("a sane figure: %v, want 3 cores and 2Gi", u["sane"])
+	}
+}
+
+// TestPodsKeptByShadowPods: a pod is made with the ShadowPod that keeps
+// it, owned by it; an update of the pod is its template's (but its
+// node); a pod the provider refuses leaves no ShadowPod; the ShadowPod of
+// an older pod of the name goes before a new one is made; a deleted pod's
+// ShadowPod goes first.
+func TestPodsKeptByShadowPods(t *testing.T) {
+	c, sessions := startSessions(t)
+	ctx := t.Context()
+	var view provider.Namespace
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var err error
+		view, err = sessions.Namespace(ctx, providerID, local, remoteNS)
+		return err
+	})
+	pod := func(name, uid string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: name,
+				Labels:      map[string]string{offloadingv1alpha1.OriginClusterLabel: consumerID},
+				Annotations: map[string]string{offloadingv1alpha1.OriginUIDAnnotation: uid}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/web:1"}}},
+		}
+	}
+	shadow := func(name string) (*offloadingv1alpha1.ShadowPod, error) {
+		var sp offloadingv1alpha1.ShadowPod
+		err := c.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: name}, &sp)
+		return &sp, err
+	}
+
+	if err := view.Create(ctx, pod("web-1", "uid-1")); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := shadow("web-1")
+	if err != nil {
+		t.Fatalf("no ShadowPod for the pod made: %v", err)
+	}
+	if sp.Spec.Template.Annotations[offloadingv1alpha1.OriginUIDAnnotation] != "uid-1" || sp.Labels[offloadingv1alpha1.OriginClusterLabel] != consumerID ||
+		sp.Spec.Template.Spec.Containers[0].Image != "registry.example/web:1" {
+		t.Errorf("ShadowPod %+v, want the pod's labels and template", sp)
+	}
+	var made corev1.Pod
+	if err := c.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: "web-1"}, &made); err != nil {
+		t.Fatal(err)
+	}
+	if owner := metav1.GetControllerOf(&made); owner == nil || owner.UID != sp.UID {
+		t.Errorf("the pod is owned by %+v, want its ShadowPod %s", owner, sp.UID)
+	}
+
+	// An update, on a pod the scheduler placed, is the template's.
+	if err := c.SubResource("binding").Create(ctx, &made, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: made.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: node},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&made), &made); err != nil {
+		t.Fatal(err)
+	}
+	made.Spec.Containers[0].Image = "registry.example/web:2"
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if p, ok := view.Get(provider.Pods, "web-1").(*corev1.Pod); !ok || p.ResourceVersion != made.ResourceVersion {
+			return errors.New("the view has not seen the pod placed yet")
+		}
+		return nil
+	})
+	made.Spec.ActiveDeadlineSeconds = ptr.To[int64](3600)
+	if err := view.Update(ctx, &made); err != nil {
+		t.Fatal(err)
+	}
+	if sp, err = shadow("web-1"); err != nil {
+		t.Fatal(err)
+	}
+	if tmpl := sp.Spec.Template.Spec; tmpl.Containers[0].Image != "registry.example/web:2" || tmpl.ActiveDeadlineSeconds == nil || tmpl.NodeName != "" {
+		t.Errorf("template after the update: image %s, deadline %v, node %q; want the pod's, without its node", tmpl.Containers[0].Image, tmpl.ActiveDeadlineSeconds, tmpl.NodeName)
+	}
+
+	// A pod the provider refuses (its quota) leaves no ShadowPod.
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "full"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+	if err := c.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}
+	if err := c.Status().Update(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	// Once the API server's admission has the quota in its cache.
+	envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		switch err := c.Create(ctx, pod("probe", "uid-probe"), client.DryRunAll); {
+		case err == nil:
+			return errors.New("a pod over the quota (dry run) was admitted")
+		case !apierrors.IsForbidden(err):
+			return fmt.Errorf("a pod over the quota (dry run), want refused: %w", err)
+		}
+		return nil
+	})
+	if err := view.Create(ctx, pod("web-2", "uid-2")); err == nil || !apierrors.IsForbidden(err) {
+		t.Fatalf("a pod over the quota: %v, want refused", err)
+	}
+	if _, err := shadow("web-2"); !apierrors.IsNotFound(err) {
+		t.Errorf("the ShadowPod of a refused pod: %v, want gone", err)
+	}
+	if err := c.Delete(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+
+	// The ShadowPod of an older pod of the name (its pod gone) goes first.
+	older := forge.ShadowPod(pod("web-3", "uid-old"))
+	if err := c.Create(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	if err := view.Create(ctx, pod("web-3", "uid-new")); err == nil || apierrors.IsAlreadyExists(err) {
+		t.Fatalf("a pod whose name an older ShadowPod holds: %v, want an error to retry on", err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := view.Create(ctx, pod("web-3", "uid-new")); err != nil {
+			return err
+		}
+		sp, err := shadow("web-3")
+		if err != nil {
+			return err
+		}
+		if got := sp.Spec.Template.Annotations[offloadingv1alpha1.OriginUIDAnnotation]; got != "uid-new" {
+			return fmt.Errorf("the ShadowPod is for %s, want uid-new", got)
+		}
+		return nil
+	})
+
+	// A deleted pod's ShadowPod goes, first.
+	if err := view.Delete(ctx, provider.Pods, "web-1", made.UID, ptr.To[int64](0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shadow("web-1"); !apierrors.IsNotFound(err) {
+		t.Errorf("the ShadowPod of a deleted pod: %v, want gone", err)
 	}
 }
