@@ -94,25 +94,28 @@ func (r *ShadowPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			// name).
 			setShadowCondition(&status, sp.Generation, metav1.ConditionFalse, ReasonNameTaken,
 				fmt.Sprintf("pod %s exists and is not this ShadowPod's: it is made once that one is gone", pod.Name))
-			status.Phase, status.PodUID = "", ""
 			// A pod made by hand is not watched: looked at again.
 			return ctrl.Result{RequeueAfter: nameTakenRetry}, r.patchStatus(ctx, &sp, status)
 		}
-		status.Phase, status.PodUID = pod.Status.Phase, pod.UID
-		setShadowCondition(&status, sp.Generation, metav1.ConditionTrue, ReasonPodMade, "")
+		// Kept: nothing is written while it runs; an end is.
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			status.Ended = pod.Status.Phase
+		}
+		if c := meta.FindStatusCondition(status.Conditions, ConditionPodCreated); c != nil && c.Status != metav1.ConditionTrue {
+			setShadowCondition(&status, sp.Generation, metav1.ConditionTrue, ReasonPodMade, "")
+		}
 		return ctrl.Result{}, r.patchStatus(ctx, &sp, status)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
-	if status.Phase == corev1.PodSucceeded || status.Phase == corev1.PodFailed {
+	if status.Ended != "" {
 		// A pod that ended is the consumer's to follow up, as one of its
 		// own: run again, it would do its work twice.
 		setShadowCondition(&status, sp.Generation, metav1.ConditionFalse, ReasonPodEnded,
-			fmt.Sprintf("the pod ended (%s) and went; it is not made again", status.Phase))
-		status.PodUID = ""
+			fmt.Sprintf("the pod ended (%s) and went; it is not made again", status.Ended))
 		return ctrl.Result{}, r.patchStatus(ctx, &sp, status)
 	}
-	if status.PodUID == "" && meta.FindStatusCondition(status.Conditions, ConditionPodCreated) == nil {
+	if meta.FindStatusCondition(status.Conditions, ConditionPodCreated) == nil {
 		if wait := r.FirstPodGrace - time.Since(sp.CreationTimestamp.Time); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
@@ -132,16 +135,12 @@ func (r *ShadowPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil // the cache lags: the pod's event comes
 	case err != nil:
 		setShadowCondition(&status, sp.Generation, metav1.ConditionFalse, ReasonPodRefused, err.Error())
-		status.Phase, status.PodUID = "", ""
 		if perr := r.patchStatus(ctx, &sp, status); perr != nil {
 			return ctrl.Result{}, perr
 		}
 		return ctrl.Result{}, fmt.Errorf("making pod %s/%s: %w", made.Namespace, made.Name, err)
 	}
-	if status.PodUID != "" {
-		status.Recreations++
-	}
-	status.Phase, status.PodUID = made.Status.Phase, made.UID
+	status.Recreations++
 	setShadowCondition(&status, sp.Generation, metav1.ConditionTrue, ReasonPodMade, "")
 	ctrl.LoggerFrom(ctx).Info("Pod made", "pod", made.Name, "uid", made.UID, "recreations", status.Recreations)
 	return ctrl.Result{}, r.patchStatus(ctx, &sp, status)
@@ -206,7 +205,7 @@ func (r *ShadowPodReconciler) patchStatus(ctx context.Context, sp *offloadingv1a
 }
 
 func shadowStatusEqual(a, b *offloadingv1alpha1.ShadowPodStatus) bool {
-	if a.Phase != b.Phase || a.PodUID != b.PodUID || a.Recreations != b.Recreations || len(a.Conditions) != len(b.Conditions) {
+	if a.Ended != b.Ended || a.Recreations != b.Recreations || len(a.Conditions) != len(b.Conditions) {
 		return false
 	}
 	for _, c := range b.Conditions {
@@ -249,7 +248,7 @@ func (r *ShadowPodReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, byName, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-				return o.Status.Phase != n.Status.Phase || !o.DeletionTimestamp.Equal(n.DeletionTimestamp)
+				return o.Status.Phase != n.Status.Phase && (n.Status.Phase == corev1.PodSucceeded || n.Status.Phase == corev1.PodFailed)
 			},
 		})).
 		Complete(r)

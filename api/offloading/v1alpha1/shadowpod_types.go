@@ -5,7 +5,6 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // ShadowPodTemplate is the pod a ShadowPod keeps: what its pods are made
@@ -17,7 +16,14 @@ type ShadowPodTemplate struct {
 	// Annotations of the pods made.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// Spec of the pods made.
+	// Spec of the pods made. Not checked against a schema here: the
+	// consumer's virtual kubelet makes the first pod from it, which the
+	// API server checks whole, and the admission policies hold it to the
+	// rules of a consumer's pods (liqo-offloaded-shadowpods); a schema of
+	// a whole PodSpec would double the cost of every write.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
 	Spec corev1.PodSpec `json:"spec"`
 }
 
@@ -29,15 +35,16 @@ type ShadowPodSpec struct {
 	Template ShadowPodTemplate `json:"template"`
 }
 
-// ShadowPodStatus is what the provider keeps.
+// ShadowPodStatus is what the provider did. Nothing is written while the
+// pod the consumer's virtual kubelet made runs (a write per pod would
+// cost every offloaded pod).
 type ShadowPodStatus struct {
-	// Phase of the pod kept now; empty while there is none.
+	// Ended is the phase the pod ended in (Succeeded or Failed): it is
+	// not made again.
 	// +optional
-	Phase corev1.PodPhase `json:"phase,omitempty"`
-	// PodUID is the UID of the pod kept now.
-	// +optional
-	PodUID types.UID `json:"podUID,omitempty"`
-	// Recreations counts the pods made again after one went.
+	Ended corev1.PodPhase `json:"ended,omitempty"`
+	// Recreations counts the pods this cluster made from the template
+	// (the consumer's virtual kubelet makes the first).
 	// +optional
 	Recreations int32 `json:"recreations,omitempty"`
 	// Conditions: PodCreated (False with the provider's refusal: a quota,
@@ -60,7 +67,7 @@ type ShadowPodStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=spod
-// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ended",type=string,JSONPath=`.status.ended`
 // +kubebuilder:printcolumn:name="Recreations",type=integer,JSONPath=`.status.recreations`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ShadowPod struct {

@@ -80,7 +80,7 @@ func TestShadowPodsHeldToThePeering(t *testing.T) {
 	t.Run("its status, another namespace", func(t *testing.T) {
 		sp := shadow("direct-status", nil)
 		framework.Allowed(t, "an ordinary ShadowPod", vk.Create(ctx, sp))
-		sp.Status.Phase, sp.Status.Recreations = corev1.PodSucceeded, 1000
+		sp.Status.Ended, sp.Status.Recreations = corev1.PodSucceeded, 1000
 		framework.Refused(t, "writing a ShadowPod's status", vk.Status().Update(ctx, sp))
 		for _, elsewhere := range []string{"default", "liqo"} {
 			other := shadow("direct-elsewhere", nil)
