@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -548,19 +549,38 @@ func (w *nsWatch) Create(ctx context.Context, obj client.Object) error {
 // back as it is; a ShadowPod whose pod was refused goes.
 func (w *nsWatch) createPod(ctx context.Context, pod *corev1.Pod) error {
 	sp, err := w.ensureShadowPod(ctx, pod)
-	if err != nil {
+	switch {
+	case shadowPodsUnsupported(err):
+		// A provider of a version before ShadowPods: the pod is made
+		// alone, as it was then.
+		sp = nil
+	case err != nil:
 		return err
 	}
 	owned := *pod
-	owned.OwnerReferences = append(slices.Clone(pod.OwnerReferences), *metav1.NewControllerRef(sp, offloadingv1alpha1.GroupVersion.WithKind("ShadowPod")))
-	owned.OwnerReferences[len(owned.OwnerReferences)-1].BlockOwnerDeletion = nil
+	if sp != nil {
+		owned.OwnerReferences = append(slices.Clone(pod.OwnerReferences), *metav1.NewControllerRef(sp, offloadingv1alpha1.GroupVersion.WithKind("ShadowPod")))
+		owned.OwnerReferences[len(owned.OwnerReferences)-1].BlockOwnerDeletion = nil
+	}
 	_, err = w.session.cs.CoreV1().Pods(w.remote).Create(ctx, &owned, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if err != nil && !apierrors.IsAlreadyExists(err) && sp != nil {
 		if derr := w.deleteShadowPod(ctx, sp.Name, sp.UID); derr != nil {
 			return errors.Join(err, derr)
 		}
 	}
 	return err
+}
+
+// shadowPodsUnsupported says whether err is a provider's answer that it
+// has no ShadowPods (its version is older: no such resource) or gives
+// this cluster no right on them (its peering role is older), rather than
+// a refusal of this one.
+func shadowPodsUnsupported(err error) bool {
+	if err == nil {
+		return false
+	}
+	return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) ||
+		(apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot create resource"))
 }
 
 // ensureShadowPod creates pod's ShadowPod, or returns the one there for
@@ -575,7 +595,9 @@ func (w *nsWatch) ensureShadowPod(ctx context.Context, pod *corev1.Pod) (*offloa
 	}
 	var there offloadingv1alpha1.ShadowPod
 	if err := w.session.writer.Get(ctx, client.ObjectKeyFromObject(sp), &there); err != nil {
-		return nil, err // gone meanwhile (NotFound): tried again
+		// Gone meanwhile: tried again (not taken for a provider without
+		// ShadowPods).
+		return nil, fmt.Errorf("reading ShadowPod %s/%s: %s", w.remote, sp.Name, err.Error())
 	}
 	uid := pod.Annotations[offloadingv1alpha1.OriginUIDAnnotation]
 	if there.DeletionTimestamp.IsZero() && there.Spec.Template.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == uid {
@@ -653,7 +675,7 @@ func (w *nsWatch) updateShadowPod(ctx context.Context, pod *corev1.Pod) error {
 	// The UID in the patch is a precondition: another ShadowPod of the
 	// name is left alone.
 	err = w.session.writer.Patch(ctx, sp, client.RawPatch(types.MergePatchType, data))
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+	if apierrors.IsConflict(err) || shadowPodsUnsupported(err) {
 		return nil
 	}
 	return err

@@ -13,9 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/liqo-go/liqo/api"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
@@ -39,6 +41,12 @@ func startSessions(t *testing.T) (client.Client, *remote.Sessions) {
 	// The CRDs (ShadowPods) and the Liqo namespace, as liqoctl install
 	// puts them.
 	cfg, c := envtest.StartInstalled(t, "remote-provider")
+	return c, startSessionsOn(t, cfg, c)
+}
+
+// startSessionsOn is startSessions on the API server of cfg.
+func startSessionsOn(t *testing.T, cfg *rest.Config, c client.Client) *remote.Sessions {
+	t.Helper()
 	ctx := t.Context()
 	objs := []client.Object{
 		// Room for the suite's pod as it is resized: the API server
@@ -78,7 +86,7 @@ func startSessions(t *testing.T) (client.Client, *remote.Sessions) {
 			t.Errorf("sessions: %v", err)
 		}
 	})
-	return c, sessions
+	return sessions
 }
 
 // TestContract: the remote-cluster provider answers as the contract says,
@@ -271,5 +279,38 @@ func TestPodsKeptByShadowPods(t *testing.T) {
 	}
 	if _, err := shadow("web-1"); !apierrors.IsNotFound(err) {
 		t.Errorf("the ShadowPod of a deleted pod: %v, want gone", err)
+	}
+}
+
+// TestPodsWithoutShadowPods: a provider of a version before ShadowPods
+// (no such resource) gets its pods as then, alone.
+func TestPodsWithoutShadowPods(t *testing.T) {
+	cfg := envtest.Start(t, "old-provider")
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := startSessionsOn(t, cfg, c)
+	var view provider.Namespace
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var err error
+		view, err = sessions.Namespace(ctx, providerID, local, remoteNS)
+		return err
+	})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "web-1",
+			Labels:      map[string]string{offloadingv1alpha1.OriginClusterLabel: consumerID},
+			Annotations: map[string]string{offloadingv1alpha1.OriginUIDAnnotation: "uid-1"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/web:1"}}},
+	}
+	if err := view.Create(t.Context(), pod); err != nil {
+		t.Fatalf("a pod in a provider without ShadowPods: %v", err)
+	}
+	var made corev1.Pod
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(pod), &made); err != nil {
+		t.Fatal(err)
+	}
+	if len(made.OwnerReferences) != 0 {
+		t.Errorf("the pod is owned by %+v, want nothing", made.OwnerReferences)
 	}
 }
