@@ -1,6 +1,6 @@
 // Copyright 2026 The liqo-go authors. Licensed under the Apache License, Version 2.0.
 
-package install_test
+package offloading_test
 
 import (
 	"context"
