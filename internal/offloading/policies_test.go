@@ -118,17 +118,23 @@ func TestShadowPodTemplatesPolicedAsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "work"}}); err != nil {
+		t.Fatal(err)
+	}
+	policiesInForce(t, vk, "work")
 	shadow := func(name string, change func(*corev1.PodSpec)) *offloadingv1alpha1.ShadowPod {
-		sp := &offloadingv1alpha1.ShadowPod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: name, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer-1"}},
-			Spec: offloadingv1alpha1.ShadowPodSpec{Template: offloadingv1alpha1.ShadowPodTemplate{
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}},
-			}},
-		}
+		spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}}
 		if change != nil {
-			change(&sp.Spec.Template.Spec)
+			change(&spec)
 		}
-		return sp
+		template, err := offloadingv1alpha1.NewShadowPodTemplate(nil, nil, &spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &offloadingv1alpha1.ShadowPod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: name, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer-1"}},
+			Spec:       offloadingv1alpha1.ShadowPodSpec{Template: template},
+		}
 	}
 	yes := true
 	for _, c := range []struct {
@@ -186,8 +192,67 @@ func TestShadowPodTemplatesPolicedAsPods(t *testing.T) {
 	if err := vk.Create(ctx, good); err != nil {
 		t.Fatalf("a template breaking no rule: %v", err)
 	}
-	good.Spec.Template.Spec.NodeName = "control-plane"
+	placed := shadow("good", func(s *corev1.PodSpec) { s.NodeName = "control-plane" })
+	good.Spec.Template = placed.Spec.Template
 	if err := vk.Update(ctx, good); err == nil || !strings.Contains(err.Error(), "spec.template.spec.nodeName:") {
 		t.Errorf("a node named on update: %v, want refused", err)
 	}
+}
+
+// TestPodsMadeFromShadowPodsPoliced: a pod this cluster's controller
+// manager makes from a consumer's ShadowPod (labelled with its origin) is
+// held to the pod rules when it is made, as the consumer's own pods are:
+// a rule tightened since its template was written holds. The controller
+// manager's other pods are not a consumer's.
+func TestPodsMadeFromShadowPodsPoliced(t *testing.T) {
+	cfg, admin := envtest.StartInstalled(t, "provider")
+	ctx := t.Context()
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "work"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "work"}},
+	} {
+		if err := admin.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmCfg := rest.CopyConfig(cfg)
+	cmCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:liqo:liqo-controller-manager", Groups: []string{"system:masters", "system:authenticated"}}
+	cm, err := client.New(cmCfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policiesInForce(t, cm, "work")
+	pod := func(labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: "web", Labels: labels},
+			Spec:       corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}},
+		}
+	}
+	err = cm.Create(ctx, pod(map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer-1"}), client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), "spec.hostNetwork:") {
+		t.Errorf("a consumer's pod on the host's network made by the controller manager: %v, want refused", err)
+	}
+	if err := cm.Create(ctx, pod(nil), client.DryRunAll); err != nil {
+		t.Errorf("a pod of the controller manager's own (no origin): %v, want admitted", err)
+	}
+}
+
+// policiesInForce waits until the API server holds pods of c's user to
+// the policies (it loads them a moment after they are created): a pod on
+// the host's network, with an origin, is refused.
+func policiesInForce(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
+		probe := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer-1"}},
+			Spec:       corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "probe", Image: "registry.example/probe:1"}}},
+		}
+		switch err := c.Create(ctx, probe, client.DryRunAll); {
+		case err == nil:
+			return errors.New("a pod on the host's network was admitted: the policies are not in force yet")
+		case !strings.Contains(err.Error(), "spec.hostNetwork:"):
+			return fmt.Errorf("a pod on the host's network, want refused by the policy: %w", err)
+		}
+		return nil
+	})
 }

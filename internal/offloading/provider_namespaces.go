@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -227,6 +228,13 @@ func (p *PeerNamespaces) deleteLeftPods(ctx context.Context, c client.Client, nm
 	remote := current.Spec.Mappings[local]
 	if remote == "" {
 		return nil
+	}
+	// Their ShadowPods first, which would make them again (a provider of
+	// a version before them has none).
+	if err := c.DeleteAllOf(ctx, &offloadingv1alpha1.ShadowPod{}, client.InNamespace(remote),
+		client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: p.LocalClusterID}); err != nil &&
+		!apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("deleting this cluster's ShadowPods left in %s: %w", remote, err)
 	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(remote), client.MatchingLabels{offloadingv1alpha1.OriginClusterLabel: p.LocalClusterID}); err != nil {

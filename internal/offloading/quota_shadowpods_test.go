@@ -32,12 +32,14 @@ func TestShadowPodsCountedBeforeTheQuotaController(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
+	template, err := offloadingv1alpha1.NewShadowPodTemplate(nil, nil, &corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/c:1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	shadow := func(name string) *offloadingv1alpha1.ShadowPod {
 		return &offloadingv1alpha1.ShadowPod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: offloadingv1alpha1.ShadowPodSpec{Template: offloadingv1alpha1.ShadowPodTemplate{
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/c:1"}}},
-			}},
+			Spec:       offloadingv1alpha1.ShadowPodSpec{Template: template},
 		}
 	}
 	for i := range 2 {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +27,7 @@ import (
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 )
 
-// +kubebuilder:rbac:groups=offloading.liqo.io,resources=shadowpods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=offloading.liqo.io,resources=shadowpods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=offloading.liqo.io,resources=shadowpods/status,verbs=get;update;patch
 
 // ShadowPod conditions.
@@ -42,9 +43,6 @@ const (
 	// ReasonNameTaken: a pod of the ShadowPod's name exists that it does
 	// not keep (an older ShadowPod's, going with it, or one made by hand).
 	ReasonNameTaken = "NameTaken"
-	// ReasonPodEnded: the pod ended (Succeeded or Failed) and went; it is
-	// not made again.
-	ReasonPodEnded = "PodEnded"
 )
 
 // nameTakenRetry is how soon a ShadowPod whose pod name is taken by a pod
@@ -110,10 +108,11 @@ func (r *ShadowPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	if status.Ended != "" {
 		// A pod that ended is the consumer's to follow up, as one of its
-		// own: run again, it would do its work twice.
-		setShadowCondition(&status, sp.Generation, metav1.ConditionFalse, ReasonPodEnded,
-			fmt.Sprintf("the pod ended (%s) and went; it is not made again", status.Ended))
-		return ctrl.Result{}, r.patchStatus(ctx, &sp, status)
+		// own: run again, it would do its work twice. Gone, it leaves its
+		// ShadowPod nothing to keep: it goes too, and frees its place in
+		// the consumer's quota.
+		ctrl.LoggerFrom(ctx).Info("The pod ended and went: its ShadowPod goes", "ended", status.Ended)
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, &sp, client.Preconditions{UID: ptr.To(sp.UID)}))
 	}
 	if meta.FindStatusCondition(status.Conditions, ConditionPodCreated) == nil {
 		if wait := r.FirstPodGrace - time.Since(sp.CreationTimestamp.Time); wait > 0 {
@@ -128,7 +127,12 @@ func (r *ShadowPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if whole.UID != sp.UID || !whole.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // replaced or going meanwhile: its own event comes
 	}
-	made := ShadowPodPod(&whole)
+	made, err := ShadowPodPod(&whole)
+	if err != nil {
+		// Its writer's error alone: tried again once the template changes.
+		setShadowCondition(&status, sp.Generation, metav1.ConditionFalse, ReasonPodRefused, err.Error())
+		return ctrl.Result{}, r.patchStatus(ctx, &sp, status)
+	}
 	err = r.Client.Create(ctx, made)
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -149,8 +153,12 @@ func (r *ShadowPodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // ShadowPodPod is the pod sp keeps: its template, named and placed as sp,
 // owned by it, labelled with sp's origin (which the admission policy
 // liqo-offloaded-objects checked on sp itself) whatever the template
-// says.
-func ShadowPodPod(sp *offloadingv1alpha1.ShadowPod) *corev1.Pod {
+// says. An error: the template's spec is no PodSpec.
+func ShadowPodPod(sp *offloadingv1alpha1.ShadowPod) (*corev1.Pod, error) {
+	spec, err := sp.Spec.Template.PodSpec()
+	if err != nil {
+		return nil, err
+	}
 	labels := maps.Clone(sp.Spec.Template.Labels)
 	if origin, ok := sp.Labels[offloadingv1alpha1.OriginClusterLabel]; ok {
 		if labels == nil {
@@ -164,11 +172,11 @@ func ShadowPodPod(sp *offloadingv1alpha1.ShadowPod) *corev1.Pod {
 			Labels: labels, Annotations: maps.Clone(sp.Spec.Template.Annotations),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sp, offloadingv1alpha1.GroupVersion.WithKind("ShadowPod"))},
 		},
-		Spec: *sp.Spec.Template.Spec.DeepCopy(),
+		Spec: *spec,
 	}
 	// Its owner may be deleted at once: nothing waits for the pod.
 	pod.OwnerReferences[0].BlockOwnerDeletion = nil
-	return pod
+	return pod, nil
 }
 
 // shortMessage cuts a refusal to what a condition's message holds (32768

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -51,14 +52,17 @@ func startShadowPods(t *testing.T, firstPodGrace time.Duration) (client.Client, 
 }
 
 func shadowPod(ns, name string) *offloadingv1alpha1.ShadowPod {
+	template, err := offloadingv1alpha1.NewShadowPodTemplate(
+		// The template's own say on the origin does not count.
+		map[string]string{"app": "web", offloadingv1alpha1.OriginClusterLabel: "someone-else"},
+		map[string]string{offloadingv1alpha1.OriginUIDAnnotation: "uid-at-the-consumer"},
+		&corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}})
+	if err != nil {
+		panic(err) // a constant spec
+	}
 	return &offloadingv1alpha1.ShadowPod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: shadowConsumer}},
-		Spec: offloadingv1alpha1.ShadowPodSpec{Template: offloadingv1alpha1.ShadowPodTemplate{
-			// The template's own say on the origin does not count.
-			Labels:      map[string]string{"app": "web", offloadingv1alpha1.OriginClusterLabel: "someone-else"},
-			Annotations: map[string]string{offloadingv1alpha1.OriginUIDAnnotation: "uid-at-the-consumer"},
-			Spec:        corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}},
-		}},
+		Spec:       offloadingv1alpha1.ShadowPodSpec{Template: template},
 	}
 }
 
@@ -106,7 +110,8 @@ func podCreated(st *offloadingv1alpha1.ShadowPodStatus) *metav1.Condition {
 
 // TestShadowPodKeepsItsPod, against a real API server: a ShadowPod's pod
 // is made from its template, owned by it; deleted, it is made again (a
-// new UID, counted); once it ended and went, it is not.
+// new UID, counted); once it ended and went, it is not, and the ShadowPod
+// goes.
 func TestShadowPodKeepsItsPod(t *testing.T) {
 	c, ns := startShadowPods(t, 0)
 	ctx := t.Context()
@@ -148,9 +153,14 @@ func TestShadowPodKeepsItsPod(t *testing.T) {
 	if err := c.Delete(ctx, second, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	shadowStatus(t, c, sp, func(st *offloadingv1alpha1.ShadowPodStatus) error {
-		if cond := podCreated(st); cond == nil || cond.Reason != offloading.ReasonPodEnded {
-			return fmt.Errorf("status %+v, want %s", st, offloading.ReasonPodEnded)
+	// Nothing left to keep: the ShadowPod goes too (no garbage collector
+	// runs here, and none is needed).
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		switch err := c.Get(ctx, client.ObjectKeyFromObject(sp), &offloadingv1alpha1.ShadowPod{}); {
+		case err == nil:
+			return errors.New("the ShadowPod of a pod that ended and went is still there")
+		case !apierrors.IsNotFound(err):
+			return err
 		}
 		return nil
 	})
@@ -185,7 +195,8 @@ func TestShadowPodRefusedOrNameTaken(t *testing.T) {
 	}
 	// Once the API server's admission has the quota in its cache.
 	envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
-		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: shadowPod(ns, "probe").Spec.Template.Spec}
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}}}
 		switch err := c.Create(ctx, probe, client.DryRunAll); {
 		case err == nil:
 			return errors.New("a pod over the quota (dry run) was admitted")
@@ -244,7 +255,10 @@ func TestShadowPodFirstPodIsTheVirtualKubelets(t *testing.T) {
 	if err := c.Create(ctx, sp); err != nil {
 		t.Fatal(err)
 	}
-	theirs := offloading.ShadowPodPod(sp)
+	theirs, err := offloading.ShadowPodPod(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Create(ctx, theirs); err != nil {
 		t.Fatal(err)
 	}
@@ -262,4 +276,29 @@ func TestShadowPodFirstPodIsTheVirtualKubelets(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestShadowPodTemplateNotAPodSpec: a template whose spec does not decode
+// as a PodSpec (which no schema refuses: the template has none) is its
+// ShadowPod's error alone, reported on it; the controller keeps the
+// others' pods.
+func TestShadowPodTemplateNotAPodSpec(t *testing.T) {
+	c, ns := startShadowPods(t, 0)
+	ctx := t.Context()
+	bad := shadowPod(ns, "bad")
+	bad.Spec.Template.Spec = runtime.RawExtension{Raw: []byte(`{"terminationGracePeriodSeconds":"x","containers":[{"name":"c","image":{}}]}`)}
+	if err := c.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	shadowStatus(t, c, bad, func(st *offloadingv1alpha1.ShadowPodStatus) error {
+		if cond := podCreated(st); cond == nil || cond.Reason != offloading.ReasonPodRefused || !strings.Contains(cond.Message, "spec.template.spec") {
+			return fmt.Errorf("status %+v, want the template refused, naming spec.template.spec", st)
+		}
+		return nil
+	})
+	good := shadowPod(ns, "good")
+	if err := c.Create(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	keptPod(t, c, good, "")
 }

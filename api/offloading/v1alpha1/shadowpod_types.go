@@ -3,8 +3,12 @@
 package v1alpha1
 
 import (
+	"encoding/json"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ShadowPodTemplate is the pod a ShadowPod keeps: what its pods are made
@@ -16,15 +20,39 @@ type ShadowPodTemplate struct {
 	// Annotations of the pods made.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// Spec of the pods made. Not checked against a schema here: the
-	// consumer's virtual kubelet makes the first pod from it, which the
-	// API server checks whole, and the admission policies hold it to the
-	// rules of a consumer's pods (liqo-offloaded-shadowpods); a schema of
-	// a whole PodSpec would double the cost of every write.
-	// +kubebuilder:validation:Schemaless
+	// Spec of the pods made: a PodSpec. Kept as it was written, without
+	// a schema here: the consumer's virtual kubelet makes the first pod
+	// from it, which the API server checks whole, and the admission
+	// policies hold it to the rules of a consumer's pods
+	// (liqo-offloaded-shadowpods); a schema of a whole PodSpec would
+	// double the cost of every write. Read with PodSpec: what does not
+	// decode as a PodSpec is this ShadowPod's error alone, never the
+	// cache's of every ShadowPod.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
-	Spec corev1.PodSpec `json:"spec"`
+	Spec runtime.RawExtension `json:"spec"`
+}
+
+// NewShadowPodTemplate is the template of pods with labels, annotations
+// and spec.
+func NewShadowPodTemplate(labels, annotations map[string]string, spec *corev1.PodSpec) (ShadowPodTemplate, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return ShadowPodTemplate{}, err
+	}
+	return ShadowPodTemplate{Labels: labels, Annotations: annotations, Spec: runtime.RawExtension{Raw: raw}}, nil
+}
+
+// PodSpec decodes the template's spec.
+func (t *ShadowPodTemplate) PodSpec() (*corev1.PodSpec, error) {
+	var spec corev1.PodSpec
+	if len(t.Spec.Raw) == 0 {
+		return nil, fmt.Errorf("spec.template.spec: Required value")
+	}
+	if err := json.Unmarshal(t.Spec.Raw, &spec); err != nil {
+		return nil, fmt.Errorf("spec.template.spec: Invalid value: not a PodSpec: %w", err)
+	}
+	return &spec, nil
 }
 
 // ShadowPodSpec is what a consumer's virtual kubelet asks the provider to

@@ -77,14 +77,20 @@ func PodReady(pod *corev1.Pod) bool {
 // makes the pod again from it while this cluster cannot): of the same
 // name and namespace, labelled as the pod (its origin among them, which
 // the provider's admission checks), its template the pod's labels,
-// annotations and spec.
-func ShadowPod(pod *corev1.Pod) *offloadingv1alpha1.ShadowPod {
+// annotations and spec, but what only the pod made first may have: a
+// node (the provider's scheduler chooses one each time) and ephemeral
+// containers (added to a running pod, never to a new one).
+func ShadowPod(pod *corev1.Pod) (*offloadingv1alpha1.ShadowPod, error) {
+	spec := pod.Spec.DeepCopy()
+	spec.NodeName, spec.EphemeralContainers = "", nil
+	template, err := offloadingv1alpha1.NewShadowPodTemplate(maps.Clone(pod.Labels), maps.Clone(pod.Annotations), spec)
+	if err != nil {
+		return nil, err
+	}
 	return &offloadingv1alpha1.ShadowPod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: maps.Clone(pod.Labels)},
-		Spec: offloadingv1alpha1.ShadowPodSpec{Template: offloadingv1alpha1.ShadowPodTemplate{
-			Labels: maps.Clone(pod.Labels), Annotations: maps.Clone(pod.Annotations), Spec: *pod.Spec.DeepCopy(),
-		}},
-	}
+		Spec:       offloadingv1alpha1.ShadowPodSpec{Template: template},
+	}, nil
 }
 
 // ShadowOwner is the ShadowPod that keeps pod, as its controller owner

@@ -51,7 +51,11 @@ func TestShadowPodsHeldToThePeering(t *testing.T) {
 		if change != nil {
 			change(&pod.Spec)
 		}
-		return forge.ShadowPod(pod)
+		sp, err := forge.ShadowPod(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp
 	}
 
 	t.Run("a template that reaches the provider's hosts", func(t *testing.T) {

@@ -7,9 +7,9 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -564,7 +564,7 @@ func (w *nsWatch) createPod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	_, err = w.session.cs.CoreV1().Pods(w.remote).Create(ctx, &owned, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) && sp != nil {
-		if derr := w.deleteShadowPod(ctx, sp.Name, sp.UID); derr != nil {
+		if derr := w.deleteShadowPod(ctx, sp.Name, sp.UID, metav1.DeletePropagationBackground); derr != nil {
 			return errors.Join(err, derr)
 		}
 	}
@@ -587,9 +587,12 @@ func shadowPodsUnsupported(err error) bool {
 // the same pod (its origin UID); one left by an older pod of the name is
 // deleted, and the creation is tried again once it is gone.
 func (w *nsWatch) ensureShadowPod(ctx context.Context, pod *corev1.Pod) (*offloadingv1alpha1.ShadowPod, error) {
-	sp := forge.ShadowPod(pod)
+	sp, err := forge.ShadowPod(pod)
+	if err != nil {
+		return nil, err
+	}
 	sp.Namespace = w.remote
-	err := w.session.writer.Create(ctx, sp)
+	err = w.session.writer.Create(ctx, sp)
 	if !apierrors.IsAlreadyExists(err) {
 		return sp, err
 	}
@@ -603,17 +606,19 @@ func (w *nsWatch) ensureShadowPod(ctx context.Context, pod *corev1.Pod) (*offloa
 	if there.DeletionTimestamp.IsZero() && there.Spec.Template.Annotations[offloadingv1alpha1.OriginUIDAnnotation] == uid {
 		return &there, nil
 	}
-	if err := w.deleteShadowPod(ctx, there.Name, there.UID); err != nil {
+	if err := w.deleteShadowPod(ctx, there.Name, there.UID, metav1.DeletePropagationBackground); err != nil {
 		return nil, err
 	}
 	return nil, fmt.Errorf("the ShadowPod %s/%s of an older pod of the name is going: the pod is made once it is gone", w.remote, sp.Name)
 }
 
-// deleteShadowPod deletes the ShadowPod name with uid; its pod goes with
-// it (the provider's garbage collector). One already gone is not an error.
-func (w *nsWatch) deleteShadowPod(ctx context.Context, name string, uid types.UID) error {
+// deleteShadowPod deletes the ShadowPod name with uid; with propagation
+// Background its pod goes with it (the provider's garbage collector),
+// with Orphan it stays, for a deletion with its own grace period. One
+// already gone is not an error.
+func (w *nsWatch) deleteShadowPod(ctx context.Context, name string, uid types.UID, propagation metav1.DeletionPropagation) error {
 	sp := &offloadingv1alpha1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: w.remote, Name: name}}
-	err := w.session.writer.Delete(ctx, sp, client.Preconditions{UID: ptr.To(uid)})
+	err := w.session.writer.Delete(ctx, sp, client.Preconditions{UID: ptr.To(uid)}, client.PropagationPolicy(propagation))
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
@@ -626,10 +631,13 @@ func (w *nsWatch) deleteShadowPod(ctx context.Context, name string, uid types.UI
 func (w *nsWatch) Update(ctx context.Context, obj client.Object) error {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		if _, err := w.session.cs.CoreV1().Pods(w.remote).Update(ctx, o, metav1.UpdateOptions{}); err != nil {
+		// The template first: a pod in step with a stale template would
+		// not be looked at again.
+		if err := w.updateShadowPod(ctx, o); err != nil {
 			return err
 		}
-		return w.updateShadowPod(ctx, o)
+		_, err := w.session.cs.CoreV1().Pods(w.remote).Update(ctx, o, metav1.UpdateOptions{})
+		return err
 	case *corev1.Secret:
 		_, err := w.session.cs.CoreV1().Secrets(w.remote).Update(ctx, o, metav1.UpdateOptions{})
 		return err
@@ -655,30 +663,60 @@ func (w *nsWatch) UpdateSubresource(ctx context.Context, obj client.Object, subr
 	return err
 }
 
-// updateShadowPod sets the template of pod's ShadowPod, if it has one,
-// to pod.
+// updateShadowPod brings the template of pod's ShadowPod, if it has one,
+// to what the reflectors keep in step on a provider pod (its labels, the
+// annotations, the containers' images, the active deadline), from pod:
+// the rest of a provider pod (what its admission set, its node, its
+// ephemeral containers) is no template's.
 func (w *nsWatch) updateShadowPod(ctx context.Context, pod *corev1.Pod) error {
 	owner := forge.ShadowOwner(pod)
 	if owner == nil {
 		return nil // made before ShadowPods were
 	}
-	template := forge.ShadowPod(pod).Spec.Template
-	template.Spec.NodeName = ""
-	data, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": owner.UID},
-		"spec":     map[string]any{"template": template},
-	})
+	var sp offloadingv1alpha1.ShadowPod
+	err := w.session.writer.Get(ctx, client.ObjectKey{Namespace: w.remote, Name: owner.Name}, &sp)
+	switch {
+	case apierrors.IsNotFound(err) || shadowPodsUnsupported(err):
+		return nil
+	case err != nil:
+		return err
+	case sp.UID != owner.UID || !sp.DeletionTimestamp.IsZero():
+		return nil // another ShadowPod of the name, or going
+	}
+	spec, err := sp.Spec.Template.PodSpec()
+	if err != nil {
+		spec = &corev1.PodSpec{} // made whole again below from the pod
+	}
+	images := func(cs []corev1.Container) map[string]string {
+		out := map[string]string{}
+		for _, c := range cs {
+			out[c.Name] = c.Image
+		}
+		return out
+	}
+	want, wantInit := images(pod.Spec.Containers), images(pod.Spec.InitContainers)
+	if len(spec.Containers) == 0 {
+		spec = pod.Spec.DeepCopy()
+		spec.NodeName, spec.EphemeralContainers, spec.Priority, spec.PreemptionPolicy = "", nil, nil, nil
+	}
+	for i := range spec.Containers {
+		if img, ok := want[spec.Containers[i].Name]; ok {
+			spec.Containers[i].Image = img
+		}
+	}
+	for i := range spec.InitContainers {
+		if img, ok := wantInit[spec.InitContainers[i].Name]; ok {
+			spec.InitContainers[i].Image = img
+		}
+	}
+	spec.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
+	template, err := offloadingv1alpha1.NewShadowPodTemplate(maps.Clone(pod.Labels), maps.Clone(pod.Annotations), spec)
 	if err != nil {
 		return err
 	}
-	sp := &offloadingv1alpha1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: w.remote, Name: owner.Name}}
-	// The UID in the patch is a precondition: another ShadowPod of the
-	// name is left alone.
-	err = w.session.writer.Patch(ctx, sp, client.RawPatch(types.MergePatchType, data))
-	if apierrors.IsConflict(err) || shadowPodsUnsupported(err) {
-		return nil
-	}
-	return err
+	sp.Spec.Template = template
+	// With its resourceVersion: a conflict is tried again.
+	return w.session.writer.Update(ctx, &sp)
 }
 
 // Delete implements provider.Namespace. A pod's ShadowPod goes first, so
@@ -691,7 +729,7 @@ func (w *nsWatch) Delete(ctx context.Context, kind provider.Kind, name string, u
 	case provider.Pods:
 		if pod, ok := w.Get(provider.Pods, name).(*corev1.Pod); ok && pod.UID == uid {
 			if owner := forge.ShadowOwner(pod); owner != nil {
-				if err := w.deleteShadowPod(ctx, owner.Name, owner.UID); err != nil {
+				if err := w.deleteShadowPod(ctx, owner.Name, owner.UID, metav1.DeletePropagationOrphan); err != nil {
 					return err
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -182,8 +183,8 @@ func TestPodsKeptByShadowPods(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no ShadowPod for the pod made: %v", err)
 	}
-	if sp.Spec.Template.Annotations[offloadingv1alpha1.OriginUIDAnnotation] != "uid-1" || sp.Labels[offloadingv1alpha1.OriginClusterLabel] != consumerID ||
-		sp.Spec.Template.Spec.Containers[0].Image != "registry.example/web:1" {
+	if spec, err := sp.Spec.Template.PodSpec(); err != nil || sp.Spec.Template.Annotations[offloadingv1alpha1.OriginUIDAnnotation] != "uid-1" ||
+		sp.Labels[offloadingv1alpha1.OriginClusterLabel] != consumerID || spec.Containers[0].Image != "registry.example/web:1" {
 		t.Errorf("ShadowPod %+v, want the pod's labels and template", sp)
 	}
 	var made corev1.Pod
@@ -217,7 +218,11 @@ func TestPodsKeptByShadowPods(t *testing.T) {
 	if sp, err = shadow("web-1"); err != nil {
 		t.Fatal(err)
 	}
-	if tmpl := sp.Spec.Template.Spec; tmpl.Containers[0].Image != "registry.example/web:2" || tmpl.ActiveDeadlineSeconds == nil || tmpl.NodeName != "" {
+	tmpl, err := sp.Spec.Template.PodSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.Containers[0].Image != "registry.example/web:2" || tmpl.ActiveDeadlineSeconds == nil || tmpl.NodeName != "" {
 		t.Errorf("template after the update: image %s, deadline %v, node %q; want the pod's, without its node", tmpl.Containers[0].Image, tmpl.ActiveDeadlineSeconds, tmpl.NodeName)
 	}
 
@@ -252,7 +257,10 @@ func TestPodsKeptByShadowPods(t *testing.T) {
 	}
 
 	// The ShadowPod of an older pod of the name (its pod gone) goes first.
-	older := forge.ShadowPod(pod("web-3", "uid-old"))
+	older, err := forge.ShadowPod(pod("web-3", "uid-old"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Create(ctx, older); err != nil {
 		t.Fatal(err)
 	}
@@ -277,8 +285,12 @@ func TestPodsKeptByShadowPods(t *testing.T) {
 	if err := view.Delete(ctx, provider.Pods, "web-1", made.UID, ptr.To[int64](0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shadow("web-1"); !apierrors.IsNotFound(err) {
-		t.Errorf("the ShadowPod of a deleted pod: %v, want gone", err)
+	// Going, its pod left to the deletion with its grace period (orphaned:
+	// no garbage collector runs here to finish it).
+	if sp, err := shadow("web-1"); !apierrors.IsNotFound(err) && (err != nil || sp.DeletionTimestamp.IsZero()) {
+		t.Errorf("the ShadowPod of a deleted pod: %v, want gone or going", err)
+	} else if err == nil && !slices.Contains(sp.Finalizers, metav1.FinalizerOrphanDependents) {
+		t.Errorf("the ShadowPod of a deleted pod goes with finalizers %v, want its pod orphaned", sp.Finalizers)
 	}
 }
 
