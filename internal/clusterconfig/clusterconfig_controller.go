@@ -7,19 +7,23 @@ import (
 	"errors"
 	"fmt"
 
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups=config.liqo.io,resources=clusterconfigs,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=config.liqo.io,resources=clusterconfigs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 
 // Reconciler keeps the ClusterConfig singleton present and its status
 // current, and publishes it to Store.
@@ -103,9 +107,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !cfg.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	r.Store.set(&cfg)
-
 	patch := client.MergeFrom(cfg.DeepCopy())
+	class, err := ConsumerStorageClass(ctx, r.Client, &cfg)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	cfg.Status.ConsumerStorageClass = class
+	r.Store.set(&cfg)
 	cfg.Status.ClusterID = r.ClusterID
 	cfg.Status.ClusterName = EffectiveClusterName(r.ClusterNameOverride, &cfg, r.ClusterID)
 	cfg.Status.AuthURL = r.AuthURL
@@ -122,6 +130,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
+// DefaultStorageClassAnnotation marks a cluster's default StorageClass.
+const DefaultStorageClassAnnotation = "storageclass.kubernetes.io/is-default-class"
+
+// ConsumerStorageClass is the StorageClass consumers' claims are made
+// with here: the one cfg names, or the cluster's default class (the
+// newest, when several claim it, as the API server picks), or none.
+func ConsumerStorageClass(ctx context.Context, c client.Reader, cfg *configv1alpha1.ClusterConfig) (string, error) {
+	if name := cfg.Spec.SharingConfig.ConsumerStorageClass; name != "" {
+		return name, nil
+	}
+	var classes storagev1.StorageClassList
+	if err := c.List(ctx, &classes); err != nil {
+		return "", fmt.Errorf("listing StorageClasses: %w", err)
+	}
+	var def *storagev1.StorageClass
+	for i := range classes.Items {
+		sc := &classes.Items[i]
+		if sc.Annotations[DefaultStorageClassAnnotation] != "true" {
+			continue
+		}
+		if def == nil || sc.CreationTimestamp.After(def.CreationTimestamp.Time) ||
+			(sc.CreationTimestamp.Equal(&def.CreationTimestamp) && sc.Name < def.Name) {
+			def = sc
+		}
+	}
+	if def == nil {
+		return "", nil
+	}
+	return def.Name, nil
+}
+
 // SetupWithManager registers the reconciler; only the singleton's name is
 // reconciled, since the schema forbids any other.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -132,6 +171,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&configv1alpha1.ClusterConfig{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetName() == configv1alpha1.ClusterConfigName
 		}))).
+		// The default StorageClass is the consumers' one unless the
+		// spec names another.
+		Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: configv1alpha1.ClusterConfigName}}}
+		})).
 		Named("clusterconfig").
 		Complete(r)
 }

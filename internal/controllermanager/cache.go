@@ -42,6 +42,8 @@ func cacheOptions() cache.Options {
 			&corev1.ConfigMap{}:          own,
 			&corev1.Service{}:            own,
 			&discoveryv1.EndpointSlice{}: own,
+			// A consumer's claims are the provider's storage's business.
+			&corev1.PersistentVolumeClaim{}: own,
 			// A consumer's budgets bound the moves of its pods, which the
 			// API server checks; nothing here reads them.
 			&policyv1.PodDisruptionBudget{}: own,

@@ -194,6 +194,10 @@ func (b *Broadcaster) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		// taken from the others: the offer is what the pools offer.
 		want.Resources = SumOfPools(want.Pools)
 	}
+	if cc := b.Config(); cc != nil {
+		// Where the consumer's volume claims go (liqo-offloaded-claims).
+		want.StorageClass = cc.Status.ConsumerStorageClass
+	}
 	if cc := b.Config(); cc != nil && cc.Spec.SharingConfig.Price != nil {
 		price := cc.Spec.SharingConfig.Price
 		want.Prices, want.Currency, want.PricePeriod = price.PerUnit.DeepCopy(), price.Currency, price.Period
@@ -220,7 +224,8 @@ func (b *Broadcaster) stale(written, want *sharingv1alpha1.AdvertisementSpec, no
 	return ChangedBeyond(written.Resources, want.Resources, ChangeThreshold) || largestChanged(written.LargestPods, want.LargestPods) || poolsChanged(written.Pools, want.Pools) ||
 		now.After(written.TimeToLive.Add(-b.ttl()/2)) ||
 		!equalStrings(written.Labels, want.Labels) || !equalStrings(written.Properties, want.Properties) || written.ClusterIdentity != want.ClusterIdentity ||
-		!equality.Semantic.DeepEqual(written.Prices, want.Prices) || written.Currency != want.Currency || written.PricePeriod != want.PricePeriod
+		!equality.Semantic.DeepEqual(written.Prices, want.Prices) || written.Currency != want.Currency || written.PricePeriod != want.PricePeriod ||
+		written.StorageClass != want.StorageClass
 }
 
 // lastWritten returns what this process last wrote for pr, and whether it

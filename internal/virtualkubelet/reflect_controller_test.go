@@ -48,6 +48,7 @@ import (
 	"github.com/liqo-go/liqo/internal/network/ipam"
 	"github.com/liqo-go/liqo/internal/network/transit"
 	"github.com/liqo-go/liqo/internal/network/translation"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/claims"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/objects"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/pods"
@@ -125,6 +126,9 @@ func run(m *testing.M) int {
 			Agreed:    translation.Agreed(mgr.GetClient()),
 			Transit:   alloc,
 		}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := (&claims.Reflector{Client: mgr.GetClient(), Providers: shared.mem, LocalClusterID: testConsumer}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		consumers, err := objects.ConsumersCache(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/liqo-go/liqo/internal/network/translation"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/api"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/claims"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/node"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/objects"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/pods"
@@ -96,6 +97,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := podReflector.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the pod reflector: %w", err)
+	}
+	// The volumes of its pods, kept by the providers.
+	if err := (&claims.Reflector{Client: mgr.GetClient(), Providers: o.Providers, LocalClusterID: o.LocalClusterID}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the claim reflector: %w", err)
 	}
 	var toProvider func(context.Context, string, netip.Addr) (netip.Addr, bool)
 	if !o.NoTranslation {

@@ -199,6 +199,17 @@ type SharingConfig struct {
 	// limits, and ephemeral storage are bounded by the offer itself.)
 	// +optional
 	ConsumerQuota ConsumerQuota `json:"consumerQuota,omitempty"`
+
+	// ConsumerStorageClass is the StorageClass the volume claims of
+	// consumers' pods are made with here (a consumer's claims of class
+	// liqo): empty means this cluster's default class, the one annotated
+	// storageclass.kubernetes.io/is-default-class. The class in force is
+	// status.consumerStorageClass, which the offers name; the admission
+	// policy liqo-offloaded-claims refuses a consumer's claim of any
+	// other. consumerQuota bounds the claims (none by default).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ConsumerStorageClass string `json:"consumerStorageClass,omitempty"`
 }
 
 // Price is a provider's price per unit of its resources.
@@ -388,6 +399,13 @@ type ClusterConfigStatus struct {
 	// AuthURL is the URL peers reach this cluster's auth service at.
 	// +optional
 	AuthURL string `json:"authURL,omitempty"`
+
+	// ConsumerStorageClass is the StorageClass consumers' claims are
+	// made with here: spec.sharingConfig.consumerStorageClass, or this
+	// cluster's default class; empty when there is none (consumers
+	// cannot keep volumes here).
+	// +optional
+	ConsumerStorageClass string `json:"consumerStorageClass,omitempty"`
 
 	// Conditions say whether the configuration has been applied.
 	// +listType=map

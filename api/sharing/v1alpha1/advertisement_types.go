@@ -48,6 +48,13 @@ type AdvertisementSpec struct {
 	// +optional
 	Pools []AdvertisementPool `json:"pools,omitempty"`
 
+	// StorageClass is the provider's StorageClass the consumer's volume
+	// claims of class liqo are made with there; empty: the provider keeps
+	// no volumes for the consumer.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClass string `json:"storageClass,omitempty"`
+
 	// Properties are free-form facts about the provider.
 	// +optional
 	Properties map[string]string `json:"properties,omitempty"`

@@ -16,6 +16,7 @@ import (
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/offloading"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/claims"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
 )
@@ -63,6 +64,14 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	dropped := map[string]bool{}
 	var volumes []corev1.Volume
 	for _, v := range spec.Volumes {
+		if claim, ok := ephemeralClaim(local, v); ok {
+			// The claim the consumer's ephemeral volume controller made
+			// is the provider's too (package claims): the provider's
+			// controller makes no other.
+			v.VolumeSource = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: claim,
+			}}
+		}
 		switch {
 		case v.Projected == nil || !slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }):
 		case reflectToken:
@@ -89,6 +98,17 @@ func RemotePod(local *corev1.Pod, remoteNS, consumerID string) *corev1.Pod {
 	keys := slices.Sorted(maps.Keys(meta.Annotations))
 	meta.Annotations[forge.AnnotationsAnnotation] = strings.Join(keys, ",")
 	return &corev1.Pod{ObjectMeta: meta, Spec: *spec}
+}
+
+// ephemeralClaim is the name of the claim of pod's generic ephemeral
+// volume v, when it is of the liqo StorageClass: pod's name and the
+// volume's, as the ephemeral volume controller names it.
+func ephemeralClaim(pod *corev1.Pod, v corev1.Volume) (string, bool) {
+	if v.Ephemeral == nil || v.Ephemeral.VolumeClaimTemplate == nil ||
+		ptr.Deref(v.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName, "") != claims.StorageClass {
+		return "", false
+	}
+	return pod.Name + "-" + v.Name, true
 }
 
 // missingEphemeral says whether desired has ephemeral containers the

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
+	"github.com/liqo-go/liqo/internal/virtualkubelet/claims"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/forge"
 	"github.com/liqo-go/liqo/internal/virtualkubelet/token"
 )
@@ -551,5 +552,43 @@ func TestWithConsumerDNS(t *testing.T) {
 	WithConsumerDNS(next, atBroker.Namespace, &offloadingv1alpha1.ConsumerDNS{Nameserver: "10.96.7.7", Domain: "cluster.local"})
 	if next.Spec.DNSConfig == nil || next.Spec.DNSConfig.Nameservers[0] != "10.96.7.7" || next.Spec.DNSConfig.Searches[0] != "shop-x1.svc.cluster.local" {
 		t.Errorf("the broker's hop: config %+v", next.Spec.DNSConfig)
+	}
+}
+
+// TestEphemeralVolumeOfClassLiqoGoesAsItsClaim: a generic ephemeral
+// volume of class liqo reaches the provider as the claim the consumer's
+// ephemeral volume controller made (pod name, dash, volume name), which
+// the claims reflector keeps there; one of another class is left as it
+// is, for the provider to refuse.
+func TestEphemeralVolumeOfClassLiqoGoesAsItsClaim(t *testing.T) {
+	template := func(class string) *corev1.EphemeralVolumeSource {
+		return &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(class),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}}}
+	}
+	local := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "db-0", UID: "uid-1"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "db", Image: "db:1", VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/s"}, {Name: "other", MountPath: "/o"}}}},
+			Volumes: []corev1.Volume{
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: template(claims.StorageClass)}},
+				{Name: "other", VolumeSource: corev1.VolumeSource{Ephemeral: template("fast")}},
+			},
+		},
+	}
+	remote := RemotePod(local, "demo-x", "consumer-1")
+	if len(remote.Spec.Volumes) != 2 {
+		t.Fatalf("volumes %+v, want both", remote.Spec.Volumes)
+	}
+	if v := remote.Spec.Volumes[0]; v.Ephemeral != nil || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "db-0-scratch" {
+		t.Errorf("the liqo ephemeral volume went as %+v, want claim db-0-scratch", v.VolumeSource)
+	}
+	if v := remote.Spec.Volumes[1]; v.Ephemeral == nil || v.PersistentVolumeClaim != nil {
+		t.Errorf("the other ephemeral volume went as %+v, want it unchanged", v.VolumeSource)
+	}
+	if local.Spec.Volumes[0].Ephemeral == nil {
+		t.Error("the local pod's volume was changed")
 	}
 }

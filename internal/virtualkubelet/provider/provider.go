@@ -78,6 +78,10 @@ const (
 	// namespace's pods in turn (a broker), whose moves of them they
 	// bound; a view watches them from the first Watch of the kind.
 	PodDisruptionBudgets Kind = "poddisruptionbudgets"
+	// PersistentVolumeClaims are the provider's claims of the volumes of
+	// the consumer's claims of class liqo; a view watches them from the
+	// first Watch of the kind.
+	PersistentVolumeClaims Kind = "persistentvolumeclaims"
 )
 
 // EndpointSliceManager is the endpointslice.kubernetes.io/managed-by value
@@ -89,12 +93,12 @@ const (
 const EndpointSliceManager = offloadingv1alpha1.EndpointSliceManagedBy
 
 // Kinds are all the kinds a provider holds, in no particular order.
-var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services, EndpointSlices, PodDisruptionBudgets}
+var Kinds = []Kind{Pods, ConfigMaps, Secrets, Services, EndpointSlices, PodDisruptionBudgets, PersistentVolumeClaims}
 
 // OnDemand are the kinds a namespace view watches only once Watch asks
 // for them: most providers never hold them (and need not let this
 // cluster read them).
-var OnDemand = []Kind{PodDisruptionBudgets}
+var OnDemand = []Kind{PodDisruptionBudgets, PersistentVolumeClaims}
 
 // Offer is what backs a virtual node: what one provider offers this
 // cluster. A peer's accepted Advertisement is one (its provider ID the

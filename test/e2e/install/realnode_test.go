@@ -45,8 +45,9 @@ import (
 // generate-add-command and add; a pod offloaded from one runs in a real
 // container on the other's node, and the kubectl verbs reach it
 // (kubectlVerbs), kubectl top among them, with metrics-server installed in
-// both clusters (topThroughMetricsServer); and liqoctl uninstall leaves
-// nothing.
+// both clusters (topThroughMetricsServer); a claim of class liqo is kept
+// by the provider, and what a pod wrote to it outlives the pod
+// (volumeKeptByProvider); and liqoctl uninstall leaves nothing.
 func TestInstallOnRealNodes(t *testing.T) {
 	skipWithoutRealNodes(t)
 	dir := t.TempDir()
@@ -73,6 +74,7 @@ func TestInstallOnRealNodes(t *testing.T) {
 	e.logsThroughVirtualNode(pod)
 	e.kubectlVerbs(pod)
 	e.topThroughMetricsServer(pod, metricsServerRef)
+	e.volumeKeptByProvider(pod.Namespace)
 	e.uninstallAll()
 }
 
@@ -486,7 +488,10 @@ func checkRights(t *testing.T, cs kubernetes.Interface) {
 	}{
 		{authorizationv1.ResourceAttributes{Verb: "create", Group: "discovery.liqo.io", Resource: "foreignclusters"}, true},
 		{authorizationv1.ResourceAttributes{Verb: "delete", Group: "apps", Resource: "deployments", Namespace: "kube-system"}, false},
-		{authorizationv1.ResourceAttributes{Verb: "create", Resource: "persistentvolumes"}, false},
+		// The volumes of the claims of class liqo (package claims), but
+		// no class of storage.
+		{authorizationv1.ResourceAttributes{Verb: "create", Resource: "persistentvolumes"}, true},
+		{authorizationv1.ResourceAttributes{Verb: "create", Group: "storage.k8s.io", Resource: "storageclasses"}, false},
 	} {
 		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{User: sa, Groups: []string{"system:serviceaccounts"}, ResourceAttributes: &tc.attrs},

@@ -170,6 +170,8 @@ func kindOf(obj client.Object) (provider.Kind, error) {
 		return provider.EndpointSlices, nil
 	case *policyv1.PodDisruptionBudget:
 		return provider.PodDisruptionBudgets, nil
+	case *corev1.PersistentVolumeClaim:
+		return provider.PersistentVolumeClaims, nil
 	}
 	return "", fmt.Errorf("memory provider: %T is not a kind a provider holds", obj)
 }

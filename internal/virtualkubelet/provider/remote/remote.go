@@ -329,6 +329,8 @@ func informerFor(f informers.SharedInformerFactory, kind provider.Kind, namespac
 		})
 	case provider.PodDisruptionBudgets:
 		return f.Policy().V1().PodDisruptionBudgets().Informer()
+	case provider.PersistentVolumeClaims:
+		return f.Core().V1().PersistentVolumeClaims().Informer()
 	}
 	return nil
 }
@@ -457,6 +459,8 @@ func newObject(kind provider.Kind) client.Object {
 		return &discoveryv1.EndpointSlice{}
 	case provider.PodDisruptionBudgets:
 		return &policyv1.PodDisruptionBudget{}
+	case provider.PersistentVolumeClaims:
+		return &corev1.PersistentVolumeClaim{}
 	}
 	return nil
 }
@@ -745,6 +749,8 @@ func (w *nsWatch) Delete(ctx context.Context, kind provider.Kind, name string, u
 		err = w.session.cs.DiscoveryV1().EndpointSlices(w.remote).Delete(ctx, name, opts)
 	case provider.PodDisruptionBudgets:
 		err = w.session.cs.PolicyV1().PodDisruptionBudgets(w.remote).Delete(ctx, name, opts)
+	case provider.PersistentVolumeClaims:
+		err = core.PersistentVolumeClaims(w.remote).Delete(ctx, name, opts)
 	default:
 		return fmt.Errorf("unknown kind %q", kind)
 	}
