@@ -108,11 +108,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	patch := client.MergeFrom(cfg.DeepCopy())
-	class, err := ConsumerStorageClass(ctx, r.Client, &cfg)
-	if err != nil {
-		return ctrl.Result{}, err
+	// A class not found out now keeps the one in force; the rest is
+	// applied all the same, and this is tried again.
+	class, classErr := ConsumerStorageClass(ctx, r.Client, &cfg)
+	if classErr == nil {
+		cfg.Status.ConsumerStorageClass = class
 	}
-	cfg.Status.ConsumerStorageClass = class
 	r.Store.set(&cfg)
 	cfg.Status.ClusterID = r.ClusterID
 	cfg.Status.ClusterName = EffectiveClusterName(r.ClusterNameOverride, &cfg, r.ClusterID)
@@ -127,15 +128,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Status().Patch(ctx, &cfg, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("updating ClusterConfig status: %w", err)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, classErr
 }
 
-// DefaultStorageClassAnnotation marks a cluster's default StorageClass.
-const DefaultStorageClassAnnotation = "storageclass.kubernetes.io/is-default-class"
+// DefaultStorageClassAnnotation marks a cluster's default StorageClass
+// (and its beta form, which the API server still honours).
+const (
+	DefaultStorageClassAnnotation     = "storageclass.kubernetes.io/is-default-class"
+	betaDefaultStorageClassAnnotation = "storageclass.beta.kubernetes.io/is-default-class"
+)
+
+// NoProvisioner is the provisioner of a class of volumes made by hand.
+const NoProvisioner = "kubernetes.io/no-provisioner"
 
 // ConsumerStorageClass is the StorageClass consumers' claims are made
 // with here: the one cfg names, or the cluster's default class (the
-// newest, when several claim it, as the API server picks), or none.
+// newest, when several claim it, as the API server picks), or none. A
+// default class of volumes made by hand is not given to consumers unless
+// named: any of its volumes that is Available binds a consumer's claim,
+// and they may be this cluster's own.
 func ConsumerStorageClass(ctx context.Context, c client.Reader, cfg *configv1alpha1.ClusterConfig) (string, error) {
 	if name := cfg.Spec.SharingConfig.ConsumerStorageClass; name != "" {
 		return name, nil
@@ -147,7 +158,7 @@ func ConsumerStorageClass(ctx context.Context, c client.Reader, cfg *configv1alp
 	var def *storagev1.StorageClass
 	for i := range classes.Items {
 		sc := &classes.Items[i]
-		if sc.Annotations[DefaultStorageClassAnnotation] != "true" {
+		if sc.Annotations[DefaultStorageClassAnnotation] != "true" && sc.Annotations[betaDefaultStorageClassAnnotation] != "true" {
 			continue
 		}
 		if def == nil || sc.CreationTimestamp.After(def.CreationTimestamp.Time) ||
@@ -155,7 +166,7 @@ func ConsumerStorageClass(ctx context.Context, c client.Reader, cfg *configv1alp
 			def = sc
 		}
 	}
-	if def == nil {
+	if def == nil || def.Provisioner == NoProvisioner {
 		return "", nil
 	}
 	return def.Name, nil

@@ -15,16 +15,21 @@ import (
 )
 
 // TestConsumerStorageClass: the class the spec names, else the default
-// class (the newest of several, as the API server picks), else none.
+// class (the newest of several, as the API server picks; the beta
+// annotation too) unless its volumes are made by hand, else none.
 func TestConsumerStorageClass(t *testing.T) {
 	now := time.Now()
-	class := func(name string, def bool, age time.Duration) client.Object {
+	class := func(name string, def bool, age time.Duration) *storagev1.StorageClass {
 		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-age))}, Provisioner: "example.com/disk"}
 		if def {
 			sc.Annotations = map[string]string{DefaultStorageClassAnnotation: "true"}
 		}
 		return sc
 	}
+	beta := class("beta", false, 0)
+	beta.Annotations = map[string]string{betaDefaultStorageClassAnnotation: "true"}
+	byHand := class("local", true, 0)
+	byHand.Provisioner = NoProvisioner
 	for _, tc := range []struct {
 		name    string
 		named   string
@@ -36,6 +41,9 @@ func TestConsumerStorageClass(t *testing.T) {
 		{"the default", "", []client.Object{class("slow", false, 0), class("fast", true, time.Hour)}, "fast"},
 		{"the newest default", "", []client.Object{class("old", true, 2*time.Hour), class("new", true, time.Hour)}, "new"},
 		{"named", "slow", []client.Object{class("slow", false, 0), class("fast", true, time.Hour)}, "slow"},
+		{"the beta annotation", "", []client.Object{beta}, "beta"},
+		{"a default of volumes made by hand", "", []client.Object{byHand}, ""},
+		{"volumes made by hand, named", "local", []client.Object{byHand}, "local"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithObjects(tc.classes...).Build()

@@ -28,7 +28,8 @@ import (
 // makes claims of the class this cluster gives its consumers alone
 // (liqo-offloaded-claims): none while the ClusterConfig's status names
 // none; then of that class, never another, never naming or selecting one
-// of this cluster's volumes, never copying another volume; a claim
+// of this cluster's volumes, never copying another volume, never placed
+// or bound by the annotations this cluster's controllers use; a claim
 // without its origin is refused as any object; and a pod's generic
 // ephemeral volume, whose claim this cluster's controller would make of
 // whatever class its template says, is refused.
@@ -96,6 +97,15 @@ func TestConsumerClaimsHeldToTheConsumerClass(t *testing.T) {
 		})},
 		{"spec.dataSourceRef", claim("fast", func(c *corev1.PersistentVolumeClaim) {
 			c.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "someone-elses"}
+		})},
+		{"metadata.annotations", claim("fast", func(c *corev1.PersistentVolumeClaim) {
+			c.Annotations = map[string]string{"volume.kubernetes.io/selected-node": "control-plane"}
+		})},
+		{"metadata.annotations", claim("fast", func(c *corev1.PersistentVolumeClaim) {
+			c.Annotations = map[string]string{"volume.beta.kubernetes.io/storage-provisioner": "example.com/other"}
+		})},
+		{"metadata.annotations", claim("fast", func(c *corev1.PersistentVolumeClaim) {
+			c.Annotations = map[string]string{"pv.kubernetes.io/bind-completed": "yes"}
 		})},
 	} {
 		err := vk.Create(ctx, c.claim, client.DryRunAll)

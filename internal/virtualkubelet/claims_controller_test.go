@@ -44,7 +44,12 @@ func offerStorage(t *testing.T, c client.Client, class string) {
 			Timestamp:       metav1.NewTime(now), TimeToLive: metav1.NewTime(now.Add(time.Hour)),
 		},
 	}
-	if err := c.Create(ctx, adv); apierrors.IsAlreadyExists(err) {
+	err := c.Create(ctx, adv)
+	if err == nil {
+		// Other tests make the offer of their own.
+		t.Cleanup(func() { _ = c.Delete(context.Background(), adv) })
+	}
+	if apierrors.IsAlreadyExists(err) {
 		var cur sharingv1alpha1.Advertisement
 		if err := c.Get(ctx, client.ObjectKeyFromObject(adv), &cur); err != nil {
 			t.Fatal(err)
@@ -64,7 +69,7 @@ func offerStorage(t *testing.T, c client.Client, class string) {
 // first used) is made in the provider's namespace with the class the
 // provider's offer names, its size and modes, and none of the
 // annotations the consumer's controllers set; a volume here, pinned to
-// the virtual node, binds it. The provider claim's phase comes back as
+// the provider's virtual nodes, binds it. The provider claim's phase comes back as
 // the ProviderBound condition; once the claim is gone and its volume
 // released, the provider's claim and the volume go. A claim given a node
 // that is not virtual is made nowhere, and says why.
@@ -106,7 +111,8 @@ func TestClaimsKeptByTheProvider(t *testing.T) {
 		}
 		ref, terms := pv.Spec.ClaimRef, pv.Spec.NodeAffinity.Required.NodeSelectorTerms
 		if ref == nil || ref.UID != claim.UID || pv.Spec.StorageClassName != claims.StorageClass || pv.Annotations[claims.RemoteUIDAnnotation] != string(remote.UID) ||
-			len(terms) != 1 || terms[0].MatchExpressions[0].Values[0] != testNode || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+			len(terms) != 1 || terms[0].MatchExpressions[0].Key != offloadingv1alpha1.RemoteClusterLabel || terms[0].MatchExpressions[0].Values[0] != testProvider ||
+			pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 			return fmt.Errorf("the volume here: %+v", pv)
 		}
 		return nil
@@ -150,7 +156,7 @@ func TestClaimsKeptByTheProvider(t *testing.T) {
 		// Deleted: its pv-protection finalizer, which no controller
 		// removes here, keeps it.
 		if err := w.c.Get(ctx, client.ObjectKeyFromObject(&pv), &pv); !apierrors.IsNotFound(err) && (err != nil || pv.DeletionTimestamp == nil) {
-			return fmt.Errorf("the volume is not deleted: %v", err)
+			return fmt.Errorf("the volume is not deleted: %w", err)
 		}
 		return nil
 	})
@@ -181,5 +187,85 @@ func TestClaimsKeptByTheProvider(t *testing.T) {
 	})
 	if w.mem.Object(testProvider, provider.PersistentVolumeClaims, w.remoteNS, stray.Name) != nil {
 		t.Error("a claim given a real node was made in the provider")
+	}
+}
+
+// TestOrphanProviderClaims: a provider claim that no claim here stands
+// for and that no pod can have written to (not bound there) goes, for a
+// claim deleted before its volume was made, or an earlier claim of a
+// name a new claim takes; a bound one stays, and the new claim of its
+// name is made nowhere and says why.
+func TestOrphanProviderClaims(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	offerStorage(t, w.c, "fast")
+	remote := func(name, origin string, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.remoteNS, Name: name,
+				Labels:      map[string]string{offloadingv1alpha1.OriginClusterLabel: testConsumer},
+				Annotations: map[string]string{offloadingv1alpha1.OriginUIDAnnotation: origin}},
+			Spec:   corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fast")},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: phase},
+		}
+	}
+	local := func(name string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: name, Annotations: map[string]string{claims.SelectedNodeAnnotation: testNode}},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				StorageClassName: ptr.To(claims.StorageClass),
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+	}
+	// The view is open once the namespace is reflected into.
+	if _, err := w.mem.Namespace(ctx, testProvider, w.localNS, w.remoteNS); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*corev1.PersistentVolumeClaim{
+		remote("lonely", "deleted-before-its-volume", corev1.ClaimPending),
+		remote("taken", "an-earlier-claim", corev1.ClaimPending),
+		remote("written", "an-earlier-claim-bound-there", corev1.ClaimBound),
+	} {
+		if err := w.mem.Put(testProvider, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taken, written := local("taken"), local("written")
+	for _, c := range []*corev1.PersistentVolumeClaim{taken, written} {
+		if err := w.c.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	origin := func(name string) string {
+		obj := w.mem.Object(testProvider, provider.PersistentVolumeClaims, w.remoteNS, name)
+		if obj == nil {
+			return ""
+		}
+		return obj.GetAnnotations()[offloadingv1alpha1.OriginUIDAnnotation]
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if o := origin("lonely"); o != "" {
+			return fmt.Errorf("the claim of a claim deleted before its volume is still there (%s)", o)
+		}
+		if o := origin("taken"); o != string(taken.UID) {
+			return fmt.Errorf("the provider's claim taken is %q's, want the new claim's %s", o, taken.UID)
+		}
+		var evs corev1.EventList
+		if err := w.c.List(ctx, &evs, client.InNamespace(w.localNS)); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == written.Name && e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "earlier claim of this name") {
+				return nil
+			}
+		}
+		return errors.New("no event on the claim whose name a bound provider claim holds")
+	})
+	if o := origin("written"); o != "an-earlier-claim-bound-there" {
+		t.Errorf("a bound provider claim of an earlier claim was replaced or deleted (origin %q)", o)
+	}
+	if err := w.c.Get(ctx, client.ObjectKey{Name: claims.VolumeName(written)}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a volume was made for the claim whose name a bound provider claim holds: %v", err)
 	}
 }

@@ -203,7 +203,9 @@ type SharingConfig struct {
 	// ConsumerStorageClass is the StorageClass the volume claims of
 	// consumers' pods are made with here (a consumer's claims of class
 	// liqo): empty means this cluster's default class, the one annotated
-	// storageclass.kubernetes.io/is-default-class. The class in force is
+	// storageclass.kubernetes.io/is-default-class, unless its volumes are
+	// made by hand (kubernetes.io/no-provisioner: any Available one would
+	// bind a consumer's claim; name such a class to share it). The class in force is
 	// status.consumerStorageClass, which the offers name; the admission
 	// policy liqo-offloaded-claims refuses a consumer's claim of any
 	// other. consumerQuota bounds the claims (none by default).

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,8 +73,10 @@ const (
 
 // VolumeName is the name of the volume made for claim.
 func VolumeName(claim *corev1.PersistentVolumeClaim) string {
-	return "liqo-" + string(claim.UID)
+	return volumeName(claim.UID)
 }
+
+func volumeName(uid types.UID) string { return "liqo-" + string(uid) }
 
 // Reflector makes, keeps and releases the provider claims of the
 // consumer's claims of class liqo.
@@ -92,8 +95,14 @@ type Reflector struct {
 // Reconcile implements reconcile.Reconciler, for a claim.
 func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	var claim corev1.PersistentVolumeClaim
-	if err := r.Client.Get(ctx, req.NamespacedName, &claim); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err) // its volume, released, says what to do
+	err = r.Client.Get(ctx, req.NamespacedName, &claim)
+	if apierrors.IsNotFound(err) {
+		// A provider claim whose volume here was never made goes; one
+		// with a volume is the volume's business (Release).
+		return ctrl.Result{}, r.deleteOrphans(ctx, req.Namespace, req.Name, "", "")
+	}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if ptr.Deref(claim.Spec.StorageClassName, "") != StorageClass || claim.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
@@ -130,6 +139,11 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		return ctrl.Result{}, nil
 	}
 	defer func() { provider.ReflectionFailed(providerID, provider.PersistentVolumeClaims, err) }()
+	// Made in another provider before the scheduler chose again, or
+	// for an earlier claim of this name: those never bound here go.
+	if err := r.deleteOrphans(ctx, claim.Namespace, claim.Name, providerID, claim.UID); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	var no offloadingv1alpha1.NamespaceOffloading
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
@@ -153,23 +167,27 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	remote, _ := pns.Get(provider.PersistentVolumeClaims, claim.Name).(*corev1.PersistentVolumeClaim)
+	if remote != nil && remote.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // its deletion wakes this up
+	}
 	if remote != nil && remote.Annotations[offloadingv1alpha1.OriginUIDAnnotation] != string(claim.UID) {
 		// A claim of an earlier claim of this name, whose volume was
-		// retained (or is being released): never this one's data.
+		// retained (or is being released), or that was bound there
+		// without a volume here: never this one's data.
 		r.Recorder.Eventf(&claim, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provision",
 			"Provider %s still keeps claim %s/%s of an earlier claim of this name (its volume's reclaim policy is Retain, or it is being released): delete it there, or name this claim otherwise",
 			providerID, remoteNS, claim.Name)
 		return ctrl.Result{}, nil
 	}
 	if volume == nil {
-		return r.provision(ctx, &claim, pns, remote, nodeName)
+		return r.provision(ctx, &claim, pns, remote)
 	}
 	return ctrl.Result{}, r.reflectStatus(ctx, &claim, providerID, remote)
 }
 
 // provision makes the provider's claim, if it is not there yet, and the
 // volume here that binds claim.
-func (r *Reflector) provision(ctx context.Context, claim *corev1.PersistentVolumeClaim, pns provider.Namespace, remote *corev1.PersistentVolumeClaim, nodeName string) (ctrl.Result, error) {
+func (r *Reflector) provision(ctx context.Context, claim *corev1.PersistentVolumeClaim, pns provider.Namespace, remote *corev1.PersistentVolumeClaim) (ctrl.Result, error) {
 	providerID := pns.Provider()
 	if remote == nil {
 		class, err := r.providerClass(ctx, providerID)
@@ -183,20 +201,24 @@ func (r *Reflector) provision(ctx context.Context, claim *corev1.PersistentVolum
 			return ctrl.Result{}, nil
 		}
 		remote = RemoteClaim(claim, pns.Name(), r.LocalClusterID, class)
-		if err := pns.Create(ctx, remote); err != nil && !apierrors.IsAlreadyExists(err) {
+		switch err := pns.Create(ctx, remote); {
+		case apierrors.IsAlreadyExists(err):
+			// The view's watch shows it shortly, and wakes this up.
+			return ctrl.Result{}, nil
+		case err != nil:
 			r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provision",
 				"Provider %s refused the claim: %v", providerID, err)
 			return ctrl.Result{}, err
-		} else if err == nil {
-			r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "Provisioned", "Provision",
-				"Claim made in provider %s (namespace %s, class %s)", providerID, pns.Name(), class)
 		}
-		// The view's watch shows it shortly, with its UID, and wakes
-		// this up: the volume here records that UID.
-		return ctrl.Result{}, nil
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, "Provisioned", "Provision",
+			"Claim made in provider %s (namespace %s, class %s)", providerID, pns.Name(), class)
 	}
-	pv := Volume(claim, providerID, pns.Name(), remote.UID, nodeName, r.reclaimPolicy(ctx))
+	// At once (Create gave the provider claim its UID): a claim deleted
+	// here before its volume exists leaves, at worst, a provider claim
+	// that is not bound yet, which deleteOrphans removes.
+	pv := Volume(claim, providerID, pns.Name(), remote.UID, r.reclaimPolicy(ctx))
 	if err := r.Client.Create(ctx, pv); err != nil && !apierrors.IsAlreadyExists(err) {
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, "ProvisioningFailed", "Provision", "Creating its volume: %v", err)
 		return ctrl.Result{}, fmt.Errorf("creating the volume of claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
 	return ctrl.Result{}, nil
@@ -244,9 +266,10 @@ func RemoteClaim(claim *corev1.PersistentVolumeClaim, remoteNS, consumerID, clas
 
 // Volume is the volume here that binds claim, whose provider claim in
 // remoteNS has UID remoteUID: of its size and modes, pinned to the
-// virtual node the claim was made for. Its source, a local path no node
-// mounts, is never used: the pod that uses it runs in the provider.
-func Volume(claim *corev1.PersistentVolumeClaim, providerID, remoteNS string, remoteUID types.UID, nodeName string, reclaim corev1.PersistentVolumeReclaimPolicy) *corev1.PersistentVolume {
+// provider's virtual nodes (a node made again, or another pool's, is
+// the same provider). Its source, a local path no node mounts, is never
+// used: the pod that uses it runs in the provider.
+func Volume(claim *corev1.PersistentVolumeClaim, providerID, remoteNS string, remoteUID types.UID, reclaim corev1.PersistentVolumeReclaimPolicy) *corev1.PersistentVolume {
 	size := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
@@ -269,7 +292,7 @@ func Volume(claim *corev1.PersistentVolumeClaim, providerID, remoteNS string, re
 			},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/var/lib/liqo/provider/" + providerID}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{nodeName}}},
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{providerID}}},
 			}}}},
 		},
 	}
@@ -302,14 +325,48 @@ func (r *Reflector) reflectStatus(ctx context.Context, claim *corev1.PersistentV
 	}
 	patch := client.MergeFromWithOptions(claim.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	cond.LastTransitionTime = metav1.Now()
-	conds := claim.Status.Conditions[:0:0]
-	for _, c := range claim.Status.Conditions {
-		if c.Type != cond.Type {
-			conds = append(conds, c)
+	claim.Status.Conditions = append(slices.DeleteFunc(slices.Clone(claim.Status.Conditions), func(c corev1.PersistentVolumeClaimCondition) bool {
+		return c.Type == cond.Type
+	}), cond)
+	return r.Client.Status().Patch(ctx, claim, patch)
+}
+
+// deleteOrphans deletes the provider claims of the consumer's claim
+// namespace/name that no volume here stands for and that are not bound
+// there (so that no pod ever wrote to them), but the one of the claim of
+// UID uid in provider current: made in another provider before the
+// scheduler chose again, for an earlier claim of this name, or for a
+// claim deleted before its volume was made. A bound one is never deleted
+// for want of a volume here: a volume retained, then deleted by hand,
+// leaves its data there, as the reclaim policy said.
+func (r *Reflector) deleteOrphans(ctx context.Context, namespace, name, current string, uid types.UID) error {
+	var errs []error
+	for _, pns := range r.Providers.Open(namespace) {
+		if !pns.Watch(provider.PersistentVolumeClaims) {
+			continue
+		}
+		remote, _ := pns.Get(provider.PersistentVolumeClaims, name).(*corev1.PersistentVolumeClaim)
+		if remote == nil || remote.DeletionTimestamp != nil || (remote.Status.Phase != "" && remote.Status.Phase != corev1.ClaimPending) || remote.Spec.VolumeName != "" {
+			continue
+		}
+		origin := types.UID(remote.Annotations[offloadingv1alpha1.OriginUIDAnnotation])
+		if origin == uid && pns.Provider() == current {
+			continue
+		}
+		var pv corev1.PersistentVolume
+		err := r.Client.Get(ctx, client.ObjectKey{Name: volumeName(origin)}, &pv)
+		if err == nil && pv.Labels[offloadingv1alpha1.RemoteClusterLabel] == pns.Provider() && pv.Annotations[RemoteNamespaceAnnotation] == pns.Name() {
+			continue // released or retained: Release decides
+		}
+		if client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := pns.Delete(ctx, provider.PersistentVolumeClaims, name, remote.UID, nil); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the orphan claim %s/%s in provider %s: %w", pns.Name(), name, pns.Provider(), err))
 		}
 	}
-	claim.Status.Conditions = append(conds, cond)
-	return r.Client.Status().Patch(ctx, claim, patch)
+	return errors.Join(errs...)
 }
 
 // Release deletes, for a volume this package made that its claim
@@ -330,9 +387,18 @@ func (r *Reflector) Release(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: local, Name: offloadingv1alpha1.NamespaceOffloadingName}, &no); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
-	// A namespace no longer offloaded there had its provider namespace,
-	// and the claim in it, deleted.
-	if ns, ok := no.ReadyRemoteNamespace(providerID); ok && ns == remoteNS {
+	// A namespace no longer offloaded there, or on its way out, has its
+	// provider namespace, and the claim in it, deleted; one not ready
+	// for now (pending, a failure) is waited for.
+	phase := offloadingv1alpha1.RemoteNamespaceTerminating
+	for _, st := range no.Status.RemoteNamespaces {
+		if st.ClusterID == providerID && st.Namespace == remoteNS {
+			phase = st.Phase
+		}
+	}
+	switch phase {
+	case offloadingv1alpha1.RemoteNamespaceTerminating:
+	case offloadingv1alpha1.RemoteNamespaceReady:
 		pns, err := r.Providers.Namespace(ctx, providerID, local, remoteNS)
 		if errors.Is(err, provider.ErrNotSynced) {
 			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
@@ -344,6 +410,8 @@ func (r *Reflector) Release(ctx context.Context, req ctrl.Request) (ctrl.Result,
 			provider.ReflectionFailed(providerID, provider.PersistentVolumeClaims, err)
 			return ctrl.Result{}, fmt.Errorf("deleting claim %s/%s in provider %s: %w", remoteNS, pv.Spec.ClaimRef.Name, providerID, err)
 		}
+	default:
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, &pv, client.Preconditions{UID: &pv.UID}))
 }

@@ -31,8 +31,9 @@ import (
 )
 
 // volumeKeptByProvider is a claim of the StorageClass liqo, which the
-// chart installs, used by an offloaded pod: the provider, whose default
-// class is one of static local volumes on its real node, keeps it there.
+// chart installs, used by an offloaded pod: the provider keeps it there,
+// in the class its ClusterConfig maps its consumers' claims to, one of
+// volumes made by hand (a local volume on its real node).
 // The pod writes a file to it (kubectl cp through the virtual node), is
 // deleted and made again, and reads the file back; the claim shows the
 // provider's claim Bound; deleting the claim deletes the provider's (the
@@ -43,8 +44,8 @@ func (e *realEnv) volumeKeptByProvider(ns string) {
 	ctx := t.Context()
 	pc, cc := ctrlClient(t, e.provider), ctrlClient(t, e.consumer)
 
-	// The provider's storage: one local volume on its real node, of its
-	// default class, and the share of it its consumers may keep.
+	// The provider's storage: one local volume on its real node, of the
+	// class it gives its consumers, and how much of it they may keep.
 	disk := filepath.Join(e.provider.Dir, "disk")
 	if err := os.MkdirAll(disk, 0o755); err != nil {
 		t.Fatal(err)
@@ -53,14 +54,14 @@ func (e *realEnv) volumeKeptByProvider(ns string) {
 		t.Fatal(err)
 	}
 	class := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: "local-disk", Annotations: map[string]string{clusterconfig.DefaultStorageClassAnnotation: "true"}},
-		Provisioner:       "kubernetes.io/no-provisioner",
+		ObjectMeta:        metav1.ObjectMeta{Name: "local-disk"},
+		Provisioner:       clusterconfig.NoProvisioner,
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 	}
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "provider-disk"},
 		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName:              class.Name,
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
@@ -82,11 +83,19 @@ func (e *realEnv) volumeKeptByProvider(ns string) {
 			}
 		}
 	})
-	share := []byte(`{"spec":{"sharingConfig":{"consumerQuota":{"persistentVolumeClaims":2,"storage":"1Gi"}}}}`)
-	if err := pc.Patch(ctx, &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName}},
-		client.RawPatch(types.MergePatchType, share)); err != nil {
+	share := func(ctx context.Context, patch string) error {
+		return pc.Patch(ctx, &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName}},
+			client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	if err := share(ctx, `{"spec":{"sharingConfig":{"consumerStorageClass":"local-disk","consumerQuota":{"persistentVolumeClaims":2,"storage":"1Gi"}}}}`); err != nil {
 		t.Fatal(err)
 	}
+	// Before the test goes on (to uninstall, which removes the kind).
+	defer func() {
+		if err := share(context.Background(), `{"spec":{"sharingConfig":{"consumerStorageClass":null,"consumerQuota":{"persistentVolumeClaims":null,"storage":null}}}}`); err != nil {
+			t.Errorf("restoring the provider's ClusterConfig: %v", err)
+		}
+	}()
 	framework.Eventually(t, time.Minute, func() error {
 		var advs sharingv1alpha1.AdvertisementList
 		if err := cc.List(ctx, &advs); err != nil {
@@ -97,7 +106,7 @@ func (e *realEnv) volumeKeptByProvider(ns string) {
 				return nil
 			}
 		}
-		return fmt.Errorf("no offer names the provider's default class %s yet", class.Name)
+		return fmt.Errorf("no offer names the provider's class %s yet", class.Name)
 	})
 
 	claim := &corev1.PersistentVolumeClaim{
@@ -152,7 +161,7 @@ func (e *realEnv) volumeKeptByProvider(ns string) {
 		}
 		framework.Eventually(t, 2*time.Minute, func() error {
 			if err := cc.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("pod %s still there (%v)", pod.Name, err)
+				return fmt.Errorf("pod %s still there (%w)", pod.Name, err)
 			}
 			return nil
 		})

@@ -232,6 +232,9 @@ func (v *view) Create(_ context.Context, obj client.Object) error {
 	stored.SetUID(uuid.NewUUID())
 	stored.SetCreationTimestamp(metav1.Now())
 	v.p.storeLocked(k, stored)
+	// As an API server's answer does.
+	obj.SetUID(stored.GetUID())
+	obj.SetCreationTimestamp(stored.GetCreationTimestamp())
 	return nil
 }
 
