@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -267,5 +268,99 @@ func TestOrphanProviderClaims(t *testing.T) {
 	}
 	if err := w.c.Get(ctx, client.ObjectKey{Name: claims.VolumeName(written)}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a volume was made for the claim whose name a bound provider claim holds: %v", err)
+	}
+}
+
+// TestRetainedClaimStays: with the liqo class's reclaim policy Retain,
+// the volume says so; released, it stays, and so does the provider's
+// claim, whose name a new claim then cannot take (it says why, and gets
+// no volume of the earlier claim's data).
+func TestRetainedClaimStays(t *testing.T) {
+	w := startReflectors(t)
+	ctx := t.Context()
+	offerStorage(t, w.c, "fast")
+	class := &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: claims.StorageClass}, Provisioner: claims.Provisioner,
+		ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimRetain), VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
+	}
+	if err := w.c.Create(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.c.Delete(context.Background(), class) })
+	newClaim := func() *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.localNS, Name: "kept", Annotations: map[string]string{claims.SelectedNodeAnnotation: testNode}},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				StorageClassName: ptr.To(claims.StorageClass),
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+	}
+	first := newClaim()
+	if err := w.c.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	var pv corev1.PersistentVolume
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		if err := w.c.Get(ctx, client.ObjectKey{Name: claims.VolumeName(first)}, &pv); err != nil {
+			return err
+		}
+		if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
+			return fmt.Errorf("the volume's reclaim policy is %s, want the class's Retain", pv.Spec.PersistentVolumeReclaimPolicy)
+		}
+		return nil
+	})
+	// Bound there, then released here.
+	if err := w.mem.Change(testProvider, provider.PersistentVolumeClaims, w.remoteNS, first.Name, func(o client.Object) {
+		o.(*corev1.PersistentVolumeClaim).Status.Phase = corev1.ClaimBound
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.c.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	// No pod uses it: its protection goes (the pvc-protection
+	// controller's part).
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var c corev1.PersistentVolumeClaim
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(first), &c); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		c.Finalizers = nil
+		if err := w.c.Update(ctx, &c); err != nil {
+			return err
+		}
+		return errors.New("the claim was still there")
+	})
+	pv.Status.Phase = corev1.VolumeReleased
+	if err := w.c.Status().Update(ctx, &pv); err != nil {
+		t.Fatal(err)
+	}
+	second := newClaim()
+	if err := w.c.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var evs corev1.EventList
+		if err := w.c.List(ctx, &evs, client.InNamespace(w.localNS)); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.UID == second.UID && e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "earlier claim of this name") {
+				return nil
+			}
+		}
+		return errors.New("no event on the new claim whose name the retained provider claim holds")
+	})
+	if obj := w.mem.Object(testProvider, provider.PersistentVolumeClaims, w.remoteNS, first.Name); obj == nil ||
+		obj.GetAnnotations()[offloadingv1alpha1.OriginUIDAnnotation] != string(first.UID) {
+		t.Errorf("the retained provider claim is gone or replaced: %v", obj)
+	}
+	if err := w.c.Get(ctx, client.ObjectKeyFromObject(&pv), &pv); err != nil || pv.DeletionTimestamp != nil {
+		t.Errorf("the retained volume: %v, deleted at %v", err, pv.DeletionTimestamp)
+	}
+	if err := w.c.Get(ctx, client.ObjectKey{Name: claims.VolumeName(second)}, &corev1.PersistentVolume{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a volume was made for the new claim: %v", err)
 	}
 }
