@@ -107,6 +107,9 @@ func TestConsumerClaimsHeldToTheConsumerClass(t *testing.T) {
 		{"metadata.annotations", claim("fast", func(c *corev1.PersistentVolumeClaim) {
 			c.Annotations = map[string]string{"pv.kubernetes.io/bind-completed": "yes"}
 		})},
+		{"metadata.annotations", claim("fast", func(c *corev1.PersistentVolumeClaim) {
+			c.Annotations = map[string]string{"csi.example.com/secret-name": "another-tenants"}
+		})},
 	} {
 		err := vk.Create(ctx, c.claim, client.DryRunAll)
 		if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), c.field+":") {
@@ -135,7 +138,9 @@ func TestConsumerClaimsHeldToTheConsumerClass(t *testing.T) {
 	if err := vk.Create(ctx, pod, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "spec.volumes:") {
 		t.Errorf("a pod with a generic ephemeral volume: %v, want refused naming spec.volumes", err)
 	}
-	if err := vk.Create(ctx, claim("fast", nil)); err != nil {
-		t.Errorf("a claim of the consumers' class: %v", err)
+	if err := vk.Create(ctx, claim("fast", func(c *corev1.PersistentVolumeClaim) {
+		c.Annotations = map[string]string{offloadingv1alpha1.OriginUIDAnnotation: "uid-1", offloadingv1alpha1.OriginNamespaceAnnotation: "web"}
+	})); err != nil {
+		t.Errorf("a claim of the consumers' class, with its origin's annotations: %v", err)
 	}
 }

@@ -112,7 +112,8 @@ func TestClaimsKeptByTheProvider(t *testing.T) {
 		}
 		ref, terms := pv.Spec.ClaimRef, pv.Spec.NodeAffinity.Required.NodeSelectorTerms
 		if ref == nil || ref.UID != claim.UID || pv.Spec.StorageClassName != claims.StorageClass || pv.Annotations[claims.RemoteUIDAnnotation] != string(remote.UID) ||
-			len(terms) != 1 || terms[0].MatchExpressions[0].Key != offloadingv1alpha1.RemoteClusterLabel || terms[0].MatchExpressions[0].Values[0] != testProvider ||
+			len(terms) != 1 || len(terms[0].MatchExpressions) != 2 || terms[0].MatchExpressions[0].Key != offloadingv1alpha1.VirtualNodeLabel ||
+			terms[0].MatchExpressions[1].Key != offloadingv1alpha1.RemoteClusterLabel || terms[0].MatchExpressions[1].Values[0] != testProvider ||
 			pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 			return fmt.Errorf("the volume here: %+v", pv)
 		}

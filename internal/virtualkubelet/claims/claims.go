@@ -99,7 +99,8 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	if apierrors.IsNotFound(err) {
 		// A provider claim whose volume here was never made goes; one
 		// with a volume is the volume's business (Release).
-		return ctrl.Result{}, r.deleteOrphans(ctx, req.Namespace, req.Name, "", "")
+		_, err := r.deleteOrphans(ctx, req.Namespace, req.Name, "", "")
+		return ctrl.Result{}, err
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -140,8 +141,9 @@ func (r *Reflector) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Res
 	}
 	defer func() { provider.ReflectionFailed(providerID, provider.PersistentVolumeClaims, err) }()
 	// Made in another provider before the scheduler chose again, or
-	// for an earlier claim of this name: those never bound here go.
-	if err := r.deleteOrphans(ctx, claim.Namespace, claim.Name, providerID, claim.UID); err != nil {
+	// for an earlier claim of this name: those never bound there go.
+	// One in this provider is gone once its deletion is seen.
+	if here, err := r.deleteOrphans(ctx, claim.Namespace, claim.Name, providerID, claim.UID); err != nil || here {
 		return ctrl.Result{}, err
 	}
 
@@ -292,7 +294,10 @@ func Volume(claim *corev1.PersistentVolumeClaim, providerID, remoteNS string, re
 			},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/var/lib/liqo/provider/" + providerID}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{providerID}}},
+				MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: offloadingv1alpha1.VirtualNodeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{offloadingv1alpha1.VirtualNodeValue}},
+					{Key: offloadingv1alpha1.RemoteClusterLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{providerID}},
+				},
 			}}}},
 		},
 	}
@@ -332,21 +337,28 @@ func (r *Reflector) reflectStatus(ctx context.Context, claim *corev1.PersistentV
 }
 
 // deleteOrphans deletes the provider claims of the consumer's claim
-// namespace/name that no volume here stands for and that are not bound
+// namespace/name that no volume here stands for and that are Pending
 // there (so that no pod ever wrote to them), but the one of the claim of
 // UID uid in provider current: made in another provider before the
 // scheduler chose again, for an earlier claim of this name, or for a
 // claim deleted before its volume was made. A bound one is never deleted
 // for want of a volume here: a volume retained, then deleted by hand,
-// leaves its data there, as the reclaim policy said.
-func (r *Reflector) deleteOrphans(ctx context.Context, namespace, name, current string, uid types.UID) error {
+// leaves its data there, as the reclaim policy said; nor is one of a
+// class that binds at once (bound before any pod used it), which stays
+// until its namespace goes. It says whether it deleted one in current.
+//
+// It looks in every provider the namespace is open in, and so starts
+// watching claims there: only in namespaces that use claims of class
+// liqo, as the claim could have been made in any of them.
+func (r *Reflector) deleteOrphans(ctx context.Context, namespace, name, current string, uid types.UID) (bool, error) {
 	var errs []error
+	here := false
 	for _, pns := range r.Providers.Open(namespace) {
 		if !pns.Watch(provider.PersistentVolumeClaims) {
 			continue
 		}
 		remote, _ := pns.Get(provider.PersistentVolumeClaims, name).(*corev1.PersistentVolumeClaim)
-		if remote == nil || remote.DeletionTimestamp != nil || (remote.Status.Phase != "" && remote.Status.Phase != corev1.ClaimPending) || remote.Spec.VolumeName != "" {
+		if remote == nil || remote.DeletionTimestamp != nil || remote.Status.Phase != corev1.ClaimPending || remote.Spec.VolumeName != "" {
 			continue
 		}
 		origin := types.UID(remote.Annotations[offloadingv1alpha1.OriginUIDAnnotation])
@@ -364,9 +376,11 @@ func (r *Reflector) deleteOrphans(ctx context.Context, namespace, name, current 
 		}
 		if err := pns.Delete(ctx, provider.PersistentVolumeClaims, name, remote.UID, nil); err != nil {
 			errs = append(errs, fmt.Errorf("deleting the orphan claim %s/%s in provider %s: %w", pns.Name(), name, pns.Provider(), err))
+			continue
 		}
+		here = here || pns.Provider() == current
 	}
-	return errors.Join(errs...)
+	return here, errors.Join(errs...)
 }
 
 // Release deletes, for a volume this package made that its claim

@@ -440,6 +440,12 @@ func (s *Sessions) trim(ctx context.Context, kind provider.Kind, local string) c
 		if owner := forge.ShadowOwner(o); owner != nil {
 			stub.SetOwnerReferences([]metav1.OwnerReference{*owner})
 		}
+		// Whether a claim is bound there, which tells a claim that may
+		// hold data from one that cannot (claims.deleteOrphans).
+		if c, ok := o.(*corev1.PersistentVolumeClaim); ok {
+			sc := stub.(*corev1.PersistentVolumeClaim)
+			sc.Spec.VolumeName, sc.Status.Phase = c.Spec.VolumeName, c.Status.Phase
+		}
 		return stub, nil
 	}
 }

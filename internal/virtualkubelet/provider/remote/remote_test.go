@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/liqo-go/liqo/api"
+	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/identity"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
@@ -325,4 +326,57 @@ func TestPodsWithoutShadowPods(t *testing.T) {
 	if len(made.OwnerReferences) != 0 {
 		t.Errorf("the pod is owned by %+v, want nothing", made.OwnerReferences)
 	}
+}
+
+// TestClaimStubKeepsItsBinding: a provider claim that no claim here
+// stands for is cached as a stub, which still says whether it is bound
+// there: whether it may hold data (package claims deletes only those
+// that cannot).
+func TestClaimStubKeepsItsBinding(t *testing.T) {
+	c, sessions := startSessions(t)
+	ctx := t.Context()
+	var view provider.Namespace
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var err error
+		view, err = sessions.Namespace(ctx, providerID, local, remoteNS)
+		return err
+	})
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "written",
+			Labels:      map[string]string{offloadingv1alpha1.OriginClusterLabel: consumerID},
+			Annotations: map[string]string{offloadingv1alpha1.OriginUIDAnnotation: "uid-gone", "large": "x"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			VolumeName:       "pv-with-data",
+			StorageClassName: ptr.To("fast"),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	// liqo-offloaded-claims, which matches what carries an origin, is
+	// configured once this cluster's ClusterConfig exists.
+	if err := c.Create(ctx, &configv1alpha1.ClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha1.ClusterConfigName}}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 45*time.Second, func(ctx context.Context) error { return c.Create(ctx, claim) })
+	claim.Status.Phase = corev1.ClaimBound
+	if err := c.Status().Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 10*time.Second, func(context.Context) error {
+		if !view.Watch(provider.PersistentVolumeClaims) {
+			return errors.New("the view has not listed claims yet")
+		}
+		got, _ := view.Get(provider.PersistentVolumeClaims, claim.Name).(*corev1.PersistentVolumeClaim)
+		switch {
+		case got == nil:
+			return errors.New("the claim is not in the view")
+		case got.Status.Phase != corev1.ClaimBound:
+			return fmt.Errorf("the cached claim's phase is %q, want Bound", got.Status.Phase)
+		case got.Spec.VolumeName != claim.Spec.VolumeName:
+			return fmt.Errorf("the cached claim's volume is %q, want %s", got.Spec.VolumeName, claim.Spec.VolumeName)
+		case got.Annotations["large"] != "" || got.Spec.StorageClassName != nil:
+			return fmt.Errorf("the claim is cached whole, want a stub: %+v", got)
+		}
+		return nil
+	})
 }
