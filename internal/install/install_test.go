@@ -101,8 +101,8 @@ func TestAdmissionPoliciesDecode(t *testing.T) {
 			t.Errorf("unexpected %T", o)
 		}
 	}
-	if len(policies) != 10 || !maps.Equal(policies, bound) {
-		t.Fatalf("policies %v, bindings %v: want 10 policies, each bound", policies, bound)
+	if len(policies) != 11 || !maps.Equal(policies, bound) {
+		t.Fatalf("policies %v, bindings %v: want 11 policies, each bound", policies, bound)
 	}
 }
 
