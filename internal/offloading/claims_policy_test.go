@@ -14,11 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/liqo-go/liqo/api"
 	configv1alpha1 "github.com/liqo-go/liqo/api/config/v1alpha1"
 	offloadingv1alpha1 "github.com/liqo-go/liqo/api/offloading/v1alpha1"
 	"github.com/liqo-go/liqo/internal/localcluster/envtest"
@@ -44,12 +42,7 @@ func TestConsumerClaimsHeldToTheConsumerClass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	vkCfg := rest.CopyConfig(cfg)
-	vkCfg.Impersonate = rest.ImpersonationConfig{UserName: "liqo-virtual-kubelet-consumer-1", Groups: []string{"system:masters", "system:authenticated"}}
-	vk, err := client.New(vkCfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vk := impersonating(t, cfg, "liqo-virtual-kubelet-consumer-1")
 	claim := func(class string, change func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
 		c := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: "data", Labels: map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer-1"}},

@@ -66,12 +66,7 @@ func TestUnconfiguredClassesPolicySparesWorkloads(t *testing.T) {
 	}
 
 	// A consumer's virtual kubelet, with every right but its own name.
-	vkCfg := rest.CopyConfig(cfg)
-	vkCfg.Impersonate = rest.ImpersonationConfig{UserName: "liqo-virtual-kubelet-consumer-1", Groups: []string{"system:masters", "system:authenticated"}}
-	vk, err := client.New(vkCfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vk := impersonating(t, cfg, "liqo-virtual-kubelet-consumer-1")
 	offloaded := map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer-1"}
 	envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {
 		err := vk.Create(ctx, pod(offloaded), client.DryRunAll)
@@ -112,12 +107,7 @@ func TestShadowPodTemplatesPolicedAsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	vkCfg := rest.CopyConfig(cfg)
-	vkCfg.Impersonate = rest.ImpersonationConfig{UserName: "liqo-virtual-kubelet-consumer-1", Groups: []string{"system:masters", "system:authenticated"}}
-	vk, err := client.New(vkCfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vk := impersonating(t, cfg, "liqo-virtual-kubelet-consumer-1")
 	if err := admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "work"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +205,7 @@ func TestPodsMadeFromShadowPodsPoliced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmCfg := rest.CopyConfig(cfg)
-	cmCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:liqo:liqo-controller-manager", Groups: []string{"system:masters", "system:authenticated"}}
-	cm, err := client.New(cmCfg, client.Options{Scheme: api.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cm := impersonating(t, cfg, "system:serviceaccount:liqo:liqo-controller-manager")
 	policiesInForce(t, cm, "work")
 	pod := func(labels map[string]string) *corev1.Pod {
 		return &corev1.Pod{
@@ -228,7 +213,7 @@ func TestPodsMadeFromShadowPodsPoliced(t *testing.T) {
 			Spec:       corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}},
 		}
 	}
-	err = cm.Create(ctx, pod(map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer-1"}), client.DryRunAll)
+	err := cm.Create(ctx, pod(map[string]string{offloadingv1alpha1.OriginClusterLabel: "consumer-1"}), client.DryRunAll)
 	if err == nil || !strings.Contains(err.Error(), "spec.hostNetwork:") {
 		t.Errorf("a consumer's pod on the host's network made by the controller manager: %v, want refused", err)
 	}
@@ -240,6 +225,19 @@ func TestPodsMadeFromShadowPodsPoliced(t *testing.T) {
 // policiesInForce waits until the API server holds pods of c's user to
 // the policies (it loads them a moment after they are created): a pod on
 // the host's network, with an origin, is refused.
+// impersonating is a client of cfg's API server acting as user (with
+// every right: what refuses it is admission alone).
+func impersonating(t *testing.T, cfg *rest.Config, user string) client.Client {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters", "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: api.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func policiesInForce(t *testing.T, c client.Client, ns string) {
 	t.Helper()
 	envtest.Eventually(t, 30*time.Second, func(ctx context.Context) error {

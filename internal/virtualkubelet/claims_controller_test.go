@@ -65,6 +65,21 @@ func offerStorage(t *testing.T, c client.Client, class string) {
 	}
 }
 
+// provisioningFailed is nil once claim has a ProvisioningFailed event
+// whose message says why.
+func provisioningFailed(ctx context.Context, c client.Client, claim *corev1.PersistentVolumeClaim, why string) error {
+	var evs corev1.EventList
+	if err := c.List(ctx, &evs, client.InNamespace(claim.Namespace)); err != nil {
+		return err
+	}
+	for _, e := range evs.Items {
+		if e.InvolvedObject.UID == claim.UID && e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, why) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no ProvisioningFailed event on claim %s saying %q", claim.Name, why)
+}
+
 // TestClaimsKeptByTheProvider: a claim of class liqo that the scheduler
 // gave the virtual node (as it does for a pod's claim that binds when
 // first used) is made in the provider's namespace with the class the
@@ -176,16 +191,7 @@ func TestClaimsKeptByTheProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
-		var evs corev1.EventList
-		if err := w.c.List(ctx, &evs, client.InNamespace(w.localNS)); err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if e.InvolvedObject.Name == stray.Name && e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "not a virtual node") {
-				return nil
-			}
-		}
-		return errors.New("no ProvisioningFailed event on the claim given a real node")
+		return provisioningFailed(ctx, w.c, stray, "not a virtual node")
 	})
 	if w.mem.Object(testProvider, provider.PersistentVolumeClaims, w.remoteNS, stray.Name) != nil {
 		t.Error("a claim given a real node was made in the provider")
@@ -253,16 +259,7 @@ func TestOrphanProviderClaims(t *testing.T) {
 		if o := origin("taken"); o != string(taken.UID) {
 			return fmt.Errorf("the provider's claim taken is %q's, want the new claim's %s", o, taken.UID)
 		}
-		var evs corev1.EventList
-		if err := w.c.List(ctx, &evs, client.InNamespace(w.localNS)); err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if e.InvolvedObject.Name == written.Name && e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "earlier claim of this name") {
-				return nil
-			}
-		}
-		return errors.New("no event on the claim whose name a bound provider claim holds")
+		return provisioningFailed(ctx, w.c, written, "earlier claim of this name")
 	})
 	if o := origin("written"); o != "an-earlier-claim-bound-there" {
 		t.Errorf("a bound provider claim of an earlier claim was replaced or deleted (origin %q)", o)
@@ -343,16 +340,7 @@ func TestRetainedClaimStays(t *testing.T) {
 		t.Fatal(err)
 	}
 	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
-		var evs corev1.EventList
-		if err := w.c.List(ctx, &evs, client.InNamespace(w.localNS)); err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if e.InvolvedObject.UID == second.UID && e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "earlier claim of this name") {
-				return nil
-			}
-		}
-		return errors.New("no event on the new claim whose name the retained provider claim holds")
+		return provisioningFailed(ctx, w.c, second, "earlier claim of this name")
 	})
 	if obj := w.mem.Object(testProvider, provider.PersistentVolumeClaims, w.remoteNS, first.Name); obj == nil ||
 		obj.GetAnnotations()[offloadingv1alpha1.OriginUIDAnnotation] != string(first.UID) {

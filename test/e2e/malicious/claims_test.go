@@ -32,10 +32,10 @@ import (
 // of another claim, no node chosen; no claim without its origin, none outside its
 // namespaces, no change to one; no generic ephemeral volume, whose claim
 // the provider's own controller would make; and no more claims, nor
-// storage, than its quota.
+// storage, than its quota. The other provider serves throughout.
 func TestClaimsHeldToThePeering(t *testing.T) {
 	peered(t)
-	a, b, _ := members()
+	a, b, c := members()
 	ctx := t.Context()
 	remoteNS := remoteNamespaceOf(t, offload(t, "claimed", offloadingv1alpha1.NamespaceOffloadingSpec{}, 2), b.ClusterID)
 	inB := framework.Client(t, b)
@@ -194,4 +194,6 @@ func TestClaimsHeldToThePeering(t *testing.T) {
 	if secret.Spec.ClaimRef != nil {
 		t.Errorf("the provider's volume was claimed: %+v", secret.Spec.ClaimRef)
 	}
+	// The other provider serves throughout.
+	requireReady(t, waitHeartbeats(t, a, c.ClusterID, 1))
 }

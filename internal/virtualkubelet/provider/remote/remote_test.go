@@ -149,6 +149,19 @@ func TestContract(t *testing.T) {
 	}
 }
 
+// openView is the suite's provider namespace, once its view has listed
+// what is there.
+func openView(t *testing.T, sessions *remote.Sessions) provider.Namespace {
+	t.Helper()
+	var view provider.Namespace
+	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
+		var err error
+		view, err = sessions.Namespace(ctx, providerID, local, remoteNS)
+		return err
+	})
+	return view
+}
+
 // TestPodsKeptByShadowPods: a pod is made with the ShadowPod that keeps
 // it, owned by it; an update of the pod is its template's (but its
 // node); a pod the provider refuses leaves no ShadowPod; the ShadowPod of
@@ -157,12 +170,7 @@ func TestContract(t *testing.T) {
 func TestPodsKeptByShadowPods(t *testing.T) {
 	c, sessions := startSessions(t)
 	ctx := t.Context()
-	var view provider.Namespace
-	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
-		var err error
-		view, err = sessions.Namespace(ctx, providerID, local, remoteNS)
-		return err
-	})
+	view := openView(t, sessions)
 	pod := func(name, uid string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: name,
@@ -304,12 +312,7 @@ func TestPodsWithoutShadowPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	sessions := startSessionsOn(t, cfg, c)
-	var view provider.Namespace
-	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
-		var err error
-		view, err = sessions.Namespace(ctx, providerID, local, remoteNS)
-		return err
-	})
+	view := openView(t, sessions)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "web-1",
 			Labels:      map[string]string{offloadingv1alpha1.OriginClusterLabel: consumerID},
@@ -335,12 +338,7 @@ func TestPodsWithoutShadowPods(t *testing.T) {
 func TestClaimStubKeepsItsBinding(t *testing.T) {
 	c, sessions := startSessions(t)
 	ctx := t.Context()
-	var view provider.Namespace
-	envtest.Eventually(t, 10*time.Second, func(ctx context.Context) error {
-		var err error
-		view, err = sessions.Namespace(ctx, providerID, local, remoteNS)
-		return err
-	})
+	view := openView(t, sessions)
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "written",
 			Labels:      map[string]string{offloadingv1alpha1.OriginClusterLabel: consumerID},
